@@ -1,0 +1,51 @@
+"""What every command shares: the config and database, loaded on first use."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kairox_core.config import KairoxConfig, check_plugin_names, load_config
+
+
+@dataclass
+class CliContext:
+    config_path: str | None = None
+    db_path: str | None = None
+    _config: KairoxConfig | None = field(default=None, init=False, repr=False)
+
+    @property
+    def config(self) -> KairoxConfig:
+        if self._config is None:
+            config = load_config(self.config_path)
+            check_plugin_names(config)
+            self._config = config
+        return self._config
+
+    @property
+    def database(self) -> Path:
+        if self.db_path:
+            return Path(self.db_path).expanduser()
+        return self.config.database_path()
+
+
+def _get_cli(ctx: click.Context) -> CliContext:
+    obj = ctx.find_object(CliContext)
+    if obj is None:  # invoked without the root group (tests calling a command directly)
+        obj = ctx.ensure_object(CliContext)
+    return obj
+
+
+def pass_cli(f: Any) -> Any:
+    """Decorator: pass the shared ``CliContext`` as the first argument."""
+
+    @functools.wraps(f)
+    @click.pass_context
+    def wrapper(ctx: click.Context, *args: Any, **kwargs: Any) -> Any:
+        return f(_get_cli(ctx), *args, **kwargs)
+
+    return wrapper

@@ -1,0 +1,22 @@
+"""Built-in plugin: the core ``kairox`` commands."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from kairox_core.hookspecs import hookimpl
+
+# Each module exposes ``register(cli: click.Group) -> None``.
+COMMAND_MODULES = (
+    "kairox_core.cli.plugins_cmd",
+    "kairox_core.cli.config_cmd",
+    "kairox_core.cli.tokens_cmd",
+)
+
+
+@hookimpl
+def kairox_register_commands(cli: click.Group) -> None:
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(cli)

@@ -1,0 +1,306 @@
+"""Event types: frozen dataclasses that round-trip through JSON.
+
+The event store is append-only; every state change of a session is one of these.
+``seq`` is assigned by the store. An event type this version does not know (written
+by a newer Kairox) loads as ``GenericEvent`` instead of failing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+EVENT_TYPES: dict[str, type[Event]] = {}
+E = TypeVar("E", bound="type[Event]")
+
+
+def register_event(cls: E) -> E:
+    """Class decorator: make an event type loadable by name."""
+    EVENT_TYPES[cls.__name__] = cls
+    return cls
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Base of all events. ``seq`` is None until the event store assigns it."""
+
+    VERSION: ClassVar[int] = 1
+
+    session_id: str
+    seq: int | None = None
+    created_at: float = field(default_factory=time.time)
+
+    @property
+    def type(self) -> str:
+        return type(self).__name__
+
+    def payload(self) -> dict[str, Any]:
+        """The event's own fields (not session_id/seq/created_at), JSON-ready."""
+        skip = {"session_id", "seq", "created_at"}
+        return {
+            f.name: _to_json(getattr(self, f.name))
+            for f in dataclasses.fields(self)
+            if f.name not in skip
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "version": self.VERSION,
+            "session_id": self.session_id,
+            "seq": self.seq,
+            "created_at": self.created_at,
+            "payload": self.payload(),
+        }
+
+    def with_seq(self: _Ev, seq: int) -> _Ev:
+        return dataclasses.replace(self, seq=seq)
+
+
+_Ev = TypeVar("_Ev", bound=Event)
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _to_json(v) for k, v in value.items()}
+    return value
+
+
+def _hint_is_tuple(hint: Any) -> bool:
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_hint_is_tuple(a) for a in typing.get_args(hint))
+    return False
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenericEvent(Event):
+    """An event of a type this version does not know; kept whole so nothing is lost."""
+
+    type_name: str
+    version: int = 1
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def type(self) -> str:
+        return self.type_name
+
+    def payload(self) -> dict[str, Any]:
+        return dict(self.data)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        d["version"] = self.version
+        return d
+
+
+def event_from_dict(d: dict[str, Any]) -> Event:
+    """Inverse of ``Event.to_dict``; unknown types become ``GenericEvent``."""
+    base = {"session_id": d["session_id"], "seq": d.get("seq"), "created_at": d["created_at"]}
+    payload = dict(d.get("payload") or {})
+    cls = EVENT_TYPES.get(d["type"])
+    if cls is None:
+        return GenericEvent(
+            **base, type_name=d["type"], version=int(d.get("version", 1)), data=payload
+        )
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for name, value in payload.items():
+        if name not in known:
+            continue  # a field added by a newer version: ignore it
+        if isinstance(value, list) and _hint_is_tuple(hints.get(name)):
+            value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+        kwargs[name] = value
+    return cls(**base, **kwargs)
+
+
+# --- session lifecycle -------------------------------------------------------------
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class SessionStarted(Event):
+    workspace_id: str
+    profile: str
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class ProfileSwitched(Event):
+    from_profile: str
+    to_profile: str
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class SessionArchived(Event):
+    reason: str | None = None
+
+
+# --- conversation ------------------------------------------------------------------
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class UserMessageAdded(Event):
+    turn_id: str
+    text: str
+    # Attachments as JSON objects: {"kind": "image"|"document", "filename": ..., ...}
+    attachments: tuple[dict[str, Any], ...] = ()
+    tokens: int | None = None  # cached count of the rendered message, see ContextAssembler
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class ModelTokenDelta(Event):
+    turn_id: str
+    delta: str
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class AssistantMessageCompleted(Event):
+    turn_id: str
+    text: str  # cleaned: <memory> markup removed
+    model: str | None = None
+    provider: str | None = None
+    usage: dict[str, int] | None = None
+    tokens: int | None = None
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class ToolInvocationCompleted(Event):
+    turn_id: str
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+    result: str
+    tokens: int | None = None
+
+
+# --- memory ------------------------------------------------------------------------
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class MemoryProposed(Event):
+    proposal_id: str
+    scope: str
+    key: str | None
+    body: str
+    workspace_id: str | None = None
+    turn_id: str | None = None
+    raw: str = ""
+    tainted: bool = False
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class MemoryAccepted(Event):
+    proposal_id: str | None
+    memory_id: str
+    scope: str
+    key: str | None
+    body: str
+    edited: bool = False
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class MemoryRejected(Event):
+    proposal_id: str
+    scope: str
+    key: str | None
+    reason: str | None = None
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class MemoryEdited(Event):
+    memory_id: str
+    scope: str
+    key: str | None
+    body: str
+    previous_body: str
+
+
+# --- compaction --------------------------------------------------------------------
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class ContextCompactionStarted(Event):
+    compaction_id: str
+    first_seq: int
+    last_seq: int
+    strategy: str
+    trigger: str = "auto"  # "auto" | "manual"
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class CompactionSummary(Event):
+    compaction_id: str
+    summary: str
+    first_seq: int  # provenance: the replaced range of original seqs, inclusive
+    last_seq: int
+    strategy: str
+    model: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    folded_summaries: tuple[int, ...] = ()  # seqs of earlier summaries this one replaces
+    usage: dict[str, int] | None = None
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class ContextCompactionCompleted(Event):
+    compaction_id: str
+    summary_seq: int
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class ContextCompactionFailed(Event):
+    compaction_id: str
+    reason: str
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class ContextCompactionSkipped(Event):
+    reason: str
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class SummaryEdited(Event):
+    summary_seq: int
+    text: str
+    previous_text: str
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class FactPinned(Event):
+    fact_id: str
+    text: str
+    source_seq: int | None = None
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class ChunkDropped(Event):
+    summary_seq: int
+    chunk_index: int
+    text: str

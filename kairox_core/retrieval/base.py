@@ -1,0 +1,75 @@
+"""The retrieval interfaces every index, knowledge base and embedding backend speaks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from kairox_core.errors import KairoxError
+
+
+@dataclass(frozen=True)
+class RetrievalHit:
+    """One retrieved passage. ``source`` names the index or knowledge base it came from."""
+
+    text: str
+    score: float
+    source: str
+    doc_id: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    chunk_id: str | None = None
+
+
+@runtime_checkable
+class EmbeddingBackend(Protocol):
+    """Turns text into fixed-size vectors. Implementations batch internally."""
+
+    name: str
+    dimension: int
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+    def embed_query(self, text: str) -> list[float]: ...
+
+
+@runtime_checkable
+class WorkspaceRetriever(Protocol):
+    """A source of hits: the workspace index or one configured knowledge base.
+
+    ``filters`` maps metadata field names to a required value (or a list of allowed
+    values); a retriever that cannot apply a filter raises ``RetrieverError``.
+    """
+
+    name: str
+
+    async def retrieve(
+        self, query: str, k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[RetrievalHit]: ...
+
+    async def close(self) -> None: ...
+
+
+class RetrieverError(KairoxError):
+    """A retriever failed. The message names the knowledge base and the cause."""
+
+    def __init__(self, source: str, cause: str) -> None:
+        self.source = source
+        self.cause = cause
+        super().__init__(f"knowledge base '{source}': {cause}")
+
+
+class RetrieverUnavailable(RetrieverError):
+    """The service could not be reached."""
+
+
+class RetrieverAuthError(RetrieverError):
+    """The service refused the credentials."""
+
+
+class RetrieverTimeout(RetrieverError):
+    """The service did not answer in time."""
+
+
+class RetrieverConfigError(RetrieverError):
+    """The knowledge base's configuration cannot work (missing key, unknown index...)."""

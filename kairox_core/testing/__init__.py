@@ -1,0 +1,12 @@
+"""Test support shipped with kairox-core: fixtures and contract test classes.
+
+Plugins' test suites load the fixtures with ``pytest_plugins = ["kairox_core.testing.fixtures"]``
+(kairox-core's own ``conftest.py`` does) and subclass the contract classes in
+``kairox_core.testing.contracts``.
+"""
+
+from __future__ import annotations
+
+from kairox_core.plugins import plugin_registered
+
+__all__ = ["plugin_registered"]

@@ -1,0 +1,171 @@
+"""Exact, offline token counting with tiktoken.
+
+tiktoken downloads its encodings on first use, which fails on a machine without
+network. The ``bpe-openai`` package ships the same files; we seed tiktoken's cache
+with them so ``tiktoken.get_encoding`` works offline and still checks its hashes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from typing import Any
+
+import tiktoken
+
+from kairox_core.errors import KairoxUserError
+
+ENCODING_URLS = {
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+}
+DEFAULT_ENCODING = "o200k_base"
+DEFAULT_UNKNOWN_MODEL_MARGIN = 0.10
+
+# OpenAI's documented accounting for chat messages (openai-cookbook, "How to count
+# tokens with tiktoken"): every message costs 3 tokens of framing, a name 1 more,
+# and every reply is primed with 3.
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+REPLY_PRIMING_TOKENS = 3
+
+_O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "chatgpt-4o", "o1", "o3", "o4")
+_CL100K_PREFIXES = ("gpt-4", "gpt-3.5", "gpt-35", "text-embedding-3", "text-embedding-ada-002")
+
+_lock = threading.Lock()
+_encodings: dict[str, tiktoken.Encoding] = {}
+
+
+def _tiktoken_cache_dir() -> str:
+    """The directory tiktoken will read, computed exactly as tiktoken.load does."""
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        if os.environ["TIKTOKEN_CACHE_DIR"]:
+            return os.environ["TIKTOKEN_CACHE_DIR"]
+        # The user disabled tiktoken's cache; give it a private one of ours instead.
+        import platformdirs
+
+        path = os.path.join(platformdirs.user_cache_dir("kairox"), "tiktoken")
+        os.environ["TIKTOKEN_CACHE_DIR"] = path
+        return path
+    if os.environ.get("DATA_GYM_CACHE_DIR"):
+        return os.environ["DATA_GYM_CACHE_DIR"]
+    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+
+
+def _seed_cache(name: str) -> None:
+    url = ENCODING_URLS[name]
+    cache_dir = _tiktoken_cache_dir()
+    target = os.path.join(cache_dir, hashlib.sha1(url.encode()).hexdigest())
+    if os.path.exists(target):
+        return
+    packed = resources.files("bpe_openai").joinpath("data", f"{name}.tiktoken.gz").read_bytes()
+    os.makedirs(cache_dir, exist_ok=True)
+    tmp = f"{target}.{os.getpid()}.{threading.get_ident()}.tmp"
+    with open(tmp, "wb") as handle:
+        handle.write(gzip.decompress(packed))
+    os.replace(tmp, target)  # atomic: a reader never sees half a file
+
+
+def get_encoding(name: str) -> tiktoken.Encoding:
+    """Return a tiktoken encoding without touching the network."""
+    with _lock:
+        if name in _encodings:
+            return _encodings[name]
+        if name not in ENCODING_URLS:
+            raise KairoxUserError(
+                f"unknown token encoding '{name}'; use one of: {', '.join(sorted(ENCODING_URLS))}"
+            )
+        _seed_cache(name)
+        enc = tiktoken.get_encoding(name)
+        _encodings[name] = enc
+        return enc
+
+
+def encoding_for_model(model: str) -> str | None:
+    """Map an OpenAI model name to its encoding; None when the model is not OpenAI's."""
+    lowered = model.lower().split("/")[-1]
+    if lowered.startswith(_O200K_PREFIXES):
+        return "o200k_base"
+    if lowered.startswith(_CL100K_PREFIXES):
+        return "cl100k_base"
+    return None
+
+
+class TokenCounter:
+    """Counts tokens exactly as tiktoken does, with a bounded cache keyed by content.
+
+    ``margin`` inflates counts (rounding up) for models whose own tokenizer differs
+    from the encoding used here, so a budget computed with it stays safe.
+    """
+
+    def __init__(
+        self, encoding: str = DEFAULT_ENCODING, *, margin: float = 0.0, cache_size: int = 65536
+    ) -> None:
+        if margin < 0:
+            raise ValueError("margin must be >= 0")
+        self.encoding_name = encoding
+        self.margin = margin
+        self._encoding = get_encoding(encoding)
+        self._cache: OrderedDict[str, int] = OrderedDict()
+        self._cache_size = cache_size
+
+    @classmethod
+    def for_model(
+        cls,
+        model: str,
+        *,
+        fallback_encoding: str = DEFAULT_ENCODING,
+        unknown_margin: float = DEFAULT_UNKNOWN_MODEL_MARGIN,
+    ) -> TokenCounter:
+        """A counter for ``model``: its own encoding if known, else the fallback plus a margin."""
+        known = encoding_for_model(model)
+        if known is not None:
+            return cls(known)
+        return cls(fallback_encoding, margin=unknown_margin)
+
+    def _raw(self, text: str) -> int:
+        cached = self._cache.get(text)
+        if cached is not None:
+            self._cache.move_to_end(text)
+            return cached
+        n = len(self._encoding.encode(text, disallowed_special=()))
+        self._cache[text] = n
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return n
+
+    def _scaled(self, n: int) -> int:
+        if not self.margin:
+            return n
+        return -(-n * round((1 + self.margin) * 1000) // 1000)  # ceil, integer-exact
+
+    def count(self, text: str) -> int:
+        """Tokens in ``text`` (special-token look-alikes are counted as plain text)."""
+        return self._scaled(self._raw(text))
+
+    def message_tokens(self, message: Mapping[str, Any]) -> int:
+        """Tokens one chat message costs, framing included, excluding reply priming."""
+        n = TOKENS_PER_MESSAGE
+        for field, value in message.items():
+            if value is None:
+                continue
+            n += self._raw(value if isinstance(value, str) else _as_text(value))
+            if field == "name":
+                n += TOKENS_PER_NAME
+        return self._scaled(n)
+
+    def count_messages(self, messages: Iterable[Mapping[str, Any]]) -> int:
+        """Tokens a list of chat messages costs, as OpenAI counts a chat request."""
+        return sum(self.message_tokens(m) for m in messages) + REPLY_PRIMING_TOKENS
+
+
+def _as_text(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,75 @@
+"""Quality gates and test suites. ``nox`` runs them all; each in its own virtualenv.
+
+Sessions: ``lint`` (ruff), ``typecheck`` (mypy, strict on kairox_core), ``tests``
+(kairox-core), and one ``plugin-<name>`` session per folder in ``plugins/``, which
+installs kairox-core and that plugin alone so heavy dependencies stay out of the core.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+PLUGINS = sorted(p.name for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file())
+
+# What a plugin needs installed before itself (see DEVELOPERS.md for why).
+PLUGIN_PREINSTALL: dict[str, list[str]] = {
+    # the CPU wheel on this machine's disk; anything else pulls several GB of CUDA
+    "kairox-sentence-transformers": ["torch==2.13.0"],
+}
+PLUGIN_ENV: dict[str, dict[str, str]] = {
+    # llama.cpp compiled for this CPU family crashes elsewhere: build portable code
+    "kairox-llamacpp": {"CMAKE_ARGS": "-DGGML_NATIVE=OFF"},
+}
+
+nox.options.sessions = ["lint", "typecheck", "tests", *[f"plugin-{p}" for p in PLUGINS]]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    session.install("-e", ".[test]", "mypy>=1.10")
+    session.run("mypy", "kairox_core")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    session.install("-e", ".[test]")
+    session.run("pytest", "-q", *session.posargs, env={"HF_HUB_OFFLINE": "1"})
+
+
+def _plugin_session(name: str) -> None:
+    @nox.session(name=f"plugin-{name}")
+    def plugin_tests(session: nox.Session) -> None:
+        env = {**PLUGIN_ENV.get(name, {}), "HF_HUB_OFFLINE": "1"}
+        for requirement in PLUGIN_PREINSTALL.get(name, []):
+            session.install(requirement, env=env)
+        session.install("-e", ".[test]", env=env)
+        session.install("-e", f"plugins/{name}[test]", env=env)
+        session.run("pytest", "-q", f"plugins/{name}/tests", *session.posargs, env=env)
+
+
+for _name in PLUGINS:
+    _plugin_session(_name)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks (not part of the default run): ratios against baselines in the same run."""
+    session.install("-e", ".[test,bench]")
+    for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
+        session.run("python", str(script), *session.posargs)
+
+
+if os.environ.get("CI"):
+    nox.options.reuse_existing_virtualenvs = False
