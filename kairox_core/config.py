@@ -164,6 +164,15 @@ class RetrievalSection(_Strict):
     k: int = Field(8, gt=0)
     timeout: float = Field(10.0, gt=0)
     workspace_weight: float = Field(1.0, gt=0)
+    mode: str = Field("hybrid", pattern="^(hybrid|vector|keyword)$")
+    chunk_tokens: int = Field(512, ge=32)
+    chunk_overlap: int = Field(64, ge=0)
+    # hybrid search: weighted reciprocal rank fusion of the keyword and vector rankings
+    rrf_k: int = Field(60, gt=0)
+    keyword_weight: float = Field(1.0, ge=0)
+    vector_weight: float = Field(1.0, ge=0)
+    hybrid_candidates: int = Field(100, gt=0)
+    max_file_bytes: int = Field(2_000_000, gt=0)  # `kairox index` skips larger files
 
 
 class CompactionSection(_Strict):

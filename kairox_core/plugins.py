@@ -53,7 +53,11 @@ KNOWN_DISTRIBUTIONS: dict[tuple[str, str], str] = {
 }
 
 # Built-in plugins: modules under kairox_core.default_plugins, registered like any other.
-DEFAULT_PLUGINS: tuple[str, ...] = ("kairox_core.default_plugins.core_commands",)
+DEFAULT_PLUGINS: tuple[str, ...] = (
+    "kairox_core.default_plugins.core_commands",
+    "kairox_core.default_plugins.hashing_embeddings",
+    "kairox_core.default_plugins.sqlite_fts",
+)
 
 
 @dataclass(frozen=True)

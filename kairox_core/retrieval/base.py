@@ -73,3 +73,48 @@ class RetrieverTimeout(RetrieverError):
 
 class RetrieverConfigError(RetrieverError):
     """The knowledge base's configuration cannot work (missing key, unknown index...)."""
+
+
+@dataclass
+class IndexReport:
+    """What building or refreshing an index did (``kairox index`` / ``kairox kb index``)."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    chunks: int = 0  # chunks (or documents, for engines without chunking) written
+    skipped_binary: int = 0
+    skipped_large: int = 0
+    errors: list[str] = field(default_factory=list)  # "path: what went wrong", one per file
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "added": self.added, "updated": self.updated, "unchanged": self.unchanged,
+            "removed": self.removed, "chunks": self.chunks,
+            "skipped_binary": self.skipped_binary, "skipped_large": self.skipped_large,
+            "errors": list(self.errors), "seconds": round(self.seconds, 3),
+        }
+
+
+class IndexProgress(Protocol):
+    """Progress callback: ``progress(done, total, current_item)``; total may be None."""
+
+    def __call__(self, done: int, total: int | None, item: str) -> None: ...
+
+
+@runtime_checkable
+class IndexableRetriever(Protocol):
+    """A knowledge base that can build its own index from files: ``kairox kb index``.
+
+    ``index`` walks ``paths`` (files or folders), adds new files, re-indexes changed
+    ones, removes ones gone since the last run, and reports; a file that cannot be
+    read is listed in ``IndexReport.errors`` and never stops the run.
+    """
+
+    name: str
+
+    def index(
+        self, paths: Sequence[str], *, progress: IndexProgress | None = None
+    ) -> IndexReport: ...

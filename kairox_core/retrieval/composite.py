@@ -1,0 +1,148 @@
+"""CompositeWorkspaceRetriever: every active source at once, fused by RRF.
+
+Sources run concurrently, each under its own timeout. A source that raises or is too
+slow is recorded in the per-source report and the others' hits still come back: a
+broken knowledge base degrades a turn, it never fails it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kairox_core.retrieval.base import RetrievalHit, WorkspaceRetriever
+from kairox_core.retrieval.fusion import RRF_K, rrf_fuse
+
+DEFAULT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class RetrieverSource:
+    """One source of the composite: the retriever, its kind, weight and timeout."""
+
+    retriever: WorkspaceRetriever
+    kind: str = "knowledge_base"  # "workspace" | "knowledge_base"
+    weight: float = 1.0
+    timeout: float = DEFAULT_TIMEOUT
+
+    @property
+    def name(self) -> str:
+        return self.retriever.name
+
+
+@dataclass(frozen=True)
+class SourceReport:
+    """How one source did for one query (for the turn trace and ``kairox search``)."""
+
+    name: str
+    kind: str
+    ok: bool
+    error: str | None
+    elapsed_ms: float
+    hits: int
+    timed_out: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "ok": self.ok, "error": self.error,
+                "elapsed_ms": round(self.elapsed_ms, 2), "hits": self.hits,
+                "timed_out": self.timed_out}
+
+
+@dataclass(frozen=True)
+class CompositeResult:
+    hits: list[RetrievalHit]
+    sources: list[SourceReport] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[SourceReport]:
+        return [s for s in self.sources if not s.ok]
+
+
+class CompositeWorkspaceRetriever:
+    """Queries every source concurrently and fuses their rankings (weighted RRF, k=60).
+
+    ``retrievers`` are ``RetrieverSource`` entries or bare retrievers (kind is
+    "workspace" when the name is "workspace"); ``weights`` and ``timeouts`` map source
+    names to overrides; ``timeout`` is the default per-source timeout in seconds.
+    """
+
+    name = "composite"
+
+    def __init__(
+        self,
+        retrievers: Sequence[RetrieverSource | WorkspaceRetriever],
+        weights: Mapping[str, float] | None = None,
+        *,
+        timeouts: Mapping[str, float] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        rrf_k: int = RRF_K,
+        per_source_k: int | None = None,
+    ) -> None:
+        self.sources: list[RetrieverSource] = []
+        for item in retrievers:
+            src = item if isinstance(item, RetrieverSource) else RetrieverSource(
+                item, "workspace" if item.name == "workspace" else "knowledge_base",
+                timeout=timeout)
+            if weights and src.name in weights:
+                src = RetrieverSource(src.retriever, src.kind, float(weights[src.name]),
+                                      src.timeout)
+            if timeouts and src.name in timeouts:
+                src = RetrieverSource(src.retriever, src.kind, src.weight,
+                                      float(timeouts[src.name]))
+            if any(s.name == src.name for s in self.sources):
+                raise ValueError(f"two retrieval sources are named '{src.name}'")
+            self.sources.append(src)
+        self.rrf_k = rrf_k
+        self.per_source_k = per_source_k
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in self.sources]
+
+    async def _one(self, src: RetrieverSource, query: str, k: int,
+                   filters: Mapping[str, Any] | None) -> tuple[list[RetrievalHit], SourceReport]:
+        start = time.perf_counter()
+        try:
+            hits = await asyncio.wait_for(src.retriever.retrieve(query, k, filters),
+                                          timeout=src.timeout)
+        except asyncio.TimeoutError:
+            ms = (time.perf_counter() - start) * 1000
+            return [], SourceReport(src.name, src.kind, False,
+                                    f"timed out after {src.timeout:g}s", ms, 0, True)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # any source's failure is reported, never propagated
+            ms = (time.perf_counter() - start) * 1000
+            message = str(exc) or type(exc).__name__
+            return [], SourceReport(src.name, src.kind, False,
+                                    f"{type(exc).__name__}: {message}", ms, 0)
+        ms = (time.perf_counter() - start) * 1000
+        hits = list(hits)[:k]
+        return hits, SourceReport(src.name, src.kind, True, None, ms, len(hits))
+
+    async def search(self, query: str, k: int,
+                     filters: Mapping[str, Any] | None = None) -> CompositeResult:
+        """Fused hits from every source, plus a report per source."""
+        if k <= 0 or not self.sources:
+            return CompositeResult([], [])
+        per_k = self.per_source_k or k
+        results = await asyncio.gather(
+            *(self._one(src, query, per_k, filters) for src in self.sources))
+        rankings = {src.name: hits for src, (hits, _) in zip(self.sources, results, strict=True)}
+        weights = {src.name: src.weight for src in self.sources}
+        hits = rrf_fuse(rankings, weights, k=self.rrf_k, limit=k)
+        return CompositeResult(hits, [report for _, report in results])
+
+    async def retrieve(self, query: str, k: int,
+                       filters: Mapping[str, Any] | None = None) -> list[RetrievalHit]:
+        return (await self.search(query, k, filters)).hits
+
+    async def close(self) -> None:
+        for src in self.sources:
+            try:
+                await src.retriever.close()
+            except Exception:  # closing one source must not leak the others
+                continue

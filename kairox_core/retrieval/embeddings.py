@@ -1,0 +1,132 @@
+"""Embedding backends: the built-in feature-hashing backend and the registry loader.
+
+``HashingEmbedding`` needs no model and no dependency: word unigrams and bigrams and
+character n-grams are hashed (``zlib.crc32``, stable across processes, unlike
+``hash()``) into a signed vector, which is L2-normalised. It is the embedded default,
+so a fresh install searches by meaning-ish similarity with nothing downloaded.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import zlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kairox_core.errors import KairoxUserError
+from kairox_core.retrieval.base import EmbeddingBackend
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+DEFAULT_DIMENSION = 384
+
+
+class HashingEmbedding:
+    """Deterministic feature hashing of word uni/bigrams and character n-grams."""
+
+    name = "hashing"
+
+    def __init__(
+        self,
+        dimension: int = DEFAULT_DIMENSION,
+        *,
+        char_ngrams: Sequence[int] = (3, 4),
+        bigram_weight: float = 0.5,
+        char_weight: float = 0.35,
+        batch_size: int = 256,
+        cache_size: int = 200_000,
+    ) -> None:
+        if dimension < 8:
+            raise KairoxUserError(f"hashing embedding dimension must be >= 8 (got {dimension})")
+        self.dimension = int(dimension)
+        self.char_ngrams = tuple(int(n) for n in char_ngrams)
+        self.bigram_weight = float(bigram_weight)
+        self.char_weight = float(char_weight)
+        self.batch_size = int(batch_size)
+        self._cache_size = cache_size
+        # word -> its sparse contribution (unigram + its character n-grams)
+        self._word_cache: dict[str, tuple[tuple[int, float], ...]] = {}
+
+    def _feature(self, key: str) -> tuple[int, float]:
+        h = zlib.crc32(key.encode("utf-8"))
+        sign = 1.0 if (h >> 31) & 1 else -1.0
+        return h % self.dimension, sign
+
+    def _word_features(self, word: str) -> tuple[tuple[int, float], ...]:
+        cached = self._word_cache.get(word)
+        if cached is not None:
+            return cached
+        acc: dict[int, float] = {}
+        idx, sign = self._feature("w:" + word)
+        acc[idx] = acc.get(idx, 0.0) + sign
+        padded = f"<{word}>"
+        grams = [padded[i : i + n] for n in self.char_ngrams
+                 for i in range(max(1, len(padded) - n + 1))]
+        if grams:
+            weight = self.char_weight / math.sqrt(len(grams))
+            for gram in grams:
+                idx, sign = self._feature("c:" + gram)
+                acc[idx] = acc.get(idx, 0.0) + sign * weight
+        features = tuple(acc.items())
+        if len(self._word_cache) >= self._cache_size:
+            self._word_cache.clear()
+        self._word_cache[word] = features
+        return features
+
+    def _embed_one(self, text: str) -> list[float]:
+        vec = [0.0] * self.dimension
+        words = _WORD.findall(text.lower())
+        for word in words:
+            for idx, value in self._word_features(word):
+                vec[idx] += value
+        if self.bigram_weight:
+            bw = self.bigram_weight
+            for a, b in itertools.pairwise(words):
+                idx, sign = self._feature(f"b:{a} {b}")
+                vec[idx] += sign * bw
+        # sublinear term frequency: a word repeated 20 times should not drown the rest
+        vec = [math.copysign(math.sqrt(abs(x)), x) for x in vec]
+        norm = math.sqrt(sum(x * x for x in vec))
+        if norm == 0.0:
+            return vec
+        inv = 1.0 / norm
+        return [x * inv for x in vec]
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            out.extend(self._embed_one(t) for t in texts[start : start + self.batch_size])
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._embed_one(text)
+
+
+def load_embedding_backend(
+    config_or_name: Any, options: Mapping[str, Any] | None = None
+) -> EmbeddingBackend:
+    """Build a backend from the registry by name, or from a ``RetrievalSection``.
+
+    ``config_or_name`` is a backend name or anything with ``backend`` and
+    ``backend_options`` (the ``[retrieval]`` section); ``options`` override the latter.
+    """
+    from kairox_core.plugins import get_plugins
+
+    if isinstance(config_or_name, str):
+        name, opts = config_or_name, dict(options or {})
+    else:
+        name = config_or_name.backend
+        opts = {**dict(config_or_name.backend_options), **dict(options or {})}
+    reg = get_plugins().get("embedding_backends", name, context="retrieval.backend")
+    try:
+        backend = reg.factory(**opts)
+    except TypeError as exc:
+        raise KairoxUserError(
+            f"retrieval.backend_options: embedding backend '{name}' rejected its options: {exc}"
+        ) from None
+    if not isinstance(backend, EmbeddingBackend):
+        raise KairoxUserError(
+            f"embedding backend '{name}' (plugin {reg.plugin}) did not return an EmbeddingBackend"
+        )
+    return backend

@@ -1,0 +1,64 @@
+"""Reciprocal rank fusion across sources, merging duplicates by doc id or content."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from kairox_core.retrieval.base import RetrievalHit
+
+RRF_K = 60
+_SPACE = re.compile(r"\s+")
+
+
+def text_key(text: str) -> str:
+    normal = _SPACE.sub(" ", text).strip().lower()
+    return hashlib.blake2b(normal.encode("utf-8"), digest_size=12).hexdigest()
+
+
+def rrf_fuse(
+    rankings: Mapping[str, Sequence[RetrievalHit]],
+    weights: Mapping[str, float] | None = None,
+    *,
+    k: int = RRF_K,
+    limit: int | None = None,
+) -> list[RetrievalHit]:
+    """Fuse ranked lists (source name -> hits, best first) by weighted RRF.
+
+    ``score = sum(weight / (k + rank))``. A hit whose doc id or normalised text was
+    already seen joins that group; the group keeps its best-ranked hit's text and
+    lists every source in ``metadata["sources"]``.
+    """
+    weights = weights or {}
+    groups: list[dict[str, Any]] = []
+    by_key: dict[str, int] = {}
+    for source, hits in rankings.items():
+        weight = float(weights.get(source, 1.0))
+        for rank, hit in enumerate(hits, start=1):
+            keys = (f"id:{hit.doc_id}", f"text:{text_key(hit.text)}")
+            gi = next((by_key[key] for key in keys if key in by_key), None)
+            contribution = weight / (k + rank)
+            if gi is None:
+                gi = len(groups)
+                groups.append({"hit": hit, "score": 0.0, "best": contribution,
+                               "sources": []})
+            group = groups[gi]
+            group["score"] += contribution
+            if source not in group["sources"]:
+                group["sources"].append(source)
+            if contribution > group["best"]:
+                group["hit"], group["best"] = hit, contribution
+            for key in keys:
+                by_key.setdefault(key, gi)
+    order = sorted(range(len(groups)), key=lambda i: (-groups[i]["score"], i))
+    fused = []
+    for i in order[:limit]:
+        group = groups[i]
+        best: RetrievalHit = group["hit"]
+        metadata = {**best.metadata, "sources": list(group["sources"]),
+                    "source_score": best.score}
+        fused.append(replace(best, score=float(group["score"]), metadata=metadata))
+    return fused

@@ -1,0 +1,644 @@
+"""WorkspaceRagIndex: chunks in SQLite, text in FTS5 (bm25), vectors in sqlite-vec.
+
+One Kairox database holds every workspace's index; each query is confined to its
+workspace (the vec0 partition key and a column on every chunk). The index records
+the embedding backend and dimension that built a workspace's vectors and refuses to
+mix in another (``kairox index --rebuild`` re-embeds). Writes are one transaction per
+batch, so a crash leaves the previous state, never half a document.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kairox_core.errors import KairoxUserError
+from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit, RetrieverError
+from kairox_core.retrieval.chunking import Chunker, content_hash
+from kairox_core.retrieval.fts import fts_match_expression
+from kairox_core.store.connection import connect, transaction
+from kairox_core.store.migrations import migrate
+
+COMPONENT = "retrieval"
+SOURCE = "workspace"
+MODES = ("hybrid", "vector", "keyword")
+VEC_MAX_K = 4096  # sqlite-vec's limit on k
+
+MIGRATIONS = [
+    """
+    CREATE TABLE rag_spaces (
+        workspace_id TEXT PRIMARY KEY,
+        backend TEXT NOT NULL,
+        dimension INTEGER NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE TABLE rag_documents (
+        id INTEGER PRIMARY KEY,
+        workspace_id TEXT NOT NULL,
+        doc_id TEXT NOT NULL,
+        origin TEXT NOT NULL DEFAULT 'text',
+        doc_type TEXT NOT NULL,
+        path TEXT NOT NULL DEFAULT '',
+        title TEXT NOT NULL DEFAULT '',
+        metadata TEXT NOT NULL DEFAULT '{}',
+        content_hash TEXT NOT NULL,
+        mtime REAL,
+        size INTEGER,
+        updated_at REAL NOT NULL,
+        UNIQUE (workspace_id, doc_id)
+    );
+    CREATE TABLE rag_chunks (
+        id INTEGER PRIMARY KEY,
+        document_id INTEGER NOT NULL REFERENCES rag_documents(id) ON DELETE CASCADE,
+        workspace_id TEXT NOT NULL,
+        ord INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        heading TEXT NOT NULL DEFAULT '',
+        tokens INTEGER NOT NULL,
+        content_hash TEXT NOT NULL
+    );
+    CREATE INDEX rag_chunks_document ON rag_chunks(document_id);
+    CREATE INDEX rag_chunks_hash ON rag_chunks(workspace_id, content_hash);
+    CREATE VIRTUAL TABLE rag_fts USING fts5(
+        text, heading, content='rag_chunks', content_rowid='id',
+        tokenize='porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER rag_chunks_ai AFTER INSERT ON rag_chunks BEGIN
+        INSERT INTO rag_fts(rowid, text, heading) VALUES (new.id, new.text, new.heading);
+    END;
+    CREATE TRIGGER rag_chunks_ad AFTER DELETE ON rag_chunks BEGIN
+        INSERT INTO rag_fts(rag_fts, rowid, text, heading)
+        VALUES ('delete', old.id, old.text, old.heading);
+    END;
+    """,
+]
+
+_CODE_EXT = {".py", ".js", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".c", ".h", ".cc",
+             ".cpp", ".hpp", ".rb", ".sh", ".kt", ".swift", ".cs", ".php", ".scala", ".sql",
+             ".toml", ".yaml", ".yml", ".json"}
+_MARKDOWN_EXT = {".md", ".markdown", ".mdx", ".rst"}
+_META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+
+
+class IndexBackendMismatch(KairoxUserError):
+    """The workspace was indexed with another embedding backend or dimension."""
+
+
+@dataclass(frozen=True)
+class DocumentInput:
+    """One document to index: a file's text or any string (e.g. a conversation turn)."""
+
+    doc_id: str
+    text: str
+    doc_type: str = "text"
+    path: str = ""
+    title: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    origin: str = "text"  # "file" for files: those are removed when gone from disk
+    mtime: float | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class DocumentInfo:
+    doc_id: str
+    doc_type: str
+    path: str
+    origin: str
+    content_hash: str
+    chunks: int
+
+
+def doc_type_for(path: Path) -> str:
+    ext = path.suffix.lower()
+    if ext in _MARKDOWN_EXT:
+        return "markdown"
+    if ext in _CODE_EXT:
+        return "code"
+    return "text"
+
+
+def pack_vector(vector: Sequence[float]) -> bytes:
+    return struct.pack(f"{len(vector)}f", *vector)
+
+
+def _doc_hash(doc: DocumentInput) -> str:
+    return content_hash(f"{doc.title}\x00{doc.text}")
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, list | tuple | set | frozenset):
+        return list(value)
+    return [value]
+
+
+class WorkspaceRagIndex:
+    """The workspace's documents, searchable by keyword, vector or both (hybrid)."""
+
+    def __init__(
+        self,
+        database: str | os.PathLike[str] | Any,
+        workspace_id: str = "default",
+        backend: EmbeddingBackend | None = None,
+        *,
+        chunk_tokens: int = 512,
+        chunk_overlap: int = 64,
+        rrf_k: int = 60,
+        keyword_weight: float = 1.0,
+        vector_weight: float = 1.0,
+        candidates: int = 100,
+        chunker: Chunker | None = None,
+    ) -> None:
+        if isinstance(database, str | os.PathLike):
+            self.conn = connect(database)
+            self._owns_conn = True
+        else:
+            self.conn = database
+            self._owns_conn = False
+        if backend is None:
+            from kairox_core.retrieval.embeddings import load_embedding_backend
+
+            backend = load_embedding_backend("hashing")
+        self.workspace_id = workspace_id
+        self.backend = backend
+        self.chunker = chunker or Chunker(chunk_tokens, chunk_overlap)
+        self.rrf_k = rrf_k
+        self.keyword_weight = keyword_weight
+        self.vector_weight = vector_weight
+        self.candidates = candidates
+        self.embed_calls = 0
+        self.embedded_chunks = 0
+        self._lock = threading.RLock()
+        migrate(self.conn, COMPONENT, MIGRATIONS)
+
+    @classmethod
+    def from_config(cls, config: Any, database: str | os.PathLike[str] | Any,
+                    workspace_id: str = "default",
+                    backend: EmbeddingBackend | None = None) -> WorkspaceRagIndex:
+        """An index set up from a ``KairoxConfig``'s ``[retrieval]`` section."""
+        from kairox_core.retrieval.embeddings import load_embedding_backend
+
+        r = config.retrieval
+        return cls(database, workspace_id, backend or load_embedding_backend(r),
+                   chunk_tokens=r.chunk_tokens, chunk_overlap=r.chunk_overlap, rrf_k=r.rrf_k,
+                   keyword_weight=r.keyword_weight, vector_weight=r.vector_weight,
+                   candidates=r.hybrid_candidates)
+
+    def close(self) -> None:
+        if self._owns_conn:
+            self.conn.close()
+
+    def as_retriever(self, name: str = SOURCE, mode: str = "hybrid") -> WorkspaceIndexRetriever:
+        return WorkspaceIndexRetriever(self, name=name, mode=mode)
+
+    # --- backend bookkeeping ---------------------------------------------------------
+
+    @property
+    def _vec_table(self) -> str:
+        return f"rag_vec_{int(self.backend.dimension)}"
+
+    def recorded_backend(self) -> tuple[str, int] | None:
+        row = self.conn.execute(
+            "SELECT backend, dimension FROM rag_spaces WHERE workspace_id = ?",
+            (self.workspace_id,)).fetchone()
+        return (row[0], int(row[1])) if row else None
+
+    def _check_backend(self) -> None:
+        recorded = self.recorded_backend()
+        current = (self.backend.name, int(self.backend.dimension))
+        if recorded is not None and recorded != current:
+            raise IndexBackendMismatch(
+                f"workspace '{self.workspace_id}' was indexed with embedding backend "
+                f"'{recorded[0]}' (dimension {recorded[1]}), but '{current[0]}' (dimension "
+                f"{current[1]}) is configured; run `kairox index --rebuild --workspace "
+                f"{self.workspace_id}` to re-embed it, or set [retrieval] backend back"
+            )
+
+    def _ensure_space(self) -> None:
+        """Inside a transaction: the vec0 table exists and the backend is recorded."""
+        dim = int(self.backend.dimension)
+        self.conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._vec_table} USING vec0("
+            f" workspace_id TEXT PARTITION KEY, embedding float[{dim}] distance_metric=cosine,"
+            f" doc_type TEXT, path TEXT)")
+        self.conn.execute(
+            "INSERT INTO rag_spaces(workspace_id, backend, dimension, updated_at) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT(workspace_id) DO UPDATE SET "
+            "backend = excluded.backend, dimension = excluded.dimension, "
+            "updated_at = excluded.updated_at",
+            (self.workspace_id, self.backend.name, dim, time.time()))
+
+    def _has_vec_table(self, table: str) -> bool:
+        return self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is not None
+
+    def _embed(self, texts: list[str]) -> list[bytes]:
+        if not texts:
+            return []
+        self.embed_calls += 1
+        self.embedded_chunks += len(texts)
+        vectors = self.backend.embed_documents(texts)
+        return [pack_vector(v) for v in vectors]
+
+    # --- writing ---------------------------------------------------------------------
+
+    def add_text(self, doc_id: str, text: str, *, doc_type: str = "text", path: str = "",
+                 title: str = "", metadata: Mapping[str, Any] | None = None) -> str:
+        """Index (or re-index) one string; returns "added", "updated" or "unchanged"."""
+        doc = DocumentInput(doc_id, text, doc_type, path, title, dict(metadata or {}))
+        return self.add_documents([doc])[0]
+
+    def add_file(self, path: str | os.PathLike[str], *, doc_id: str | None = None,
+                 metadata: Mapping[str, Any] | None = None) -> str:
+        """Index one text file (by resolved path); "unchanged" costs a stat, no read."""
+        p = Path(path).expanduser().resolve()
+        st = p.stat()
+        key = doc_id or str(p)
+        with self._lock:
+            row = self.conn.execute(
+                "SELECT mtime, size FROM rag_documents WHERE workspace_id = ? AND doc_id = ?",
+                (self.workspace_id, key)).fetchone()
+        if row is not None and row[0] == st.st_mtime and row[1] == st.st_size:
+            return "unchanged"
+        text = p.read_bytes().decode("utf-8", errors="replace")
+        doc = DocumentInput(key, text, doc_type_for(p), str(p), p.name,
+                            dict(metadata or {}), "file", st.st_mtime, st.st_size)
+        return self.add_documents([doc])[0]
+
+    def add_documents(
+        self, docs: Iterable[DocumentInput], *, batch_size: int = 64,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[str]:
+        """Index many documents, one transaction per batch; statuses in input order."""
+        statuses: list[str] = []
+        batch: list[DocumentInput] = []
+        for doc in docs:
+            batch.append(doc)
+            if len(batch) >= batch_size:
+                statuses += self._add_batch(batch)
+                if progress:
+                    progress(len(batch))
+                batch = []
+        if batch:
+            statuses += self._add_batch(batch)
+            if progress:
+                progress(len(batch))
+        return statuses
+
+    def _add_batch(self, docs: list[DocumentInput]) -> list[str]:
+        with self._lock:
+            self._check_backend()
+            ws = self.workspace_id
+            existing: dict[str, tuple[int, str, str, str]] = {}
+            for doc in docs:
+                row = self.conn.execute(
+                    "SELECT id, content_hash, metadata, doc_type FROM rag_documents "
+                    "WHERE workspace_id = ? AND doc_id = ?", (ws, doc.doc_id)).fetchone()
+                if row is not None:
+                    existing[doc.doc_id] = (row[0], row[1], row[2], row[3])
+            plan: list[tuple[DocumentInput, str, list[Any] | None]] = []
+            statuses: list[str] = []
+            for doc in docs:
+                old = existing.get(doc.doc_id)
+                dhash = _doc_hash(doc)
+                meta = json.dumps(dict(doc.metadata), sort_keys=True, default=str)
+                if old is not None and old[1] == dhash:
+                    same = old[2] == meta and old[3] == doc.doc_type and doc.mtime is None
+                    statuses.append("unchanged")
+                    plan.append((doc, dhash, None if same else []))
+                    continue
+                statuses.append("updated" if old is not None else "added")
+                plan.append((doc, dhash, self.chunker.chunk(doc.text) if doc.text.strip()
+                             else []))
+            # vectors already embedded for identical chunk text are reused, not recomputed
+            wanted = {c.content_hash for _, _, chunks in plan if chunks for c in chunks}
+            known = self._vectors_by_hash(wanted)
+            missing: dict[str, str] = {}
+            for _, _, chunks in plan:
+                for c in chunks or []:
+                    if c.content_hash not in known:
+                        missing.setdefault(c.content_hash, self._embed_text(c.text, c.heading))
+            fresh = self._embed(list(missing.values()))
+            known.update(zip(missing, fresh, strict=True))
+            with transaction(self.conn):
+                self._ensure_space()
+                for doc, dhash, chunks in plan:
+                    if chunks is None:
+                        continue
+                    old = existing.get(doc.doc_id)
+                    if old is not None and not chunks and old[1] == dhash:
+                        self._touch(old[0], doc)
+                        continue
+                    self._write(doc, dhash, chunks, old[0] if old else None, known)
+            return statuses
+
+    @staticmethod
+    def _embed_text(text: str, heading: str) -> str:
+        return f"{heading}\n{text}" if heading else text
+
+    def _vectors_by_hash(self, hashes: set[str]) -> dict[str, bytes]:
+        if not hashes or not self._has_vec_table(self._vec_table):
+            return {}
+        found: dict[str, bytes] = {}
+        items = sorted(hashes)
+        for start in range(0, len(items), 500):
+            part = items[start : start + 500]
+            marks = ",".join("?" * len(part))
+            for h, blob in self.conn.execute(
+                f"SELECT c.content_hash, v.embedding FROM rag_chunks c "
+                f"JOIN {self._vec_table} v ON v.rowid = c.id "
+                f"WHERE c.workspace_id = ? AND c.content_hash IN ({marks})",
+                (self.workspace_id, *part)):
+                found.setdefault(h, bytes(blob))
+        return found
+
+    def _touch(self, document_id: int, doc: DocumentInput) -> None:
+        """Same text, new metadata or doc type: update them without re-embedding."""
+        meta = json.dumps(dict(doc.metadata), sort_keys=True, default=str)
+        self.conn.execute(
+            "UPDATE rag_documents SET metadata = ?, doc_type = ?, mtime = ?, size = ?, "
+            "updated_at = ? WHERE id = ?",
+            (meta, doc.doc_type, doc.mtime, doc.size, time.time(), document_id))
+        self.conn.execute(
+            f"UPDATE {self._vec_table} SET doc_type = ? WHERE rowid IN "
+            f"(SELECT id FROM rag_chunks WHERE document_id = ?)", (doc.doc_type, document_id))
+
+    def _delete_chunks(self, document_id: int) -> None:
+        if self._has_vec_table(self._vec_table):
+            self.conn.execute(
+                f"DELETE FROM {self._vec_table} WHERE rowid IN "
+                f"(SELECT id FROM rag_chunks WHERE document_id = ?)", (document_id,))
+        self.conn.execute("DELETE FROM rag_chunks WHERE document_id = ?", (document_id,))
+
+    def _write(self, doc: DocumentInput, dhash: str, chunks: list[Any],
+               document_id: int | None, vectors: Mapping[str, bytes]) -> None:
+        meta = json.dumps(dict(doc.metadata), sort_keys=True, default=str)
+        now = time.time()
+        if document_id is not None:
+            self._delete_chunks(document_id)
+            self.conn.execute(
+                "UPDATE rag_documents SET origin = ?, doc_type = ?, path = ?, title = ?, "
+                "metadata = ?, content_hash = ?, mtime = ?, size = ?, updated_at = ? "
+                "WHERE id = ?",
+                (doc.origin, doc.doc_type, doc.path, doc.title, meta, dhash, doc.mtime,
+                 doc.size, now, document_id))
+        else:
+            document_id = self.conn.execute(
+                "INSERT INTO rag_documents(workspace_id, doc_id, origin, doc_type, path, title, "
+                "metadata, content_hash, mtime, size, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (self.workspace_id, doc.doc_id, doc.origin, doc.doc_type, doc.path, doc.title,
+                 meta, dhash, doc.mtime, doc.size, now)).lastrowid
+        for ord_, c in enumerate(chunks):
+            chunk_id = self.conn.execute(
+                "INSERT INTO rag_chunks(document_id, workspace_id, ord, text, heading, tokens, "
+                "content_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (document_id, self.workspace_id, ord_, c.text, c.heading, c.tokens,
+                 c.content_hash)).lastrowid
+            self.conn.execute(
+                f"INSERT INTO {self._vec_table}(rowid, workspace_id, embedding, doc_type, path) "
+                f"VALUES (?, ?, ?, ?, ?)",
+                (chunk_id, self.workspace_id, vectors[c.content_hash], doc.doc_type, doc.path))
+
+    def delete(self, doc_id: str) -> bool:
+        """Remove a document and its chunks; False when it was not indexed."""
+        return self.delete_many([doc_id]) == 1
+
+    def delete_many(self, doc_ids: Iterable[str]) -> int:
+        removed = 0
+        with self._lock, transaction(self.conn):
+            for doc_id in doc_ids:
+                row = self.conn.execute(
+                    "SELECT id FROM rag_documents WHERE workspace_id = ? AND doc_id = ?",
+                    (self.workspace_id, doc_id)).fetchone()
+                if row is None:
+                    continue
+                self._delete_chunks(row[0])
+                self.conn.execute("DELETE FROM rag_documents WHERE id = ?", (row[0],))
+                removed += 1
+        return removed
+
+    def documents(self, *, origin: str | None = None) -> list[DocumentInfo]:
+        sql = ("SELECT d.doc_id, d.doc_type, d.path, d.origin, d.content_hash, "
+               "(SELECT count(*) FROM rag_chunks c WHERE c.document_id = d.id) "
+               "FROM rag_documents d WHERE d.workspace_id = ?")
+        args: list[Any] = [self.workspace_id]
+        if origin is not None:
+            sql += " AND d.origin = ?"
+            args.append(origin)
+        with self._lock:
+            rows = self.conn.execute(sql + " ORDER BY d.doc_id", args).fetchall()
+        return [DocumentInfo(r[0], r[1], r[2], r[3], r[4], int(r[5])) for r in rows]
+
+    def chunk_count(self) -> int:
+        with self._lock:
+            row = self.conn.execute("SELECT count(*) FROM rag_chunks WHERE workspace_id = ?",
+                                    (self.workspace_id,)).fetchone()
+        return int(row[0])
+
+    def rebuild(self, *, batch_size: int = 256,
+                progress: Callable[[int, int], None] | None = None) -> int:
+        """Re-embed every chunk of the workspace with the current backend; returns chunks."""
+        with self._lock:
+            rows = self.conn.execute(
+                "SELECT c.id, c.text, c.heading, d.doc_type, d.path FROM rag_chunks c "
+                "JOIN rag_documents d ON d.id = c.document_id WHERE c.workspace_id = ? "
+                "ORDER BY c.id", (self.workspace_id,)).fetchall()
+            blobs: list[bytes] = []
+            for start in range(0, len(rows), batch_size):
+                part = rows[start : start + batch_size]
+                blobs += self._embed([self._embed_text(r[1], r[2]) for r in part])
+                if progress:
+                    progress(min(start + batch_size, len(rows)), len(rows))
+            old = self.recorded_backend()
+            with transaction(self.conn):
+                if old is not None and self._has_vec_table(f"rag_vec_{old[1]}"):
+                    self.conn.execute(f"DELETE FROM rag_vec_{old[1]} WHERE workspace_id = ?",
+                                      (self.workspace_id,))
+                self._ensure_space()
+                self.conn.execute(f"DELETE FROM {self._vec_table} WHERE workspace_id = ?",
+                                  (self.workspace_id,))
+                self.conn.executemany(
+                    f"INSERT INTO {self._vec_table}(rowid, workspace_id, embedding, doc_type, "
+                    f"path) VALUES (?, ?, ?, ?, ?)",
+                    [(r[0], self.workspace_id, b, r[3], r[4])
+                     for r, b in zip(rows, blobs, strict=True)])
+            return len(rows)
+
+    # --- searching -------------------------------------------------------------------
+
+    def search(self, query: str, k: int = 8, mode: str = "hybrid",
+               filters: Mapping[str, Any] | None = None) -> list[RetrievalHit]:
+        """The best ``k`` documents (best chunk of each) for ``query``."""
+        if mode not in MODES:
+            raise KairoxUserError(f"unknown search mode '{mode}'; use one of: {', '.join(MODES)}")
+        if k <= 0:
+            return []
+        where, args, push = _filter_sql(filters or {})
+        with self._lock:
+            if mode == "keyword":
+                ranked = self._keyword(query, k, where, args)
+                return [self._hit(cid, score) for cid, score in ranked]
+            self._check_backend()
+            if mode == "vector":
+                ranked = self._vector(query, k, where, args, push)
+                return [self._hit(cid, score) for cid, score in ranked]
+            n = max(k, self.candidates)
+            lists = [(self.keyword_weight, self._keyword(query, n, where, args)),
+                     (self.vector_weight, self._vector(query, n, where, args, push))]
+            fused: dict[int, float] = {}
+            best_chunk: dict[int, int] = {}
+            for weight, ranked in lists:
+                for rank, (cid, _) in enumerate(ranked, start=1):
+                    doc = self._doc_of(cid)
+                    fused[doc] = fused.get(doc, 0.0) + weight / (self.rrf_k + rank)
+                    best_chunk.setdefault(doc, cid)
+            top = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+            return [self._hit(best_chunk[doc], score) for doc, score in top]
+
+    def _doc_of(self, chunk_id: int) -> int:
+        row = self.conn.execute("SELECT document_id FROM rag_chunks WHERE id = ?",
+                                (chunk_id,)).fetchone()
+        return int(row[0])
+
+    def _collapse(self, fetch: Callable[[int], list[tuple[int, int, float]]],
+                  k: int) -> list[tuple[int, float]]:
+        """Best chunk per document from a ranked chunk list, over-fetching as needed."""
+        limit = max(k * 3, 16)
+        while True:
+            rows = fetch(limit)
+            seen: dict[int, tuple[int, float]] = {}
+            for cid, doc, score in rows:
+                if doc not in seen:
+                    seen[doc] = (cid, score)
+            if len(seen) >= k or len(rows) < limit or limit >= VEC_MAX_K:
+                return list(seen.values())[:k]
+            limit = min(limit * 4, VEC_MAX_K)
+
+    def _keyword(self, query: str, k: int, where: str,
+                 args: list[Any]) -> list[tuple[int, float]]:
+        expr = fts_match_expression(query)
+        if expr is None:
+            return []
+        join = " JOIN rag_documents d ON d.id = c.document_id" if where else ""
+
+        def fetch(limit: int) -> list[tuple[int, int, float]]:
+            rows = self.conn.execute(
+                "SELECT c.id, c.document_id, bm25(rag_fts) AS s FROM rag_fts "
+                f"JOIN rag_chunks c ON c.id = rag_fts.rowid{join} "
+                f"WHERE rag_fts MATCH ? AND c.workspace_id = ?{where} ORDER BY s LIMIT ?",
+                (expr, self.workspace_id, *args, limit)).fetchall()
+            return [(r[0], r[1], -float(r[2])) for r in rows]
+
+        return self._collapse(fetch, k)
+
+    def _vector(self, query: str, k: int, where: str, args: list[Any],
+                push: tuple[str, list[Any]] | None) -> list[tuple[int, float]]:
+        table = self._vec_table
+        if not self._has_vec_table(table):
+            return []
+        blob = pack_vector(self.backend.embed_query(query))
+        if push is None:  # filters vec0 cannot apply: exact scan of the matching chunks
+            rows = self.conn.execute(
+                f"SELECT c.id, c.document_id, vec_distance_cosine(v.embedding, ?) AS dist "
+                f"FROM rag_chunks c JOIN rag_documents d ON d.id = c.document_id "
+                f"JOIN {table} v ON v.rowid = c.id WHERE c.workspace_id = ?{where} "
+                f"ORDER BY dist LIMIT ?", (blob, self.workspace_id, *args, k * 8)).fetchall()
+            return self._collapse(lambda limit: [(r[0], r[1], 1.0 - float(r[2]))
+                                                 for r in rows[:limit]], k)
+        vwhere, vargs = push
+
+        def fetch(limit: int) -> list[tuple[int, int, float]]:
+            rows = self.conn.execute(
+                f"WITH knn AS (SELECT rowid AS id, distance FROM {table} "
+                f"WHERE embedding MATCH ? AND k = ? AND workspace_id = ?{vwhere}) "
+                f"SELECT knn.id, c.document_id, knn.distance FROM knn "
+                f"JOIN rag_chunks c ON c.id = knn.id ORDER BY knn.distance",
+                (blob, limit, self.workspace_id, *vargs)).fetchall()
+            return [(r[0], r[1], 1.0 - float(r[2])) for r in rows]
+
+        return self._collapse(fetch, k)
+
+    def _hit(self, chunk_id: int, score: float) -> RetrievalHit:
+        row = self.conn.execute(
+            "SELECT c.text, c.heading, d.doc_id, d.doc_type, d.path, d.title, d.metadata "
+            "FROM rag_chunks c JOIN rag_documents d ON d.id = c.document_id WHERE c.id = ?",
+            (chunk_id,)).fetchone()
+        metadata: dict[str, Any] = json.loads(row[6])
+        metadata.update({"doc_type": row[3], "path": row[4], "title": row[5],
+                         "heading": row[1], "workspace_id": self.workspace_id})
+        return RetrievalHit(text=row[0], score=float(score), source=SOURCE, doc_id=row[2],
+                            metadata=metadata, chunk_id=str(chunk_id))
+
+
+def _filter_sql(filters: Mapping[str, Any]) -> tuple[str, list[Any], tuple[str, list[Any]] | None]:
+    """SQL for ``filters`` over ``d`` (documents) and, when vec0 can apply them all, for it.
+
+    ``path`` takes glob patterns; ``doc_type`` and ``doc_id`` exact values; any other
+    key matches the document's metadata. A value may be a list of allowed values.
+    """
+    where: list[str] = []
+    args: list[Any] = []
+    vwhere: list[str] = []
+    vargs: list[Any] = []
+    pushable = True
+    for key, value in filters.items():
+        values = _as_list(value)
+        if not values:
+            raise RetrieverError(SOURCE, f"filter '{key}' has no allowed value")
+        for v in values:
+            if not isinstance(v, str | int | float | bool):
+                raise RetrieverError(SOURCE, f"filter '{key}': values must be strings or "
+                                             f"numbers, got {type(v).__name__}")
+        marks = ",".join("?" * len(values))
+        if key == "path":
+            where.append("(" + " OR ".join("d.path GLOB ?" for _ in values) + ")")
+            args += [str(v) for v in values]
+            pushable = False  # sqlite-vec metadata filters do not take GLOB
+        elif key in ("doc_type", "doc_id"):
+            where.append(f"d.{key} IN ({marks})")
+            args += [str(v) for v in values]
+            if key == "doc_type":
+                vwhere.append(f"doc_type IN ({marks})")
+                vargs += [str(v) for v in values]
+            else:
+                pushable = False
+        elif _META_KEY.match(key):
+            where.append(f"json_extract(d.metadata, '$.\"{key}\"') IN ({marks})")
+            args += values
+            pushable = False
+        else:
+            raise RetrieverError(SOURCE, f"cannot filter on '{key}': metadata keys are letters, "
+                                         f"digits, '_', '.' and '-'")
+    sql = "".join(" AND " + w for w in where)
+    push = ("".join(" AND " + w for w in vwhere), vargs) if pushable else None
+    return sql, args, push
+
+
+class WorkspaceIndexRetriever:
+    """The workspace index as a ``WorkspaceRetriever`` (named "workspace")."""
+
+    kind = "workspace"
+
+    def __init__(self, index: WorkspaceRagIndex, *, name: str = SOURCE,
+                 mode: str = "hybrid") -> None:
+        self.index = index
+        self.name = name
+        self.mode = mode
+
+    async def retrieve(self, query: str, k: int,
+                       filters: Mapping[str, Any] | None = None) -> list[RetrievalHit]:
+        import asyncio
+
+        return await asyncio.to_thread(self.index.search, query, k, self.mode, filters)
+
+    async def close(self) -> None:
+        self.index.close()
