@@ -157,6 +157,7 @@ class UserMessageAdded(Event):
     # Attachments as JSON objects: {"kind": "image"|"document", "filename": ..., ...}
     attachments: tuple[dict[str, Any], ...] = ()
     tokens: int | None = None  # cached count of the rendered message, see ContextAssembler
+    token_counter: str | None = None  # the counting scheme of ``tokens`` (encoding+margin)
 
 
 @register_event
@@ -175,6 +176,7 @@ class AssistantMessageCompleted(Event):
     provider: str | None = None
     usage: dict[str, int] | None = None
     tokens: int | None = None
+    token_counter: str | None = None
 
 
 @register_event
@@ -186,6 +188,7 @@ class ToolInvocationCompleted(Event):
     arguments: str
     result: str
     tokens: int | None = None
+    token_counter: str | None = None
 
 
 # --- memory ------------------------------------------------------------------------

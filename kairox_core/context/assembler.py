@@ -1,0 +1,352 @@
+"""ContextAssembler: rebuild a turn's prompt from scratch under the token budget.
+
+Precedence: the system prompt and the new prompt are mandatory (too big: the turn is
+refused with ``ContextBudgetExceeded``). Then approved memories (they outrank old
+history; when they do not all fit they are ranked by key and body match against the
+prompt, then recency, within ``memory_share`` of the budget), pinned facts, compaction
+summaries, retrieval hits (capped at ``retrieval_share`` of the budget so history keeps
+room) and finally history newest-first, whole units, until the next one does not fit.
+Every count is exact (see counting.py), so the messages recounted from scratch never
+exceed ``context_window - reserve``. Pure and deterministic: same inputs, same output.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kairox_core.config import KairoxConfig, ProfileConfig
+from kairox_core.context.counting import (
+    REPLY_PRIMING_TOKENS,
+    ProfileCounter,
+    counter_for_profile,
+)
+from kairox_core.context.errors import ContextBudgetExceeded
+from kairox_core.context.rendering import (
+    block_close,
+    block_content,
+    block_open,
+    hit_header,
+    hit_key,
+    item_unit,
+    memory_header,
+    pinned_header,
+    summary_header,
+    user_message,
+)
+from kairox_core.context.sources import (
+    HistorySource,
+    HistoryUnit,
+    ListHistory,
+    MemoryItem,
+    PinnedFact,
+    SummaryItem,
+)
+from kairox_core.context.trace import ContextTrace, LayerTrace, TraceItem
+from kairox_core.retrieval.base import RetrievalHit
+
+_SCOPE_ORDER = {"user": 0, "workspace": 1, "session": 2}
+_WORD = re.compile(r"\w+")
+_KEY_SPLIT = re.compile(r"[._:\-]+")
+
+
+@dataclass
+class AssembledContext:
+    """The messages to send (OpenAI chat format) and the trace of how they were chosen."""
+
+    messages: list[dict[str, Any]]
+    trace: ContextTrace
+
+    @property
+    def tokens(self) -> int:
+        return self.trace.total
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"messages": self.messages, "trace": self.trace.as_dict()}
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    id: str
+    label: str
+    unit: str
+    source: str | None = None
+
+
+class ContextAssembler:
+    """Builds ``AssembledContext`` for one profile. Cheap to construct; reuse per turn."""
+
+    def __init__(
+        self,
+        profile: ProfileConfig,
+        *,
+        profile_name: str | None = None,
+        retrieval_share: float = 0.25,
+        memory_share: float = 0.5,
+        counter: ProfileCounter | None = None,
+    ) -> None:
+        if not 0 <= retrieval_share <= 1 or not 0 < memory_share <= 1:
+            raise ValueError("retrieval_share must be in [0, 1] and memory_share in (0, 1]")
+        self.profile = profile
+        self.profile_name = profile_name
+        self.retrieval_share = retrieval_share
+        self.memory_share = memory_share
+        self.counter = counter or counter_for_profile(profile)
+
+    @classmethod
+    def from_config(cls, config: KairoxConfig, profile: str | None = None) -> ContextAssembler:
+        name, prof = config.resolve_profile(profile)
+        return cls(prof, profile_name=name, retrieval_share=config.retrieval.share,
+                   memory_share=config.memory.max_memories_tokens_share)
+
+    @property
+    def budget(self) -> int:
+        return self.profile.budget
+
+    def assemble(
+        self,
+        prompt: str,
+        *,
+        system_prompt: str | None = None,
+        instructions: Sequence[str] = (),
+        memories: Sequence[MemoryItem] = (),
+        pinned: Sequence[PinnedFact] = (),
+        summaries: Sequence[SummaryItem] = (),
+        hits: Sequence[RetrievalHit] = (),
+        history: HistorySource | Iterable[HistoryUnit] = (),
+        attachments: Sequence[Mapping[str, Any]] = (),
+        after_prompt: Sequence[HistoryUnit] = (),
+    ) -> AssembledContext:
+        """Assemble one turn. ``history`` is newest first (a ``HistorySource`` or any
+        iterable of units); ``after_prompt`` holds this turn's tool call/result units,
+        which belong after the prompt and are mandatory like it."""
+        pc = self.counter
+        budget = self.budget
+        trace = ContextTrace(
+            profile=self.profile_name, encoding=pc.encoding, margin=pc.margin,
+            context_window=self.profile.context_window, reserve=self.profile.reserve,
+            budget=budget, priming=REPLY_PRIMING_TOKENS,
+        )
+
+        # --- mandatory: system, prompt (and this turn's tool results), reply priming ---
+        system_text = "\n\n".join(
+            t.strip() for t in (system_prompt or "", self.profile.instructions, *instructions)
+            if t and t.strip()
+        )
+        system_msg = {"role": "system", "content": system_text} if system_text else None
+        system_tokens = pc.message(system_msg) if system_msg else 0
+        prompt_msg = user_message(prompt, attachments)
+        prompt_tokens = pc.message(prompt_msg)
+        tail_tokens = sum(u.tokens for u in after_prompt)
+        parts = {"system prompt": system_tokens, "new prompt": prompt_tokens}
+        if after_prompt:
+            parts["this turn's tool results"] = tail_tokens
+        parts["reply priming"] = REPLY_PRIMING_TOKENS
+        if sum(parts.values()) > budget:
+            raise ContextBudgetExceeded(
+                parts, budget=budget, context_window=self.profile.context_window,
+                reserve=self.profile.reserve, profile=self.profile_name,
+            )
+        remaining = budget - sum(parts.values())
+        if system_msg:
+            layer = trace.layer("system")
+            layer.tokens, layer.messages = system_tokens, 1
+            layer.included.append(TraceItem("system", "system prompt + instructions",
+                                            system_tokens))
+        layer = trace.layer("prompt")
+        layer.tokens, layer.messages = prompt_tokens + tail_tokens, 1 + sum(
+            len(u.messages) for u in after_prompt)
+        layer.included.append(TraceItem("prompt", "new prompt (verbatim)", prompt_tokens))
+        for unit in after_prompt:
+            layer.included.append(TraceItem(f"seq {unit.seq}", "tool call + result",
+                                            unit.tokens))
+
+        blocks: list[dict[str, Any]] = []
+
+        # --- memories: all when they fit; else the best matches, within memory_share ---
+        mem_candidates = [
+            _Candidate(m.id, f"{m.scope}:{m.key}" if m.key else m.scope,
+                       item_unit(memory_header(m.scope, m.key, m.id), m.body), m.scope)
+            for m in sorted(memories, key=_memory_order)
+        ]
+        mem_layer = trace.layer("memories")
+        if mem_candidates:
+            full = self._block_cost("memories", mem_candidates)
+            if full <= remaining:
+                chosen, cost = self._fill("memories", mem_candidates, remaining, mem_layer,
+                                          "")
+            else:
+                limit = min(remaining, math.floor(self.memory_share * budget))
+                ranked = _rank_memories(memories, prompt)
+                order = {m.id: i for i, m in enumerate(ranked)}
+                by_rank = sorted(mem_candidates, key=lambda c: order[c.id])
+                chosen, cost = self._fill(
+                    "memories", by_rank, limit, mem_layer,
+                    "memories did not fit; kept by prompt match, then recency",
+                )
+                mem_layer.notes.append(
+                    f"all {len(mem_candidates)} memories need {full} tokens, "
+                    f"{remaining} were left: filtered by key/body match against the prompt, "
+                    f"then recency, within {limit} tokens"
+                )
+                keep = {c.id for c in chosen}
+                chosen = [c for c in mem_candidates if c.id in keep]  # stable display order
+            remaining -= self._emit(blocks, "memories", chosen, cost, mem_layer, limit=None)
+
+        # --- pinned facts (verbatim), then summaries (newest first when tight) ---
+        pin_layer = trace.layer("pinned")
+        pins = [_Candidate(f.fact_id, "pinned fact", item_unit(pinned_header(f.fact_id), f.text))
+                for f in pinned]
+        if pins:
+            chosen, cost = self._fill("pinned", pins, remaining, pin_layer, "no room left")
+            remaining -= self._emit(blocks, "pinned", chosen, cost, pin_layer, limit=None)
+
+        sum_layer = trace.layer("summaries")
+        if summaries:
+            newest = sorted(summaries, key=lambda s: (-s.last_seq, -s.seq))
+            cands = [_Candidate(f"seq {s.seq}", f"summary of seq {s.first_seq}-{s.last_seq}",
+                                item_unit(summary_header(s.seq, s.first_seq, s.last_seq),
+                                          s.text))
+                     for s in newest]
+            chosen, cost = self._fill("summaries", cands, remaining, sum_layer, "no room left")
+            chosen.reverse()  # chronological
+            remaining -= self._emit(blocks, "summaries", chosen, cost, sum_layer, limit=None)
+
+        # --- retrieval: workspace and knowledge-base hits, capped at retrieval_share ---
+        ret_layer = trace.layer("retrieval")
+        if hits:
+            limit = min(remaining, math.floor(self.retrieval_share * budget))
+            seen: set[str] = set()
+            cands = []
+            for hit in hits:
+                key = hit_key(hit)
+                if key in seen:
+                    continue
+                seen.add(key)
+                header = hit_header(hit)
+                cands.append(_Candidate(key, header.split(" score=")[0],
+                                        item_unit(header, hit.text), hit.source))
+            chosen, cost = self._fill(
+                "retrieved", cands, limit, ret_layer,
+                f"over the retrieval share ({self.retrieval_share:.0%} of the budget)",
+            )
+            remaining -= self._emit(blocks, "retrieved", chosen, cost, ret_layer, limit=limit)
+
+        # --- history, newest first, whole units, stop at the first that does not fit ---
+        hist_layer = trace.layer("history")
+        hist_layer.limit = remaining
+        units: list[HistoryUnit] = []
+        used = 0
+        stopped = False
+        source = history.newest_first() if hasattr(history, "newest_first") else iter(history)
+        for unit in source:
+            if used + unit.tokens > remaining:
+                stopped = True
+                hist_layer.dropped.append(TraceItem(
+                    f"seq {unit.seq}", unit.kind, unit.tokens,
+                    reason=f"budget full ({remaining - used} tokens left); "
+                           f"older history not included",
+                ))
+                hist_layer.notes.append(f"stopped at seq {unit.seq}: messages with a lower "
+                                        f"seq were not read")
+                break
+            units.append(unit)
+            used += unit.tokens
+        if stopped:
+            # Never open with an orphan: a reply (or tool call) whose user message is gone.
+            while units and units[-1].kind != "user":
+                orphan = units.pop()
+                used -= orphan.tokens
+                hist_layer.dropped.append(TraceItem(
+                    f"seq {orphan.seq}", orphan.kind, orphan.tokens,
+                    reason="its user message did not fit",
+                ))
+        units.reverse()
+        history_messages = [dict(m) for u in units for m in u.messages]
+        for u in units:
+            hist_layer.included.append(TraceItem(f"seq {u.seq}", u.kind, u.tokens))
+        hist_layer.tokens, hist_layer.messages = used, len(history_messages)
+        remaining -= used
+
+        messages: list[dict[str, Any]] = []
+        if system_msg:
+            messages.append(system_msg)
+        messages.extend(blocks)
+        messages.extend(history_messages)
+        messages.append(prompt_msg)
+        messages.extend(dict(m) for u in after_prompt for m in u.messages)
+        trace.total = budget - remaining
+        return AssembledContext(messages=messages, trace=trace)
+
+    # --- blocks ------------------------------------------------------------------------
+
+    def _block_cost(self, name: str, cands: Sequence[_Candidate]) -> int:
+        pc = self.counter
+        raw = pc.raw_count(block_open(name)) + pc.raw_count(block_close(name))
+        raw += sum(pc.raw_count(c.unit) for c in cands)
+        return pc.block_message("system", raw)
+
+    def _fill(
+        self, name: str, cands: Sequence[_Candidate], limit: int, layer: LayerTrace,
+        reason: str,
+    ) -> tuple[list[_Candidate], int]:
+        """Greedy, in the given order, skipping what does not fit. Returns (chosen, cost)."""
+        pc = self.counter
+        raw = pc.raw_count(block_open(name)) + pc.raw_count(block_close(name))
+        empty = pc.block_message("system", raw)
+        chosen: list[_Candidate] = []
+        for cand in cands:
+            n = pc.raw_count(cand.unit)
+            if empty <= limit and pc.block_message("system", raw + n) <= limit:
+                chosen.append(cand)
+                raw += n
+            else:
+                layer.dropped.append(TraceItem(cand.id, cand.label, pc.scale(n),
+                                               source=cand.source,
+                                               reason=reason or "no room left"))
+        cost = pc.block_message("system", raw) if chosen else 0
+        return chosen, cost
+
+    def _emit(
+        self, blocks: list[dict[str, Any]], name: str, chosen: Sequence[_Candidate], cost: int,
+        layer: LayerTrace, *, limit: int | None,
+    ) -> int:
+        layer.limit = limit
+        if not chosen:
+            return 0
+        pc = self.counter
+        blocks.append({"role": "system", "content": block_content(name, [c.unit for c in chosen])})
+        for c in chosen:
+            layer.included.append(TraceItem(c.id, c.label, pc.scale(pc.raw_count(c.unit)),
+                                            source=c.source))
+        layer.tokens, layer.messages = cost, 1
+        return cost
+
+
+def _memory_order(m: MemoryItem) -> tuple[int, str, str]:
+    return (_SCOPE_ORDER.get(m.scope, 9), m.key or "", m.id)
+
+
+def _terms(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) >= 3}
+
+
+def _rank_memories(memories: Sequence[MemoryItem], prompt: str) -> list[MemoryItem]:
+    """Key match first, then body terms shared with the prompt, then most recent."""
+    lowered = prompt.lower()
+    words = _terms(prompt)
+
+    def score(m: MemoryItem) -> tuple[int, int, float, str]:
+        key = (m.key or "").lower()
+        parts = {p for p in _KEY_SPLIT.split(key) if len(p) >= 3}
+        key_hit = 1 if key and (key in lowered or parts & words) else 0
+        overlap = len(_terms(m.body) & words)
+        return (-key_hit, -overlap, -m.updated_at, m.id)
+
+    return sorted(memories, key=score)
+
+
+__all__ = ["AssembledContext", "ContextAssembler", "ListHistory"]

@@ -1,0 +1,89 @@
+"""Token counting for a profile, and the arithmetic that makes layer counts exact.
+
+A chat message costs ``scale(3 + tokens(role) + tokens(content) + ...)`` (OpenAI's
+framing; ``scale`` applies the profile's margin, rounding up). Block messages are built
+from units that each end in a newline and start with ``[`` or ``<``: tiktoken's
+pre-tokeniser always splits there, so a block's count is the sum of its units' counts
+and a unit is counted once (and cached), not the whole block every turn.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from kairox_core.config import ProfileConfig
+from kairox_core.tokens import (
+    REPLY_PRIMING_TOKENS,
+    TOKENS_PER_MESSAGE,
+    TokenCounter,
+    encoding_for_model,
+)
+
+__all__ = [
+    "REPLY_PRIMING_TOKENS",
+    "TOKENS_PER_MESSAGE",
+    "ProfileCounter",
+    "counter_for_profile",
+]
+
+_lock = threading.Lock()
+_counters: dict[tuple[str, float], ProfileCounter] = {}
+
+
+class ProfileCounter:
+    """A ``TokenCounter`` plus a margin-free twin for raw unit counts.
+
+    ``key`` names the counting scheme (encoding and margin); token counts cached in
+    events are trusted only when their key matches.
+    """
+
+    def __init__(self, encoding: str, margin: float) -> None:
+        self.counter = TokenCounter(encoding, margin=margin)
+        self.raw = TokenCounter(encoding) if margin else self.counter
+        self.encoding = encoding
+        self.margin = margin
+        self.key = f"{encoding}+{margin:g}"
+        self._permille = round((1 + margin) * 1000)
+
+    def scale(self, n: int) -> int:
+        """Apply the margin as ``TokenCounter`` does (ceil, integer-exact)."""
+        if not self.margin:
+            return n
+        return -(-n * self._permille // 1000)
+
+    def raw_count(self, text: str) -> int:
+        return self.raw.count(text)
+
+    def message(self, message: Mapping[str, Any]) -> int:
+        """Tokens one message costs, framing included (``TokenCounter.message_tokens``)."""
+        return self.counter.message_tokens(message)
+
+    def block_message(self, role: str, raw_content_tokens: int) -> int:
+        """Cost of a ``{"role", "content"}`` message whose content has this raw count."""
+        return self.scale(TOKENS_PER_MESSAGE + self.raw_count(role) + raw_content_tokens)
+
+    def count_messages(self, messages: Any) -> int:
+        return self.counter.count_messages(messages)
+
+
+def profile_encoding(profile: ProfileConfig) -> tuple[str, float]:
+    """(encoding, margin) for a profile, the same rule ``kairox tokens --profile`` uses:
+    an explicit encoding or an OpenAI model's own encoding is exact; any other model is
+    counted with o200k_base plus the profile's safety margin."""
+    enc = profile.encoding or encoding_for_model(profile.model)
+    if enc:
+        return enc, 0.0
+    return "o200k_base", profile.token_margin
+
+
+def counter_for_profile(profile: ProfileConfig) -> ProfileCounter:
+    """A shared counter per (encoding, margin): its content cache serves every turn."""
+    key = profile_encoding(profile)
+    with _lock:
+        counter = _counters.get(key)
+        if counter is None:
+            counter = ProfileCounter(*key)
+            _counters[key] = counter
+        return counter

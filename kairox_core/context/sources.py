@@ -1,0 +1,163 @@
+"""What the assembler reads: memories, compacted history, and history units.
+
+These are plain values so the assembler stays a pure function of its inputs. The
+compaction engineer's events (``FactPinned``, ``CompactionSummary``, ``SummaryEdited``,
+``ChunkDropped``) are folded into pinned facts and active summaries by
+``CompactionState``; history comes as ``HistoryUnit``s, newest first (see history.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from kairox_core.events import (
+    ChunkDropped,
+    CompactionSummary,
+    Event,
+    FactPinned,
+    SummaryEdited,
+)
+
+COMPACTION_EVENT_TYPES = ("FactPinned", "CompactionSummary", "SummaryEdited", "ChunkDropped")
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """An approved memory as the assembler sees it (any ``MemoryRecord`` converts)."""
+
+    id: str
+    scope: str
+    key: str | None
+    body: str
+    updated_at: float = 0.0
+
+    @classmethod
+    def from_record(cls, record: Any) -> MemoryItem:
+        scope = getattr(record.scope, "value", record.scope)
+        return cls(id=str(record.id), scope=str(scope), key=record.key, body=record.body,
+                   updated_at=float(getattr(record, "updated_at", 0.0) or 0.0))
+
+
+@dataclass(frozen=True)
+class PinnedFact:
+    """A fact pinned by the user: always included verbatim, whatever compaction does."""
+
+    fact_id: str
+    text: str
+    seq: int = 0
+    source_seq: int | None = None
+
+
+@dataclass(frozen=True)
+class SummaryItem:
+    """An active compaction summary, with edits and dropped chunks applied.
+
+    ``first_seq``..``last_seq`` (inclusive) is the range of original events it replaces:
+    history skips those seqs and the summary stands in for them.
+    """
+
+    seq: int
+    first_seq: int
+    last_seq: int
+    text: str
+    strategy: str = ""
+
+
+HistoryKind = Literal["user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class HistoryUnit:
+    """One history message, or a tool call + its result (kept or dropped together).
+
+    ``tokens`` is what the unit's messages cost, framing included, under the counter in
+    use; it is computed once, when the event is written, and stored with the event.
+    """
+
+    seq: int
+    turn_id: str
+    kind: HistoryKind
+    messages: tuple[Mapping[str, Any], ...]
+    tokens: int
+
+
+class HistorySource(Protocol):
+    """History newest first. The assembler stops pulling as soon as the budget is full,
+    so a source should read lazily (reverse pages), never the whole session."""
+
+    def newest_first(self) -> Iterator[HistoryUnit]: ...
+
+
+@dataclass(frozen=True)
+class ListHistory:
+    """A ``HistorySource`` over units given oldest first (tests, previews)."""
+
+    units: tuple[HistoryUnit, ...]
+
+    def newest_first(self) -> Iterator[HistoryUnit]:
+        return reversed(self.units)
+
+
+@dataclass
+class CompactionState:
+    """Pinned facts and active summaries, folded from compaction events in seq order.
+
+    Feed it events with ``apply`` (any types; others are ignored). ``watermark`` is the
+    highest seq seen, so a session can keep one and apply only newer events each turn.
+    """
+
+    watermark: int = 0
+    _pinned: dict[str, PinnedFact] = field(default_factory=dict)
+    _summaries: dict[int, CompactionSummary] = field(default_factory=dict)
+    _folded: set[int] = field(default_factory=set)
+    _edits: dict[int, str] = field(default_factory=dict)
+    _dropped: dict[int, list[str]] = field(default_factory=dict)
+
+    def apply(self, events: Iterable[Event]) -> None:
+        for event in events:
+            if event.seq is not None:
+                self.watermark = max(self.watermark, event.seq)
+            if isinstance(event, FactPinned):
+                self._pinned[event.fact_id] = PinnedFact(
+                    fact_id=event.fact_id, text=event.text, seq=event.seq or 0,
+                    source_seq=event.source_seq,
+                )
+            elif isinstance(event, CompactionSummary) and event.seq is not None:
+                self._summaries[event.seq] = event
+                self._folded.update(event.folded_summaries)
+            elif isinstance(event, SummaryEdited):
+                self._edits[event.summary_seq] = event.text
+            elif isinstance(event, ChunkDropped):
+                self._dropped.setdefault(event.summary_seq, []).append(event.text)
+
+    @property
+    def pinned(self) -> list[PinnedFact]:
+        return sorted(self._pinned.values(), key=lambda f: (f.seq, f.fact_id))
+
+    @property
+    def summaries(self) -> list[SummaryItem]:
+        """Active summaries (not folded into a later one), oldest range first."""
+        items = []
+        for seq, summary in self._summaries.items():
+            if seq in self._folded:
+                continue
+            text = self._edits.get(seq, summary.summary)
+            for chunk in self._dropped.get(seq, ()):
+                if chunk.strip():
+                    text = text.replace(chunk, "", 1)
+            items.append(SummaryItem(seq=seq, first_seq=summary.first_seq,
+                                     last_seq=summary.last_seq, text=text.strip(),
+                                     strategy=summary.strategy))
+        return sorted(items, key=lambda s: (s.first_seq, s.seq))
+
+    def covered_ranges(self) -> list[tuple[int, int]]:
+        """Merged seq ranges that active summaries replace, ascending."""
+        merged: list[tuple[int, int]] = []
+        for s in self.summaries:
+            if merged and s.first_seq <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], s.last_seq))
+            else:
+                merged.append((s.first_seq, s.last_seq))
+        return merged
