@@ -57,6 +57,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "kairox_core.default_plugins.core_commands",
     "kairox_core.default_plugins.hashing_embeddings",
     "kairox_core.default_plugins.sqlite_fts",
+    "kairox_core.default_plugins.sqlite_memory",
 )
 
 

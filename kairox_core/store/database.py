@@ -1,0 +1,114 @@
+"""One open Kairox database shared by its stores: a connection, a lock, nested atomic blocks.
+
+The event store, the memory store and the approval flow live in one SQLite file. When
+they share one ``Database`` an approval (memory write + proposal row + events) commits as
+one transaction: ``atomic()`` opens ``BEGIN IMMEDIATE`` at the outermost level and a
+``SAVEPOINT`` inside, and callbacks queued with ``after_commit`` (event observers) run
+only once the outermost block has committed.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from itertools import count
+from typing import Any
+
+from kairox_core.store.connection import Connection, connect
+
+_registry: dict[int, Database] = {}
+_registry_lock = threading.Lock()
+_savepoints = count(1)
+
+
+class Database:
+    """A connection plus what every store on it must share (lock, transaction depth)."""
+
+    def __init__(self, conn: Any, *, owned: bool = False, path: str | None = None) -> None:
+        self.conn = conn
+        self.path = path
+        self.owned = owned
+        self.lock = threading.RLock()
+        self._depth = 0
+        self._after: list[Callable[[], None]] = []
+        self._users = 0
+        self.closed = False
+
+    @classmethod
+    def open(cls, target: str | os.PathLike[str] | Database | Any) -> Database:
+        """A ``Database`` for a path (opened here), a ``Database`` (shared) or a connection."""
+        if isinstance(target, Database):
+            db = target
+        elif isinstance(target, str | os.PathLike):
+            db = cls(connect(target), owned=True, path=os.fspath(target))
+        elif isinstance(target, Connection):
+            with _registry_lock:
+                known = _registry.get(id(target))
+                if known is None or known.conn is not target:
+                    known = cls(target, owned=False)
+                    _registry[id(target)] = known
+                db = known
+        else:
+            raise TypeError(f"expected a path, a Database or a connection, got {type(target)!r}")
+        db._users += 1
+        return db
+
+    @contextmanager
+    def atomic(self) -> Iterator[Any]:
+        """All or nothing; nests (savepoints). Yields the connection."""
+        with self.lock:
+            conn = self.conn
+            if self._depth == 0:
+                conn.execute("BEGIN IMMEDIATE")
+                name = None
+            else:
+                name = f"kx_sp{next(_savepoints)}"
+                conn.execute(f"SAVEPOINT {name}")
+            self._depth += 1
+            try:
+                yield conn
+            except BaseException:
+                self._depth -= 1
+                if name is None:
+                    conn.execute("ROLLBACK")
+                    self._after.clear()
+                else:
+                    conn.execute(f"ROLLBACK TO {name}")
+                    conn.execute(f"RELEASE {name}")
+                raise
+            self._depth -= 1
+            if name is not None:
+                conn.execute(f"RELEASE {name}")
+                return
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                self._after.clear()
+                raise
+            callbacks, self._after = self._after, []
+        for callback in callbacks:
+            callback()
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` after the current outermost transaction commits (now if none)."""
+        with self.lock:
+            if self._depth:
+                self._after.append(callback)
+                return
+        callback()
+
+    def release(self) -> None:
+        """One store is done with the database; the last user closes an owned connection."""
+        with self.lock:
+            self._users -= 1
+            if self._users > 0 or self.closed:
+                return
+            self.closed = True
+            if self.owned:
+                self.conn.close()
+            with _registry_lock:
+                if _registry.get(id(self.conn)) is self:
+                    del _registry[id(self.conn)]
