@@ -1,0 +1,42 @@
+"""Build Bedrock retrievers the way Kairox does: kairox.toml data -> config -> plugin factory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bedrock_kb_stub import KnowledgeBaseStubber, SimulatedKnowledgeBase
+from kairox_core.config import KnowledgeBaseConfig, parse_config
+from kairox_core.plugins import get_plugins
+from kairox_core.testing.contracts import ContractDoc
+
+from kairox_bedrock.retriever import BedrockRetriever
+
+KB_NAME = "aws_docs"
+BEDROCK_KB_ID = "KAIROXKB01"
+REGION = "eu-west-1"
+
+
+def kb_config(kb_name: str = KB_NAME, timeout: float = 10.0, **options: Any) -> KnowledgeBaseConfig:
+    section = {"kind": "bedrock", "timeout": timeout, "knowledge_base_id": BEDROCK_KB_ID,
+               "region": REGION, **options}
+    config = parse_config({"knowledge_bases": {kb_name: section}}, source="test.toml")
+    return config.knowledge_bases[kb_name]
+
+
+def build(kb_name: str = KB_NAME, timeout: float = 10.0, **options: Any) -> BedrockRetriever:
+    """A retriever made by the registered ``bedrock`` factory (the installed entry point)."""
+    factory = get_plugins().get("retrievers", "bedrock").factory
+    retriever = factory(kb_config(kb_name, timeout, **options))
+    assert isinstance(retriever, BedrockRetriever)
+    return retriever
+
+
+def stubbed(
+    docs: Sequence[ContractDoc], **options: Any
+) -> tuple[BedrockRetriever, KnowledgeBaseStubber]:
+    """A retriever whose real botocore client is answered by a simulated knowledge base."""
+    retriever = build(**options)
+    stubber = KnowledgeBaseStubber(retriever.client, SimulatedKnowledgeBase(docs, BEDROCK_KB_ID))
+    stubber.activate()
+    return retriever, stubber
