@@ -1,0 +1,73 @@
+"""The ``[knowledge_bases.<id>]`` keys of kind ``tantivy``, validated once, with clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from kairox_core.config import KnowledgeBaseConfig
+from kairox_core.retrieval.base import RetrieverConfigError
+
+#: fields a Kairox-built index always has; a stored field may not reuse these names
+RESERVED_FIELDS = frozenset({"key", "doc_id", "chunk_id", "path", "title", "body", "meta"})
+DEFAULT_EXTENSIONS = (".md", ".markdown", ".txt", ".rst", ".jsonl")
+
+
+class TantivyOptions(BaseModel):
+    """Kind-specific keys. Unknown keys are errors, so a typo never passes silently."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: Path
+    source_paths: tuple[Path, ...] = ()
+    title_boost: float = Field(2.0, gt=0)
+    body_boost: float = Field(1.0, gt=0)
+    stored_fields: tuple[str, ...] = ()
+    tokenizer: str = "en_stem"
+    snippet_chars: int = Field(200, ge=0)
+    chunk_chars: int = Field(2000, ge=200)
+    extensions: tuple[str, ...] = DEFAULT_EXTENSIONS
+    # for indexes built elsewhere: which fields hold the id, the title and the text
+    id_field: str = "key"
+    doc_id_field: str = "doc_id"
+    title_field: str = "title"
+    body_field: str = "body"
+
+    @field_validator("stored_fields")
+    @classmethod
+    def _no_reserved(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        clash = sorted(set(names) & RESERVED_FIELDS)
+        if clash:
+            raise ValueError(
+                f"{', '.join(clash)} {'is' if len(clash) == 1 else 'are'} built in "
+                f"(always stored); list only your own metadata fields"
+            )
+        return names
+
+    @field_validator("extensions")
+    @classmethod
+    def _dotted(cls, exts: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(e if e.startswith(".") else f".{e}" for e in (x.lower() for x in exts))
+
+
+def parse_options(kb: KnowledgeBaseConfig) -> TantivyOptions:
+    """Validate ``kb.options``; errors name the knowledge base, the key and the fix."""
+    opts: dict[str, Any] = kb.options
+    try:
+        return TantivyOptions.model_validate(opts)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            key = ".".join(str(p) for p in err["loc"])
+            if err["type"] == "missing":
+                problems.append(f"missing key '{key}' (the index directory)")
+            elif err["type"] == "extra_forbidden":
+                known = ", ".join(TantivyOptions.model_fields)
+                problems.append(f"unknown key '{key}' (known keys: {known})")
+            else:
+                problems.append(f"key '{key}': {err['msg'].removeprefix('Value error, ')}")
+        raise RetrieverConfigError(
+            kb.id or "tantivy", f"bad [knowledge_bases.{kb.id}] settings: " + "; ".join(problems)
+        ) from None
