@@ -205,6 +205,8 @@ class MemoryProposed(Event):
     turn_id: str | None = None
     raw: str = ""
     tainted: bool = False
+    supersedes: str | None = None  # the pending proposal this one replaces
+    source: str = "assistant"  # "assistant" (a marker) or "user" (remembered by hand)
 
 
 @register_event
@@ -216,6 +218,7 @@ class MemoryAccepted(Event):
     key: str | None
     body: str
     edited: bool = False
+    workspace_id: str | None = None
 
 
 @register_event
@@ -235,6 +238,16 @@ class MemoryEdited(Event):
     key: str | None
     body: str
     previous_body: str
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
+class MemoryDeleted(Event):
+    memory_id: str
+    scope: str
+    key: str | None
+    body: str  # the last body, so the audit trail keeps it
+    workspace_id: str | None = None
 
 
 # --- compaction --------------------------------------------------------------------

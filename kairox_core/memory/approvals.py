@@ -1,0 +1,460 @@
+"""The approval flow: every memory the model proposes passes through here.
+
+Session memories are accepted at once (``MemoryProposed`` then ``MemoryAccepted``). User
+and workspace memories wait in the ``memory_proposals`` table (so they survive a
+restart) until a person accepts, edits-then-accepts or rejects them; a newer proposal
+for the same (scope, owner, key) supersedes the pending one, and a proposal that would
+not change the accepted body is not raised at all.
+
+Only markers from the assistant's own output should reach ``propose``: the facade
+passes the markers extracted from the model's stream, never text from user messages,
+tool results or retrieved chunks (those stay plain text).
+
+Events go to the session the proposal came from. Changes made outside any session
+(the CLI, ``remember``/``edit_memory``/``delete_memory`` without ``session_id``) go to a
+per-workspace maintenance session ``_memory:<workspace>`` (``_memory:user`` for user
+memories), so the audit trail stays in the event store.
+
+When the memory store shares the event store's ``Database`` (the built-in setup), each
+operation (memory write, proposal row, events) is one transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kairox_core.errors import KairoxUserError
+from kairox_core.events import (
+    Event,
+    MemoryAccepted,
+    MemoryDeleted,
+    MemoryEdited,
+    MemoryProposed,
+    MemoryRejected,
+)
+from kairox_core.markers import MemoryScope
+from kairox_core.memory.base import MemoryStore
+from kairox_core.memory.records import (
+    MemoryNotFoundError,
+    MemoryRecord,
+    Provenance,
+    new_id,
+    owner_of,
+    parse_scope,
+)
+from kairox_core.store.event_store import EventStore
+from kairox_core.store.migrations import migrate
+
+MAINTENANCE_PREFIX = "_memory:"
+COMPONENT = "memory_proposals"
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE memory_proposals (
+        id TEXT PRIMARY KEY,
+        scope TEXT NOT NULL CHECK (scope IN ('session', 'user', 'workspace')),
+        owner TEXT NOT NULL,
+        key TEXT,
+        body TEXT NOT NULL,
+        workspace_id TEXT,
+        session_id TEXT NOT NULL,
+        turn_id TEXT,
+        raw TEXT NOT NULL DEFAULT '',
+        tainted INTEGER NOT NULL DEFAULT 0,
+        source TEXT NOT NULL DEFAULT 'assistant',
+        created_at REAL NOT NULL,
+        status TEXT NOT NULL DEFAULT 'pending'
+            CHECK (status IN ('pending', 'accepted', 'rejected', 'superseded')),
+        resolved_at REAL,
+        reason TEXT,
+        supersedes TEXT,
+        superseded_by TEXT,
+        memory_id TEXT,
+        final_body TEXT
+    );
+    CREATE UNIQUE INDEX memory_proposals_one_pending
+        ON memory_proposals (scope, owner, key) WHERE status = 'pending';
+    CREATE INDEX memory_proposals_by_status ON memory_proposals (status, created_at);
+    """,
+)
+
+
+class ProposalNotPendingError(KairoxUserError):
+    """The proposal was already accepted, rejected or superseded."""
+
+
+class MarkerLike(Protocol):
+    """What ``propose`` needs from a marker (``kairox_core.markers.MemoryMarker``)."""
+
+    @property
+    def scope(self) -> Any: ...
+    @property
+    def key(self) -> str | None: ...
+    @property
+    def body(self) -> str: ...
+
+
+def maintenance_session_id(workspace_id: str | None) -> str:
+    """Where events of memory changes made outside a session are written."""
+    return f"{MAINTENANCE_PREFIX}{workspace_id or 'user'}"
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A proposed memory. ``status``: pending, accepted, rejected or superseded."""
+
+    id: str
+    scope: MemoryScope
+    key: str | None
+    body: str
+    tainted: bool
+    session_id: str
+    workspace_id: str | None
+    turn_id: str | None
+    raw: str
+    created_at: float
+    status: str = "pending"
+    source: str = "assistant"
+    resolved_at: float | None = None
+    reason: str | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    memory_id: str | None = None
+    final_body: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "scope": self.scope.value, "key": self.key, "body": self.body,
+            "tainted": self.tainted, "session_id": self.session_id,
+            "workspace_id": self.workspace_id, "turn_id": self.turn_id, "raw": self.raw,
+            "created_at": self.created_at, "status": self.status, "source": self.source,
+            "resolved_at": self.resolved_at, "reason": self.reason,
+            "supersedes": self.supersedes, "superseded_by": self.superseded_by,
+            "memory_id": self.memory_id, "final_body": self.final_body,
+        }
+
+
+class ApprovalService:
+    """Routes proposals, keeps the pending ones, and records every decision as events."""
+
+    def __init__(
+        self,
+        event_store: EventStore,
+        memory_store: MemoryStore,
+        *,
+        max_body_chars: int = 2000,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.events = event_store
+        self.memories = memory_store
+        self.max_body_chars = max_body_chars
+        self.clock = clock
+        self._shared = getattr(memory_store, "db", None) is event_store.db
+        with event_store.db.lock:
+            migrate(event_store.db.conn, COMPONENT, MIGRATIONS)
+
+    @contextmanager
+    def _unit(self) -> Iterator[None]:
+        """One transaction around memory write + proposal row + events, when they share
+        a connection; otherwise the memory write commits first, then the rest."""
+        if self._shared:
+            with self.events.db.atomic():
+                yield
+        else:
+            yield
+
+    # --- proposals from the model ------------------------------------------------------
+
+    def propose(
+        self,
+        session_id: str,
+        workspace_id: str | None,
+        turn_id: str | None,
+        marker: MarkerLike,
+        *,
+        tainted: bool = False,
+    ) -> Proposal | None:
+        """Route one marker from the assistant's output; None when it would change nothing."""
+        scope = parse_scope(marker.scope)
+        return self._propose(
+            scope, marker.key, marker.body, session_id=session_id, workspace_id=workspace_id,
+            turn_id=turn_id, raw=str(getattr(marker, "raw", "") or ""), tainted=tainted,
+            source="assistant", auto_accept=scope == "session",
+        )
+
+    def _propose(
+        self, scope: MemoryScope, key: str | None, body: str, *, session_id: str,
+        workspace_id: str | None, turn_id: str | None, raw: str, tainted: bool, source: str,
+        auto_accept: bool,
+    ) -> Proposal | None:
+        if source == "user":
+            self._check_body(body)  # markers were already checked by the parser
+        elif not body.strip():
+            raise ValueError("a memory body must not be empty")
+        owner = owner_of(scope, workspace_id=workspace_id, session_id=session_id)
+        if key is None and scope != "session":
+            raise ValueError(f"a {scope.value} memory needs a key")
+        with self._unit():
+            if self._unchanged(scope, key, body, workspace_id=workspace_id,
+                               session_id=session_id):
+                return None
+            pending = self._pending_for(scope, owner, key)
+            if pending is not None and pending.body == body and not auto_accept:
+                return None  # already waiting for a decision
+            now = self.clock()
+            proposal = Proposal(
+                id=new_id("p"), scope=scope, key=key, body=body, tainted=tainted,
+                session_id=session_id, workspace_id=workspace_id, turn_id=turn_id, raw=raw,
+                created_at=now, source=source,
+                supersedes=pending.id if pending is not None else None,
+            )
+            record = None
+            if auto_accept:
+                record = self.memories.put(
+                    scope, key, body, workspace_id=workspace_id, session_id=session_id,
+                    provenance=Provenance(session_id, turn_id, raw),
+                )
+            events: list[Event] = [MemoryProposed(
+                session_id=session_id, proposal_id=proposal.id, scope=scope.value, key=key,
+                body=body, workspace_id=workspace_id, turn_id=turn_id, raw=raw,
+                tainted=tainted, supersedes=proposal.supersedes, source=source,
+            )]
+            if record is not None:
+                events.append(self._accepted_event(proposal, record, edited=False))
+                proposal = _replace(proposal, status="accepted", resolved_at=now,
+                                    memory_id=record.id, final_body=body)
+            with self.events.db.atomic() as conn:
+                if pending is not None:
+                    conn.execute(
+                        "UPDATE memory_proposals SET status = 'superseded', resolved_at = ?, "
+                        "superseded_by = ? WHERE id = ? AND status = 'pending'",
+                        (now, proposal.id, pending.id),
+                    )
+                _insert(conn, proposal, owner)
+                self.events.append_many(events)
+            return proposal
+
+    def _unchanged(self, scope: MemoryScope, key: str | None, body: str, *,
+                   workspace_id: str | None, session_id: str) -> bool:
+        if key is not None:
+            current = self.memories.get(scope, key, workspace_id=workspace_id,
+                                        session_id=session_id)
+            return current is not None and current.body == body
+        return any(m.key is None and m.body == body
+                   for m in self.memories.list(scope, session_id=session_id))
+
+    def _accepted_event(self, proposal: Proposal, record: MemoryRecord, *,
+                        edited: bool) -> MemoryAccepted:
+        return MemoryAccepted(
+            session_id=proposal.session_id, proposal_id=proposal.id, memory_id=record.id,
+            scope=record.scope.value, key=record.key, body=record.body, edited=edited,
+            workspace_id=proposal.workspace_id,
+        )
+
+    # --- decisions -------------------------------------------------------------------------
+
+    def pending(
+        self, *, workspace_id: str | None = None, session_id: str | None = None
+    ) -> list[Proposal]:
+        """Proposals waiting for a decision, oldest first (optionally those raised in one
+        workspace or session)."""
+        return self.proposals(status="pending", workspace_id=workspace_id,
+                              session_id=session_id)
+
+    def proposals(
+        self, *, status: str | None = None, workspace_id: str | None = None,
+        session_id: str | None = None,
+    ) -> list[Proposal]:
+        """Every proposal ever made (the audit view), oldest first, optionally filtered."""
+        sql, params = "SELECT * FROM memory_proposals WHERE 1 = 1", []
+        for column, value in (("status", status), ("workspace_id", workspace_id),
+                              ("session_id", session_id)):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                params.append(value)
+        with self.events.db.lock:
+            rows = self.events.conn.execute(sql + " ORDER BY created_at, rowid",
+                                            params).fetchall()
+        return [_proposal(r) for r in rows]
+
+    def get_proposal(self, proposal_id: str) -> Proposal | None:
+        with self.events.db.lock:
+            row = self.events.conn.execute(
+                "SELECT * FROM memory_proposals WHERE id = ?", (proposal_id,)
+            ).fetchone()
+        return _proposal(row) if row is not None else None
+
+    def accept(self, proposal_id: str, body: str | None = None) -> MemoryRecord:
+        """Accept a pending proposal, with ``body`` replacing its text if given (edited)."""
+        with self._unit():
+            proposal = self._require_pending(proposal_id)
+            final = proposal.body if body is None else body
+            self._check_body(final)
+            record = self.memories.put(
+                proposal.scope, proposal.key, final, workspace_id=proposal.workspace_id,
+                session_id=proposal.session_id,
+                provenance=Provenance(proposal.session_id, proposal.turn_id, proposal.raw),
+            )
+            edited = final != proposal.body
+            with self.events.db.atomic() as conn:
+                changed = conn.execute(
+                    "UPDATE memory_proposals SET status = 'accepted', resolved_at = ?, "
+                    "memory_id = ?, final_body = ? WHERE id = ? AND status = 'pending'",
+                    (self.clock(), record.id, final, proposal_id),
+                ).rowcount
+                if not changed:  # decided by someone else meanwhile
+                    raise ProposalNotPendingError(f"proposal '{proposal_id}' was just decided")
+                self.events.append(self._accepted_event(proposal, record, edited=edited))
+            return record
+
+    def reject(self, proposal_id: str, reason: str | None = None) -> Proposal:
+        """Reject a pending proposal; the reason is kept in the event and the table."""
+        with self.events.db.atomic() as conn:
+            proposal = self._require_pending(proposal_id)
+            now = self.clock()
+            conn.execute(
+                "UPDATE memory_proposals SET status = 'rejected', resolved_at = ?, reason = ? "
+                "WHERE id = ?", (now, reason, proposal_id),
+            )
+            self.events.append(MemoryRejected(
+                session_id=proposal.session_id, proposal_id=proposal.id,
+                scope=proposal.scope.value, key=proposal.key, reason=reason,
+            ))
+        return _replace(proposal, status="rejected", resolved_at=now, reason=reason)
+
+    # --- a person's own changes --------------------------------------------------------------
+
+    def remember(
+        self,
+        scope: MemoryScope | str,
+        key: str | None,
+        body: str,
+        *,
+        workspace_id: str | None = None,
+        session_id: str | None = None,
+    ) -> MemoryRecord:
+        """A memory a person writes: accepted at once (MemoryProposed + MemoryAccepted).
+
+        Events go to ``session_id`` if given, else to the maintenance session of
+        ``workspace_id`` (or of the user)."""
+        scope = parse_scope(scope)
+        owner_of(scope, workspace_id=workspace_id, session_id=session_id)  # ids present?
+        proposal = self._propose(
+            scope, key, body, session_id=session_id or maintenance_session_id(workspace_id),
+            workspace_id=workspace_id, turn_id=None, raw="", tainted=False, source="user",
+            auto_accept=True,
+        )
+        if proposal is not None and proposal.memory_id is not None:
+            record = self.memories.get_by_id(proposal.memory_id)
+        elif key is not None:  # the body was already the accepted one
+            record = self.memories.get(scope, key, workspace_id=workspace_id,
+                                       session_id=session_id)
+        else:
+            record = next((m for m in self.memories.list(scope, session_id=session_id)
+                           if m.key is None and m.body == body), None)
+        if record is None:  # pragma: no cover - removed by another process meanwhile
+            raise MemoryNotFoundError("the memory was removed while it was being written")
+        return record
+
+    def edit_memory(self, memory_id: str, body: str, *,
+                    session_id: str | None = None) -> MemoryRecord:
+        """Change an accepted memory's body by hand (MemoryEdited)."""
+        self._check_body(body)
+        with self._unit():
+            before = self._require_memory(memory_id)
+            if before.body == body:
+                return before
+            after = self.memories.update_body(memory_id, body)
+            self.events.append(MemoryEdited(
+                session_id=session_id or self._home_session(before), memory_id=memory_id,
+                scope=before.scope.value, key=before.key, body=body,
+                previous_body=before.body,
+            ))
+            return after
+
+    def delete_memory(self, memory_id: str, *, session_id: str | None = None) -> MemoryRecord:
+        """Remove an accepted memory (MemoryDeleted); returns what was deleted."""
+        with self._unit():
+            before = self._require_memory(memory_id)
+            self.memories.delete(memory_id)
+            self.events.append(MemoryDeleted(
+                session_id=session_id or self._home_session(before), memory_id=memory_id,
+                scope=before.scope.value, key=before.key, body=before.body,
+                workspace_id=before.workspace_id,
+            ))
+            return before
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    def _home_session(self, record: MemoryRecord) -> str:
+        if record.scope == "session" and record.session_id:
+            return record.session_id
+        return maintenance_session_id(record.workspace_id)
+
+    def _check_body(self, body: str) -> None:
+        if not isinstance(body, str) or not body.strip():
+            raise KairoxUserError("a memory body must not be empty")
+        if len(body) > self.max_body_chars:
+            raise KairoxUserError(
+                f"a memory body may have at most {self.max_body_chars} characters "
+                f"(this one has {len(body)}); shorten it or raise [memory] max_body_chars"
+            )
+
+    def _require_memory(self, memory_id: str) -> MemoryRecord:
+        record = self.memories.get_by_id(memory_id)
+        if record is None:
+            raise MemoryNotFoundError(
+                f"no memory with id '{memory_id}'; `kairox memory list` shows the ids")
+        return record
+
+    def _require_pending(self, proposal_id: str) -> Proposal:
+        proposal = self.get_proposal(proposal_id)
+        if proposal is None:
+            raise MemoryNotFoundError(
+                f"no proposal with id '{proposal_id}'; `kairox memory pending` shows the ids")
+        if proposal.status != "pending":
+            raise ProposalNotPendingError(
+                f"proposal '{proposal_id}' is already {proposal.status}; only pending "
+                f"proposals can be accepted or rejected")
+        return proposal
+
+    def _pending_for(self, scope: MemoryScope, owner: str, key: str | None) -> Proposal | None:
+        if key is None:
+            return None
+        row = self.events.conn.execute(
+            "SELECT * FROM memory_proposals WHERE scope = ? AND owner = ? AND key = ? "
+            "AND status = 'pending'", (scope.value, owner, key),
+        ).fetchone()
+        return _proposal(row) if row is not None else None
+
+
+def _insert(conn: Any, p: Proposal, owner: str) -> None:
+    conn.execute(
+        "INSERT INTO memory_proposals (id, scope, owner, key, body, workspace_id, session_id, "
+        "turn_id, raw, tainted, source, created_at, status, resolved_at, supersedes, "
+        "memory_id, final_body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (p.id, p.scope.value, owner, p.key, p.body, p.workspace_id, p.session_id, p.turn_id,
+         p.raw, int(p.tainted), p.source, p.created_at, p.status, p.resolved_at, p.supersedes,
+         p.memory_id, p.final_body),
+    )
+
+
+def _replace(p: Proposal, **changes: Any) -> Proposal:
+    import dataclasses
+
+    return dataclasses.replace(p, **changes)
+
+
+def _proposal(row: Any) -> Proposal:
+    return Proposal(
+        id=row["id"], scope=MemoryScope(row["scope"]), key=row["key"], body=row["body"],
+        tainted=bool(row["tainted"]), session_id=row["session_id"],
+        workspace_id=row["workspace_id"], turn_id=row["turn_id"], raw=row["raw"],
+        created_at=row["created_at"], status=row["status"], source=row["source"],
+        resolved_at=row["resolved_at"], reason=row["reason"], supersedes=row["supersedes"],
+        superseded_by=row["superseded_by"], memory_id=row["memory_id"],
+        final_body=row["final_body"],
+    )
