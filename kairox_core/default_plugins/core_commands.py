@@ -13,6 +13,7 @@ COMMAND_MODULES = (
     "kairox_core.cli.plugins_cmd",
     "kairox_core.cli.config_cmd",
     "kairox_core.cli.tokens_cmd",
+    "kairox_core.cli.retrieval_cmd",
 )
 
 
