@@ -367,9 +367,18 @@ class WorkspaceRagIndex:
             "UPDATE rag_documents SET metadata = ?, doc_type = ?, mtime = ?, size = ?, "
             "updated_at = ? WHERE id = ?",
             (meta, doc.doc_type, doc.mtime, doc.size, time.time(), document_id))
-        self.conn.execute(
-            f"UPDATE {self._vec_table} SET doc_type = ? WHERE rowid IN "
-            f"(SELECT id FROM rag_chunks WHERE document_id = ?)", (doc.doc_type, document_id))
+        table = self._vec_table
+        rows = self.conn.execute(
+            f"SELECT v.rowid, v.embedding, v.doc_type FROM {table} v WHERE v.rowid IN "
+            f"(SELECT id FROM rag_chunks WHERE document_id = ?)", (document_id,)).fetchall()
+        for rowid, blob, old_type in rows:  # vec0 cannot UPDATE here: delete and re-insert
+            if old_type == doc.doc_type:
+                continue
+            self.conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
+            self.conn.execute(
+                f"INSERT INTO {table}(rowid, workspace_id, embedding, doc_type, path) "
+                f"VALUES (?, ?, ?, ?, ?)",
+                (rowid, self.workspace_id, bytes(blob), doc.doc_type, doc.path))
 
     def _delete_chunks(self, document_id: int) -> None:
         if self._has_vec_table(self._vec_table):
@@ -545,7 +554,10 @@ class WorkspaceRagIndex:
         table = self._vec_table
         if not self._has_vec_table(table):
             return []
-        blob = pack_vector(self.backend.embed_query(query))
+        qvec = self.backend.embed_query(query)
+        if not any(qvec):  # no feature at all (punctuation only): cosine is undefined
+            return []
+        blob = pack_vector(qvec)
         if push is None:  # filters vec0 cannot apply: exact scan of the matching chunks
             rows = self.conn.execute(
                 f"SELECT c.id, c.document_id, vec_distance_cosine(v.embedding, ?) AS dist "
@@ -563,7 +575,7 @@ class WorkspaceRagIndex:
                 f"SELECT knn.id, c.document_id, knn.distance FROM knn "
                 f"JOIN rag_chunks c ON c.id = knn.id ORDER BY knn.distance",
                 (blob, limit, self.workspace_id, *vargs)).fetchall()
-            return [(r[0], r[1], 1.0 - float(r[2])) for r in rows]
+            return [(r[0], r[1], 1.0 - float(r[2])) for r in rows if r[2] is not None]
 
         return self._collapse(fetch, k)
 

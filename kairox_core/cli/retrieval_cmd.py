@@ -1,0 +1,286 @@
+"""``kairox index``, ``kairox search``, ``kairox kb``: the workspace index and knowledge bases."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kairox_core.cli.context import CliContext, pass_cli
+from kairox_core.errors import KairoxUserError
+from kairox_core.retrieval.base import IndexableRetriever, IndexReport, RetrievalHit
+from kairox_core.retrieval.composite import SourceReport
+
+_err = Console(stderr=True)
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), TextColumn("{task.fields[item]}"),
+                    console=_err, transient=True)
+
+
+def _summary(report: IndexReport, chunks_total: int | None = None) -> str:
+    parts = [f"{report.added} added", f"{report.updated} updated",
+             f"{report.unchanged} unchanged", f"{report.removed} removed"]
+    skipped = []
+    if report.skipped_binary:
+        skipped.append(f"{report.skipped_binary} binary")
+    if report.skipped_large:
+        skipped.append(f"{report.skipped_large} too large")
+    if report.errors:
+        skipped.append(f"{len(report.errors)} unreadable")
+    line = "files: " + ", ".join(parts)
+    if skipped:
+        line += "; skipped: " + ", ".join(skipped)
+    chunks = f"chunks: {report.chunks} embedded"
+    if chunks_total is not None:
+        chunks += f", {chunks_total} in the index"
+    return f"{line}\n{chunks}\ntime: {report.seconds:.2f}s"
+
+
+def _hits_table(title: str, hits: Sequence[RetrievalHit]) -> Table:
+    table = Table(title=title, show_lines=True)
+    for column in ("#", "score", "source", "document", "text"):
+        table.add_column(column, overflow="fold")
+    for i, hit in enumerate(hits, start=1):
+        text = hit.text if len(hit.text) <= 300 else hit.text[:297] + "..."
+        table.add_row(str(i), f"{hit.score:.4f}", hit.source, hit.doc_id, text)
+    return table
+
+
+def _hit_dict(hit: RetrievalHit) -> dict[str, Any]:
+    return {"doc_id": hit.doc_id, "score": hit.score, "source": hit.source,
+            "chunk_id": hit.chunk_id, "text": hit.text,
+            "metadata": json.loads(json.dumps(dict(hit.metadata), default=str))}
+
+
+# --- kairox index -------------------------------------------------------------------
+
+def run_index(cli_ctx: CliContext, paths: Sequence[str], workspace: str | None,
+              rebuild: bool) -> tuple[IndexReport, int]:
+    from kairox_core.retrieval.files import scan_files
+    from kairox_core.retrieval.index import WorkspaceRagIndex
+
+    config = cli_ctx.config
+    ws = workspace or config.kairox.default_workspace
+    started = time.perf_counter()
+    report = IndexReport()
+    index = WorkspaceRagIndex.from_config(config, cli_ctx.database, ws)
+    try:
+        if rebuild:
+            with _progress() as bar:
+                task = bar.add_task("re-embedding", total=index.chunk_count(), item="")
+                n = index.rebuild(progress=lambda done, total: bar.update(task, completed=done))
+            _err.print(f"re-embedded {n} chunks with '{index.backend.name}'")
+        if paths:
+            scan = scan_files(paths, max_bytes=config.retrieval.max_file_bytes)
+            report.skipped_binary = len(scan.skipped_binary)
+            report.skipped_large = len(scan.skipped_large)
+            report.errors.extend(scan.errors)
+            before = index.embedded_chunks
+            with _progress() as bar:
+                task = bar.add_task("indexing", total=len(scan.files), item="")
+                for path in scan.files:
+                    bar.update(task, item=path.name)
+                    try:
+                        status = index.add_file(path)
+                    except (OSError, UnicodeError) as exc:
+                        report.errors.append(f"{path}: {getattr(exc, 'strerror', None) or exc}")
+                    else:
+                        setattr(report, status, getattr(report, status) + 1)
+                    bar.advance(task)
+            seen = {str(p) for p in scan.files}
+            gone = [d.doc_id for d in index.documents(origin="file")
+                    if d.doc_id not in seen and any(
+                        Path(d.path) == r or r in Path(d.path).parents for r in scan.roots)]
+            report.removed = index.delete_many(gone)
+            report.chunks = index.embedded_chunks - before
+        total = index.chunk_count()
+    finally:
+        index.close()
+    report.seconds = time.perf_counter() - started
+    return report, total
+
+
+@click.command("index")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--workspace", "-w", help="Workspace id (default: [kairox] default_workspace).")
+@click.option("--rebuild", is_flag=True,
+              help="Re-embed every chunk with the configured backend (after changing it).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@pass_cli
+def index_command(cli_ctx: CliContext, paths: tuple[str, ...], workspace: str | None,
+                  rebuild: bool, as_json: bool) -> None:
+    """Index files and folders into the workspace's retrieval index, incrementally.
+
+    .gitignore is honoured; binary and huge files are skipped; files gone since the
+    last run (under the given paths) are removed.
+    """
+    if not paths and not rebuild:
+        raise KairoxUserError("kairox index: give at least one PATH to index (or --rebuild)")
+    report, total = run_index(cli_ctx, paths, workspace, rebuild)
+    for error in report.errors:
+        _err.print(f"[yellow]skipped[/yellow] {error}", highlight=False)
+    if as_json:
+        click.echo(json.dumps({**report.as_dict(), "chunks_total": total}))
+    else:
+        click.echo(_summary(report, total))
+
+
+# --- kairox search ------------------------------------------------------------------
+
+def _print_reports(reports: Sequence[SourceReport]) -> None:
+    for r in reports:
+        status = "ok" if r.ok else f"FAILED: {r.error}"
+        _err.print(f"{r.kind} '{r.name}': {status} ({r.hits} hits, {r.elapsed_ms:.0f} ms)",
+                   highlight=False)
+
+
+@click.command("search")
+@click.argument("query")
+@click.option("--profile", "-p", help="Profile (or alias) whose knowledge bases to query.")
+@click.option("--workspace", "-w", help="Workspace id (default: [kairox] default_workspace).")
+@click.option("--k", "k", type=click.IntRange(1, 1000), default=None,
+              help="Hits to return (default: [retrieval] k).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (hits and per-source report).")
+@pass_cli
+def search_command(cli_ctx: CliContext, query: str, profile: str | None,
+                   workspace: str | None, k: int | None, as_json: bool) -> None:
+    """Search as a turn would: the workspace index plus the profile's knowledge bases."""
+    from kairox_core.retrieval.selection import retriever_for_profile
+
+    config = cli_ctx.config
+    pname, _ = config.resolve_profile(profile)
+    ws = workspace or config.kairox.default_workspace
+    composite = retriever_for_profile(config, pname, cli_ctx.database, workspace_id=ws)
+
+    async def go() -> Any:
+        try:
+            return await composite.search(query, k or config.retrieval.k)
+        finally:
+            await composite.close()
+
+    result = asyncio.run(go())
+    if as_json:
+        click.echo(json.dumps({"profile": pname, "workspace": ws,
+                               "hits": [_hit_dict(h) for h in result.hits],
+                               "sources": [s.as_dict() for s in result.sources]}, indent=2))
+    else:
+        Console().print(_hits_table(f"search: {query}", result.hits))
+        _print_reports(result.sources)
+    if result.failed:
+        raise SystemExit(1)
+
+
+# --- kairox kb ----------------------------------------------------------------------
+
+@click.group("kb")
+def kb_group() -> None:
+    """Knowledge bases: list them, search one, build one's index."""
+
+
+def _kb(cli_ctx: CliContext, kb_id: str) -> Any:
+    config = cli_ctx.config
+    kb = config.knowledge_bases.get(kb_id)
+    if kb is None:
+        known = ", ".join(sorted(config.knowledge_bases)) or "none configured"
+        raise KairoxUserError(f"no knowledge base '{kb_id}' in "
+                              f"{config.source or 'the embedded default config'}; "
+                              f"knowledge bases: {known}")
+    return kb
+
+
+@kb_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_cli
+def kb_list(cli_ctx: CliContext, as_json: bool) -> None:
+    """List configured knowledge bases: id, kind, enabled, profiles, providing plugin."""
+    from kairox_core.errors import UnknownNameError
+    from kairox_core.plugins import get_plugins
+
+    rows: list[dict[str, Any]] = []
+    for kb_id, kb in sorted(cli_ctx.config.knowledge_bases.items()):
+        try:
+            reg = get_plugins().get("retrievers", kb.kind)
+            provider = f"{reg.plugin} ({reg.distribution})"
+        except UnknownNameError as exc:
+            provider = f"missing: {exc}"
+        rows.append({"id": kb_id, "kind": kb.kind, "enabled": kb.enabled,
+                     "profiles": list(kb.profiles) or ["(all)"], "provided_by": provider})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="Knowledge bases")
+    for column in ("id", "kind", "enabled", "profiles", "provided by"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(row["id"], row["kind"], "yes" if row["enabled"] else "no",
+                      ", ".join(row["profiles"]), row["provided_by"])
+    Console().print(table)
+
+
+@kb_group.command("search")
+@click.argument("kb_id", metavar="ID")
+@click.argument("query")
+@click.option("--k", "k", type=click.IntRange(1, 1000), default=8, show_default=True,
+              help="Hits to return.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_cli
+def kb_search(cli_ctx: CliContext, kb_id: str, query: str, k: int, as_json: bool) -> None:
+    """Search one knowledge base directly."""
+    from kairox_core.retrieval.selection import build_knowledge_base
+
+    retriever = build_knowledge_base(_kb(cli_ctx, kb_id))
+
+    async def go() -> list[RetrievalHit]:
+        try:
+            return await retriever.retrieve(query, k)
+        finally:
+            await retriever.close()
+
+    hits = asyncio.run(go())
+    if as_json:
+        click.echo(json.dumps([_hit_dict(h) for h in hits], indent=2))
+    else:
+        Console().print(_hits_table(f"{kb_id}: {query}", hits))
+
+
+@kb_group.command("index")
+@click.argument("kb_id", metavar="ID")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@pass_cli
+def kb_index(cli_ctx: CliContext, kb_id: str, paths: tuple[str, ...], as_json: bool) -> None:
+    """Build or refresh a knowledge base's index from files (kinds that support it)."""
+    from kairox_core.retrieval.selection import build_knowledge_base
+
+    kb = _kb(cli_ctx, kb_id)
+    retriever = build_knowledge_base(kb)
+    if not isinstance(retriever, IndexableRetriever):
+        raise KairoxUserError(f"knowledge base '{kb_id}' (kind '{kb.kind}') cannot be built by "
+                              f"kairox; index it with its own tools")
+    try:
+        with _progress() as bar:
+            task = bar.add_task(f"indexing {kb_id}", total=None, item="")
+            report = retriever.index(list(paths), progress=lambda done, total, item: bar.update(
+                task, completed=done, total=total, item=Path(item).name))
+    finally:
+        asyncio.run(retriever.close())
+    for error in report.errors:
+        _err.print(f"[yellow]skipped[/yellow] {error}", highlight=False)
+    click.echo(json.dumps(report.as_dict()) if as_json else _summary(report))
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(index_command)
+    cli.add_command(search_command)
+    cli.add_command(kb_group)

@@ -1,0 +1,57 @@
+"""Which sources a turn queries: the profile's knowledge bases plus the workspace index."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from kairox_core.retrieval.base import WorkspaceRetriever
+from kairox_core.retrieval.composite import CompositeWorkspaceRetriever, RetrieverSource
+
+
+def build_knowledge_base(kb: Any) -> WorkspaceRetriever:
+    """The retriever for one ``[knowledge_bases.<id>]``; an unknown kind names its plugin."""
+    from kairox_core.plugins import get_plugins
+
+    reg = get_plugins().get("retrievers", kb.kind, context=f"knowledge_bases.{kb.id}.kind")
+    retriever: WorkspaceRetriever = reg.factory(kb)
+    return retriever
+
+
+def retriever_for_profile(
+    config: Any,
+    profile: str | None,
+    database_path: str | os.PathLike[str] | Any,
+    *,
+    workspace_id: str = "default",
+    backend: Any = None,
+) -> CompositeWorkspaceRetriever:
+    """The composite a turn under ``profile`` (a name or alias) queries.
+
+    Only knowledge bases whose ``profiles`` list the profile or one of its aliases
+    (or list none) are included, plus the workspace index unless
+    ``[retrieval] workspace_index = false``. ``database_path`` may also be an open
+    connection.
+    """
+    from kairox_core.retrieval.index import WorkspaceRagIndex
+
+    r = config.retrieval
+    name = profile or config.kairox.default_profile
+    sources: list[RetrieverSource] = []
+    try:
+        if r.workspace_index:
+            index = WorkspaceRagIndex.from_config(config, database_path, workspace_id,
+                                                  backend=backend)
+            sources.append(RetrieverSource(index.as_retriever(mode=r.mode), "workspace",
+                                           r.workspace_weight, r.timeout))
+        for kb in config.knowledge_bases_for(name):
+            timeout = kb.timeout if "timeout" in kb.model_fields_set else r.timeout
+            sources.append(RetrieverSource(build_knowledge_base(kb), "knowledge_base",
+                                           kb.weight, timeout))
+    except BaseException:
+        for src in sources:  # do not leak an opened index when a later source fails
+            close = getattr(getattr(src.retriever, "index", None), "close", None)
+            if close is not None:
+                close()
+        raise
+    return CompositeWorkspaceRetriever(sources, rrf_k=r.rrf_k)
