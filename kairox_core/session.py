@@ -1,0 +1,506 @@
+"""Sessions and turns: what an application drives, one turn at a time per session.
+
+``turn = await session.begin_turn(prompt)`` assembles the context (``turn.messages``,
+``turn.trace``) and records the user message; the model's stream goes through
+``turn.feed(delta)``, which returns the text safe to show (``<memory>`` markup removed);
+tool results enter with ``turn.add_tool_result(...)``; ``await turn.complete()`` records
+the cleaned reply, routes the memory markers through the approval flow and then runs the
+turn-end hooks (where the compaction check plugs in). A per-session lock makes turns,
+compaction and profile switches of one session run strictly one after another.
+
+Synchronous wrappers (``begin_turn_sync``, ``complete_sync``, ``run_turn_sync``,
+``preview_sync``) serve scripts and the CLI; call them outside a running event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from kairox_core.context import (
+    AssembledContext,
+    CompactionState,
+    ContextAssembler,
+    EventHistory,
+    MemoryItem,
+)
+from kairox_core.context.history import unit_from_event, with_tokens
+from kairox_core.context.sources import COMPACTION_EVENT_TYPES, HistoryUnit
+from kairox_core.errors import KairoxError, KairoxUserError
+from kairox_core.events import (
+    AssistantMessageCompleted,
+    Event,
+    ModelTokenDelta,
+    ProfileSwitched,
+    ToolInvocationCompleted,
+    UserMessageAdded,
+)
+
+if TYPE_CHECKING:
+    from kairox_core.facade import Kairox
+
+T = TypeVar("T")
+
+# ModelTokenDelta batching: deltas are buffered and written as one event per batch, so a
+# stream costs a few inserts, not one per token.
+DELTA_BATCH_CHARS = 4096
+DELTA_BATCH_COUNT = 256
+
+AfterTurnHook = Callable[["Session", "TurnResult"], Awaitable[None] | None]
+Compactor = Callable[..., Awaitable[Any]]
+
+
+class TurnInProgress(KairoxUserError):
+    """A synchronous call found the session busy with an unfinished turn."""
+
+
+class NoCompactionStrategy(KairoxError):
+    """``compact`` was asked for, but no compaction engine is installed."""
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion from synchronous code (not inside a running loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise KairoxError(
+        "a synchronous Kairox call was made inside a running event loop; "
+        "use the async method (begin_turn, complete, ...) instead"
+    )
+
+
+@dataclass
+class TurnResult:
+    """What ``complete()`` recorded: the cleaned reply, markers and their proposals."""
+
+    turn_id: str
+    text: str
+    assistant_seq: int
+    markers: list[Any] = field(default_factory=list)
+    invalid: list[Any] = field(default_factory=list)
+    proposals: list[Any] = field(default_factory=list)
+    tool_results: int = 0
+
+
+class Session:
+    """A handle on one session. Get it from ``Kairox.session(...)``.
+
+    Extension points for the compaction engine (issue 7): ``after_turn_hooks`` run at the
+    end of every ``complete()`` while the session is still locked (the turn-end
+    compaction check goes here), and ``compactor`` serves ``compact()``.
+    """
+
+    def __init__(
+        self, kx: Kairox, session_id: str, *, workspace_id: str, profile: str,
+        system_prompt: str | None = None,
+    ) -> None:
+        self.kx = kx
+        self.id = session_id
+        self.workspace_id = workspace_id
+        self.profile = profile
+        self.system_prompt = system_prompt
+        self.after_turn_hooks: list[AfterTurnHook] = []
+        self.compactor: Compactor | None = None
+        self.compaction = CompactionState()
+        self._lock = asyncio.Lock()
+        self._retriever: Any = None
+        self._retriever_profile: str | None = None
+
+    def __repr__(self) -> str:
+        return (f"Session(id={self.id!r}, workspace={self.workspace_id!r}, "
+                f"profile={self.profile!r})")
+
+    @property
+    def busy(self) -> bool:
+        """True while a turn, compaction or profile switch holds the session."""
+        return self._lock.locked()
+
+    # --- assembly --------------------------------------------------------------------
+
+    def assembler(self, profile: str | None = None) -> ContextAssembler:
+        return ContextAssembler.from_config(self.kx.config, profile or self.profile)
+
+    def memories(self) -> list[MemoryItem]:
+        """Approved memories for this turn: user, this workspace's, this session's."""
+        records = self.kx.memories.list(None, workspace_id=self.workspace_id,
+                                        session_id=self.id)
+        return [MemoryItem.from_record(r) for r in records]
+
+    def refresh_compaction(self) -> CompactionState:
+        """Fold compaction events newer than the last seen (cheap: indexed by type)."""
+        state = self.compaction
+        state.apply(self.kx.events_store.read(
+            self.id, first_seq=state.watermark + 1, types=COMPACTION_EVENT_TYPES))
+        return state
+
+    async def retrieve(self, prompt: str, profile: str | None = None) -> tuple[list[Any], Any]:
+        """Hits for ``prompt`` from the profile's composite retriever, and its report."""
+        name = profile or self.profile
+        if not prompt.strip():
+            return [], None
+        if self._retriever is None or self._retriever_profile != name:
+            if self._retriever is not None:
+                await self._retriever.close()
+            self._retriever = self.kx.retriever_for(name, self.workspace_id)
+            self._retriever_profile = name
+        if self._retriever is None:
+            return [], None
+        result = await self._retriever.search(prompt, self.kx.config.retrieval.k)
+        return list(result.hits), result
+
+    async def _assemble(
+        self,
+        prompt: str,
+        *,
+        attachments: Sequence[Mapping[str, Any]] = (),
+        instructions: Sequence[str] = (),
+        profile: str | None = None,
+        before_seq: int | None = None,
+        after_prompt: Sequence[HistoryUnit] = (),
+        hits: Sequence[Any] | None = None,
+    ) -> tuple[AssembledContext, list[Any]]:
+        assembler = self.assembler(profile)
+        report = None
+        if hits is None:
+            hits, report = await self.retrieve(prompt, profile)
+        state = self.refresh_compaction()
+        history = EventHistory(self.kx.events_store, self.id, assembler.counter,
+                               before_seq=before_seq, skip=state.covered_ranges())
+        system = self.system_prompt or self.kx.config.kairox.system_prompt
+        context = assembler.assemble(
+            prompt, system_prompt=system, instructions=instructions,
+            memories=self.memories(), pinned=state.pinned, summaries=state.summaries,
+            hits=list(hits), history=history, attachments=attachments,
+            after_prompt=after_prompt,
+        )
+        if report is not None:
+            layer = context.trace.layer("retrieval")
+            for src in report.sources:
+                if not src.ok:
+                    layer.notes.append(f"source {src.name} failed: {src.error}")
+        return context, list(hits)
+
+    async def preview(
+        self, prompt: str = "", *, profile: str | None = None,
+        attachments: Sequence[Mapping[str, Any]] = (),
+    ) -> AssembledContext:
+        """What the next turn would send for ``prompt``; writes nothing."""
+        context, _ = await self._assemble(prompt, attachments=attachments, profile=profile)
+        return context
+
+    def preview_sync(self, prompt: str = "", *, profile: str | None = None) -> AssembledContext:
+        return run_sync(self.preview(prompt, profile=profile))
+
+    # --- turns -----------------------------------------------------------------------
+
+    async def begin_turn(
+        self,
+        prompt: str,
+        attachments: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        instructions: Sequence[str] = (),
+        hits: Sequence[Any] | None = None,
+    ) -> Turn:
+        """Assemble the context and record the user message; the session stays locked
+        until ``complete()`` or ``abort()``. Raises ``ContextBudgetExceeded`` (and
+        records nothing) when the mandatory parts do not fit. ``hits`` replaces the
+        session's own retrieval (an application that retrieves by itself)."""
+        await self._lock.acquire()
+        try:
+            atts = tuple(dict(a) for a in attachments or ())
+            context, used_hits = await self._assemble(
+                prompt, attachments=atts, instructions=instructions, hits=hits)
+            turn_id = f"t-{uuid.uuid4().hex[:12]}"
+            counter = self.assembler().counter
+            event = with_tokens(UserMessageAdded(
+                session_id=self.id, turn_id=turn_id, text=prompt, attachments=atts,
+            ), counter)
+            stored = self.kx.events_store.append(event)
+        except BaseException:
+            self._lock.release()
+            raise
+        return Turn(self, turn_id, prompt, stored.seq or 0, context, used_hits,
+                    instructions=tuple(instructions), attachments=atts)
+
+    def begin_turn_sync(
+        self, prompt: str, attachments: Sequence[Mapping[str, Any]] | None = None, **kw: Any
+    ) -> Turn:
+        self._check_idle()
+        return run_sync(self.begin_turn(prompt, attachments, **kw))
+
+    async def run_turn(
+        self,
+        prompt: str,
+        reply: str,
+        *,
+        tool_results: Sequence[Mapping[str, str]] = (),
+        attachments: Sequence[Mapping[str, Any]] | None = None,
+    ) -> TurnResult:
+        """A whole turn in one call: begin, record tool results, complete with ``reply``
+        (the raw model output, markers included). ``tool_results`` items have the keys
+        ``tool_call_id``, ``tool_name``, ``arguments`` and ``result``."""
+        turn = await self.begin_turn(prompt, attachments)
+        try:
+            for tr in tool_results:
+                turn.add_tool_result(tr["tool_call_id"], tr["tool_name"],
+                                     tr.get("arguments", "{}"), tr["result"])
+        except BaseException:
+            await turn.abort()
+            raise
+        return await turn.complete(reply)
+
+    def run_turn_sync(
+        self, prompt: str, reply: str, *, tool_results: Sequence[Mapping[str, str]] = (),
+        attachments: Sequence[Mapping[str, Any]] | None = None,
+    ) -> TurnResult:
+        """Synchronous ``run_turn``: for scripts, tests and replaying transcripts."""
+        self._check_idle()
+        return run_sync(self.run_turn(prompt, reply, tool_results=tool_results,
+                                      attachments=attachments))
+
+    def _check_idle(self) -> None:
+        if self._lock.locked():
+            raise TurnInProgress(
+                f"session {self.id} has a turn in progress; complete() or abort() it first"
+            )
+
+    # --- compaction and profile switches (the compaction engine fills these) ----------
+
+    async def compact(self, first_seq: int | None = None, last_seq: int | None = None) -> Any:
+        """Compact the session's history (a seq range, or the engine's choice)."""
+        async with self._lock:
+            return await self._compact_locked(first_seq, last_seq)
+
+    async def _compact_locked(self, first_seq: int | None, last_seq: int | None) -> Any:
+        if self.compactor is None:
+            raise NoCompactionStrategy(
+                "no compaction strategy available: install or enable a compaction engine "
+                "([compaction] in kairox.toml) before compacting"
+            )
+        return await self.compactor(self, first_seq=first_seq, last_seq=last_seq,
+                                    trigger="manual")
+
+    async def switch_profile(self, profile: str) -> None:
+        """Switch the session's profile; waits for any turn or compaction in flight."""
+        async with self._lock:
+            self._switch(profile)
+
+    def switch_profile_sync(self, profile: str) -> None:
+        self._check_idle()
+        self._switch(profile)
+
+    def _switch(self, profile: str) -> None:
+        name, _ = self.kx.config.resolve_profile(profile)
+        if name == self.profile:
+            return
+        self.kx.events_store.append(ProfileSwitched(
+            session_id=self.id, from_profile=self.profile, to_profile=name))
+        self.profile = name
+
+    async def _after_turn(self, result: TurnResult) -> None:
+        """The turn-end hook point: each hook runs in order, the session still locked."""
+        for hook in self.after_turn_hooks:
+            outcome = hook(self, result)
+            if outcome is not None:
+                await outcome
+
+    def events(self) -> list[Event]:
+        return self.kx.events_store.read(self.id)
+
+
+class Turn:
+    """One turn in flight. Not thread-safe; one task drives it."""
+
+    def __init__(
+        self, session: Session, turn_id: str, prompt: str, prompt_seq: int,
+        context: AssembledContext, hits: list[Any], *, instructions: tuple[str, ...] = (),
+        attachments: tuple[dict[str, Any], ...] = (),
+    ) -> None:
+        from kairox_core.markers import MarkerStreamParser
+
+        self.session = session
+        self.turn_id = turn_id
+        self.prompt = prompt
+        self.prompt_seq = prompt_seq
+        self.context = context
+        self.hits = hits
+        self.instructions = instructions
+        self.attachments = attachments
+        self.started = time.perf_counter()
+        self._parser = MarkerStreamParser()
+        self._visible: list[str] = []
+        self._pending: list[str] = []
+        self._pending_chars = 0
+        self._tool_events: list[ToolInvocationCompleted] = []
+        self._done = False
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.context.messages
+
+    @property
+    def trace(self) -> Any:
+        return self.context.trace
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def feed(self, delta: str) -> str:
+        """Take a piece of the model's stream; return what is safe to show now."""
+        self._check_open()
+        self._pending.append(delta)
+        self._pending_chars += len(delta)
+        if self._pending_chars >= DELTA_BATCH_CHARS or len(self._pending) >= DELTA_BATCH_COUNT:
+            self._flush_deltas()
+        visible: str = self._parser.feed(delta)
+        if visible:
+            self._visible.append(visible)
+        return visible
+
+    def _delta_event(self) -> ModelTokenDelta | None:
+        if not self._pending:
+            return None
+        event = ModelTokenDelta(session_id=self.session.id, turn_id=self.turn_id,
+                                delta="".join(self._pending))
+        self._pending.clear()
+        self._pending_chars = 0
+        return event
+
+    def _flush_deltas(self) -> None:
+        event = self._delta_event()
+        if event is not None:
+            self.session.kx.events_store.append(event)
+
+    def add_tool_result(
+        self, tool_call_id: str, tool_name: str, arguments: str | Mapping[str, Any], result: str
+    ) -> ToolInvocationCompleted:
+        """Record a tool call and its result (history keeps or drops them together).
+        The result is untrusted: it never yields memory proposals and taints any
+        proposal whose body it contains."""
+        import json
+
+        self._check_open()
+        args = arguments if isinstance(arguments, str) else json.dumps(
+            dict(arguments), sort_keys=True, ensure_ascii=False)
+        counter = self.session.assembler().counter
+        event = with_tokens(ToolInvocationCompleted(
+            session_id=self.session.id, turn_id=self.turn_id, tool_call_id=tool_call_id,
+            tool_name=tool_name, arguments=args, result=str(result),
+        ), counter)
+        batch = [e for e in (self._delta_event(), event) if e is not None]
+        stored = self.session.kx.events_store.append_many(batch)[-1]
+        assert isinstance(stored, ToolInvocationCompleted)
+        self._tool_events.append(stored)
+        return stored
+
+    async def reassemble(self) -> AssembledContext:
+        """The context again, with this turn's tool calls and results after the prompt:
+        for the model call that follows a tool call. Updates ``messages``/``trace``."""
+        self._check_open()
+        session = self.session
+        counter = session.assembler().counter
+        tail = [u for u in (unit_from_event(e, counter) for e in self._tool_events)
+                if u is not None]
+        context, _ = await session._assemble(
+            self.prompt, attachments=self.attachments, instructions=self.instructions,
+            before_seq=self.prompt_seq, after_prompt=tail, hits=self.hits)
+        self.context = context
+        return context
+
+    async def complete(
+        self, text: str | None = None, *, model: str | None = None,
+        provider: str | None = None, usage: Mapping[str, int] | None = None,
+    ) -> TurnResult:
+        """Record the reply and route its memory markers; then the turn-end hooks.
+
+        ``text``: the whole raw reply, for a model that did not stream (it goes through
+        the same parser as ``feed``)."""
+        self._check_open()
+        session = self.session
+        kx = session.kx
+        try:
+            if text is not None:
+                self.feed(text)
+            tail = self._parser.finish()
+            if tail:
+                self._visible.append(tail)
+            visible = "".join(self._visible)
+            markers = list(self._parser.markers)
+            invalid = list(self._parser.invalid)
+            counter = session.assembler().counter
+            reply = with_tokens(AssistantMessageCompleted(
+                session_id=session.id, turn_id=self.turn_id, text=visible, model=model,
+                provider=provider, usage=dict(usage) if usage else None,
+            ), counter)
+            batch = [e for e in (self._delta_event(), reply) if e is not None]
+            proposals: list[Any] = []
+            with kx.db.atomic():
+                stored = kx.events_store.append_many(batch)[-1]
+                if markers:
+                    untrusted = [e.result for e in self._tool_events]
+                    untrusted += [getattr(h, "text", "") for h in self.hits]
+                    proposals = self._route(markers, untrusted)
+            result = TurnResult(turn_id=self.turn_id, text=visible,
+                                assistant_seq=stored.seq or 0, markers=markers,
+                                invalid=invalid, proposals=proposals,
+                                tool_results=len(self._tool_events))
+            self._done = True
+            await session._after_turn(result)
+            return result
+        finally:
+            self._release()
+
+    def _route(self, markers: Sequence[Any], untrusted: Sequence[str]) -> list[Any]:
+        from kairox_core.memory.taint import is_tainted
+
+        session = self.session
+        return [
+            session.kx.approvals.propose(
+                session.id, session.workspace_id, self.turn_id, marker,
+                tainted=is_tainted(marker.body, untrusted),
+            )
+            for marker in markers
+        ]
+
+    def complete_sync(self, text: str | None = None, **kw: Any) -> TurnResult:
+        return run_sync(self.complete(text, **kw))
+
+    async def abort(self) -> None:
+        """Give up the turn without a reply (the user message stays in the audit)."""
+        if self._done:
+            return
+        try:
+            self._flush_deltas()
+        finally:
+            self._done = True
+            self._release()
+
+    def abort_sync(self) -> None:
+        run_sync(self.abort())
+
+    async def __aenter__(self) -> Turn:
+        return self
+
+    async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if not self._done:
+            if exc_type is None:
+                await self.complete()
+            else:
+                await self.abort()
+
+    def _check_open(self) -> None:
+        if self._done:
+            raise KairoxError(f"turn {self.turn_id} is already complete")
+
+    def _release(self) -> None:
+        self._done = True
+        lock = self.session._lock
+        if lock.locked():
+            lock.release()
