@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from bedrock_kb_stub import KnowledgeBaseStubber, SimulatedKnowledgeBase
+
+from kairox_bedrock.retriever import BedrockRetriever
 from kairox_core.config import KnowledgeBaseConfig, parse_config
 from kairox_core.plugins import get_plugins
 from kairox_core.testing.contracts import ContractDoc
-
-from kairox_bedrock.retriever import BedrockRetriever
 
 KB_NAME = "aws_docs"
 BEDROCK_KB_ID = "KAIROXKB01"

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from botocore.stub import Stubber
+
 from kairox_core.testing.contracts import ContractDoc
 
 _WORD = re.compile(r"[a-z0-9]+")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from bedrock_helpers import build, stubbed
 from conftest import closed_port
+
 from kairox_core.retrieval.base import WorkspaceRetriever
 from kairox_core.testing.contracts import ContractDoc, RetrieverContract
 

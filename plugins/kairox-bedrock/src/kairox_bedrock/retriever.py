@@ -14,14 +14,13 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kairox_bedrock import errors, mapping
 from kairox_core.retrieval.base import (
     RetrievalHit,
     RetrieverConfigError,
     RetrieverError,
     RetrieverTimeout,
 )
-
-from kairox_bedrock import errors, mapping
 
 KB_ID_PATTERN = re.compile(
     r"^[0-9a-zA-Z]{10}$|^arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:"
