@@ -1,0 +1,26 @@
+"""Registers the knowledge-base kind ``weaviate``. Thin: weaviate-client (and grpc) are
+imported only when a ``weaviate`` knowledge base is actually built and queried."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kairox_core.hookspecs import Register, hookimpl
+
+if TYPE_CHECKING:
+    from kairox_core.config import KnowledgeBaseConfig
+    from kairox_weaviate.retriever import WeaviateRetriever
+
+KIND = "weaviate"
+
+
+def make_retriever(kb: KnowledgeBaseConfig) -> WeaviateRetriever:
+    """Factory for one ``[knowledge_bases.<id>]`` with ``kind = "weaviate"``."""
+    from kairox_weaviate.retriever import WeaviateRetriever
+
+    return WeaviateRetriever(kb)
+
+
+@hookimpl
+def kairox_register_retrievers(register: Register) -> None:
+    register(KIND, make_retriever)
