@@ -1,4 +1,9 @@
-"""The model provider interface: streaming and non-streaming chat with token usage."""
+"""The model provider interface: streaming and non-streaming chat with token usage.
+
+Chat and compaction only ever see this protocol, so any backend (an HTTP endpoint, a
+local GGUF model, a scripted fake in tests) is interchangeable. ``stream`` yields text
+deltas and ends with one chunk carrying the finish reason and the usage.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +11,18 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from kairox_core.errors import KairoxError
+from kairox_core.errors import KairoxError, KairoxUserError
 
 Message = Mapping[str, Any]  # OpenAI chat format: {"role": ..., "content": ...}
 
 
 @dataclass(frozen=True)
 class TokenUsage:
+    """Tokens a call used; ``estimated`` when the backend reported none and we counted."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    estimated: bool = False
 
     @property
     def total_tokens(self) -> int:
@@ -43,7 +51,11 @@ class ChatResult:
 
 @runtime_checkable
 class ModelProvider(Protocol):
-    """A chat model. ``stream`` yields chunks; ``complete`` returns the whole reply."""
+    """A chat model. ``stream`` yields chunks; ``complete`` returns the whole reply.
+
+    ``name`` is the provider id (the ``[providers.<id>]`` section, or the kind when it
+    was used without a section); ``model`` is what the backend is asked for.
+    """
 
     name: str
     model: str
@@ -62,9 +74,41 @@ class ModelProvider(Protocol):
 
 
 class ProviderError(KairoxError):
-    """A model call failed; the message names the provider and the cause."""
+    """A model call failed; the message names the provider, the cause and a fix.
 
-    def __init__(self, provider: str, cause: str) -> None:
+    ``status`` is the HTTP status when there was one; ``retryable`` says whether the
+    same call may succeed later (rate limits, overloaded servers).
+    """
+
+    def __init__(
+        self, provider: str, cause: str, *, fix: str | None = None,
+        status: int | None = None, retryable: bool = False,
+    ) -> None:
         self.provider = provider
         self.cause = cause
-        super().__init__(f"model provider '{provider}': {cause}")
+        self.fix = fix
+        self.status = status
+        self.retryable = retryable
+        message = f"model provider '{provider}': {cause}"
+        if fix:
+            message += f"\n  fix: {fix}"
+        super().__init__(message)
+
+
+class ProviderSetupError(ProviderError, KairoxUserError):
+    """The provider cannot work as installed or configured (missing model file, missing
+    package, rejected API key): the user's to fix, shown without a traceback."""
+
+
+async def collect(
+    chunks: AsyncIterator[ChatChunk], *, model: str
+) -> ChatResult:
+    """Drain a stream into one ``ChatResult`` (for providers whose ``complete`` streams)."""
+    parts: list[str] = []
+    usage: TokenUsage | None = None
+    finish: str | None = None
+    async for chunk in chunks:
+        parts.append(chunk.text)
+        usage = chunk.usage or usage
+        finish = chunk.finish_reason or finish
+    return ChatResult("".join(parts), usage or TokenUsage(estimated=True), model, finish)
