@@ -45,7 +45,8 @@ class Kairox:
         self.config = config
         self.events_store = EventStore(db)
         self.memories: Any = self._open_memory_store(db)
-        self.approvals = ApprovalService(self.events_store, self.memories)
+        self.approvals = ApprovalService(self.events_store, self.memories,
+                                         max_body_chars=config.memory.max_body_chars)
         self.session_hooks: list[SessionHook] = []
         self._sessions: dict[str, Session] = {}
         self._closed = False

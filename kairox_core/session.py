@@ -461,13 +461,14 @@ class Turn:
         from kairox_core.memory.taint import is_tainted
 
         session = self.session
-        return [
+        proposals = [
             session.kx.approvals.propose(
                 session.id, session.workspace_id, self.turn_id, marker,
                 tainted=is_tainted(marker.body, untrusted),
             )
             for marker in markers
         ]
+        return [p for p in proposals if p is not None]  # None: it would change nothing
 
     def complete_sync(self, text: str | None = None, **kw: Any) -> TurnResult:
         return run_sync(self.complete(text, **kw))

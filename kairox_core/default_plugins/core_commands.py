@@ -14,6 +14,7 @@ COMMAND_MODULES = (
     "kairox_core.cli.config_cmd",
     "kairox_core.cli.tokens_cmd",
     "kairox_core.cli.retrieval_cmd",
+    "kairox_core.cli.context_cmd",
 )
 
 
