@@ -148,8 +148,9 @@ class ProviderConfig(BaseModel):
 
 
 class MemorySection(_Strict):
-    """``[memory]``."""
+    """``[memory]``: the memory store backend and the limits of the marker protocol."""
 
+    store: str = "sqlite"  # a memory store registered through kairox_register_memory_stores
     max_body_chars: int = Field(2000, gt=0)
     max_memories_tokens_share: float = Field(0.5, gt=0, le=1)
 
@@ -393,6 +394,7 @@ def check_plugin_names(config: KairoxConfig) -> None:
     checks: list[tuple[str, str, str]] = [
         ("embedding_backends", config.retrieval.backend, "retrieval.backend"),
         ("compaction_strategies", config.compaction.strategy, "compaction.strategy"),
+        ("memory_stores", config.memory.store, "memory.store"),
     ]
     checks += [("retrievers", kb.kind, f"knowledge_bases.{kb_id}.kind")
                for kb_id, kb in config.knowledge_bases.items()]

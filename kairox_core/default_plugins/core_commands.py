@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "kairox_core.cli.tokens_cmd",
     "kairox_core.cli.retrieval_cmd",
     "kairox_core.cli.context_cmd",
+    "kairox_core.cli.memory_cmd",
 )
 
 
