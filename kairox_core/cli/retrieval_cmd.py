@@ -129,7 +129,7 @@ def index_command(cli_ctx: CliContext, paths: tuple[str, ...], workspace: str | 
         raise KairoxUserError("kairox index: give at least one PATH to index (or --rebuild)")
     report, total = run_index(cli_ctx, paths, workspace, rebuild)
     for error in report.errors:
-        _err.print(f"[yellow]skipped[/yellow] {error}", highlight=False)
+        click.echo(f"skipped: {error}", err=True)
     if as_json:
         click.echo(json.dumps({**report.as_dict(), "chunks_total": total}))
     else:
@@ -141,8 +141,8 @@ def index_command(cli_ctx: CliContext, paths: tuple[str, ...], workspace: str | 
 def _print_reports(reports: Sequence[SourceReport]) -> None:
     for r in reports:
         status = "ok" if r.ok else f"FAILED: {r.error}"
-        _err.print(f"{r.kind} '{r.name}': {status} ({r.hits} hits, {r.elapsed_ms:.0f} ms)",
-                   highlight=False)
+        click.echo(f"{r.kind} '{r.name}': {status} ({r.hits} hits, {r.elapsed_ms:.0f} ms)",
+                   err=True)
 
 
 @click.command("search")
@@ -276,7 +276,7 @@ def kb_index(cli_ctx: CliContext, kb_id: str, paths: tuple[str, ...], as_json: b
     finally:
         asyncio.run(retriever.close())
     for error in report.errors:
-        _err.print(f"[yellow]skipped[/yellow] {error}", highlight=False)
+        click.echo(f"skipped: {error}", err=True)
     click.echo(json.dumps(report.as_dict()) if as_json else _summary(report))
 
 
