@@ -16,6 +16,7 @@ from kairox_core.markers import MemoryScope
 
 USER_OWNER = "user"
 SCOPES: tuple[str, ...] = tuple(s.value for s in MemoryScope)
+_BY_NAME: dict[str, MemoryScope] = {s.value: s for s in MemoryScope}
 
 
 class UnknownScopeError(KairoxUserError):
@@ -30,6 +31,9 @@ def parse_scope(value: str | MemoryScope) -> MemoryScope:
     """A ``MemoryScope`` from its name; a clear user error for anything else."""
     if isinstance(value, MemoryScope):
         return value
+    known = _BY_NAME.get(value)
+    if known is not None:
+        return known
     try:
         return MemoryScope(str(getattr(value, "value", value)).strip().lower())
     except ValueError:

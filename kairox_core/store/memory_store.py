@@ -69,6 +69,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 
+_SCOPES = {s.value: s for s in MemoryScope}
 _COLUMNS = (
     "id, scope, owner, key, body, workspace_id, session_id, created_at, updated_at, "
     "approved_at, prov_session_id, prov_turn_id, prov_raw"
@@ -137,16 +138,24 @@ class SqliteMemoryStore:
                     "prov_session_id = ?, prov_turn_id = ?, prov_raw = ? WHERE id = ?",
                     (body, now, approved_at, prov.session_id, prov.turn_id, prov.raw, row["id"]),
                 )
-                memory_id = row["id"]
-            else:
-                memory_id = new_id("m")
-                conn.execute(
-                    f"INSERT INTO memories ({_COLUMNS}) VALUES "
-                    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (memory_id, scope.value, owner, key, body, workspace_id, session_id,
-                     now, now, approved_at, prov.session_id, prov.turn_id, prov.raw),
+                return MemoryRecord(
+                    id=row["id"], scope=scope, key=key, body=body,
+                    workspace_id=row["workspace_id"], session_id=row["session_id"],
+                    created_at=row["created_at"], updated_at=now, approved_at=approved_at,
+                    provenance=prov,
                 )
-            return self._fetch(conn, memory_id)
+            memory_id = new_id("m")
+            conn.execute(
+                f"INSERT INTO memories ({_COLUMNS}) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (memory_id, scope.value, owner, key, body, workspace_id, session_id,
+                 now, now, approved_at, prov.session_id, prov.turn_id, prov.raw),
+            )
+            return MemoryRecord(
+                id=memory_id, scope=scope, key=key, body=body, workspace_id=workspace_id,
+                session_id=session_id, created_at=now, updated_at=now, approved_at=approved_at,
+                provenance=prov,
+            )
 
     def update_body(self, memory_id: str, body: str) -> MemoryRecord:
         if not isinstance(body, str) or not body.strip():
@@ -318,7 +327,7 @@ def _provenance(row: Any) -> Provenance:
 def _record(row: Any) -> MemoryRecord:
     return MemoryRecord(
         id=row["id"],
-        scope=MemoryScope(row["scope"]),
+        scope=_SCOPES[row["scope"]],
         key=row["key"],
         body=row["body"],
         workspace_id=row["workspace_id"],
