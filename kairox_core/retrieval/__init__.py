@@ -58,7 +58,12 @@ _LAZY = {
 }
 
 __all__ = [
+    "CompositeResult",
+    "CompositeWorkspaceRetriever",
+    "DocumentInput",
     "EmbeddingBackend",
+    "HashingEmbedding",
+    "IndexBackendMismatch",
     "IndexProgress",
     "IndexReport",
     "IndexableRetriever",
@@ -66,10 +71,17 @@ __all__ = [
     "RetrieverAuthError",
     "RetrieverConfigError",
     "RetrieverError",
+    "RetrieverSource",
     "RetrieverTimeout",
     "RetrieverUnavailable",
+    "SourceReport",
+    "SqliteFtsRetriever",
+    "WorkspaceIndexRetriever",
+    "WorkspaceRagIndex",
     "WorkspaceRetriever",
-    *_LAZY,
+    "load_embedding_backend",
+    "retriever_for_profile",
+    "rrf_fuse",
 ]
 
 
