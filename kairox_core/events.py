@@ -8,6 +8,7 @@ by a newer Kairox) loads as ``GenericEvent`` instead of failing.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 import types
 import typing
@@ -111,16 +112,25 @@ def event_from_dict(d: dict[str, Any]) -> Event:
         return GenericEvent(
             **base, type_name=d["type"], version=int(d.get("version", 1)), data=payload
         )
-    hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
+    known, tuples = _field_kinds(cls)
     kwargs: dict[str, Any] = {}
     for name, value in payload.items():
         if name not in known:
             continue  # a field added by a newer version: ignore it
-        if isinstance(value, list) and _hint_is_tuple(hints.get(name)):
+        if name in tuples and isinstance(value, list):
             value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
         kwargs[name] = value
     return cls(**base, **kwargs)
+
+
+@functools.cache
+def _field_kinds(cls: type[Event]) -> tuple[frozenset[str], frozenset[str]]:
+    """(field names, tuple-typed field names) of an event class; cached because
+    ``get_type_hints`` evaluates every annotation and reading a long session calls this
+    once per event."""
+    hints = typing.get_type_hints(cls)
+    names = frozenset(f.name for f in dataclasses.fields(cls))
+    return names, frozenset(n for n in names if _hint_is_tuple(hints.get(n)))
 
 
 # --- session lifecycle -------------------------------------------------------------

@@ -325,8 +325,8 @@ def _crash_worker(path: str) -> None:
     class CrashingStore(EventStore):
         calls = 0
 
-        def _track_session(self, conn: Any, event: Event) -> None:
-            super()._track_session(conn, event)
+        def _insert(self, conn: Any, event: Event) -> None:
+            super()._insert(conn, event)
             CrashingStore.calls += 1
             if CrashingStore.calls == 3:
                 os._exit(17)  # the process dies mid-transaction: no COMMIT, no cleanup

@@ -129,6 +129,7 @@ class EventStore:
             return stored
         with self.db.atomic() as conn:
             heads: dict[str, int] = {}
+            counts: dict[str, int] = {}
             for event in batch:
                 if not isinstance(event, Event):
                     raise TypeError(f"expected an Event, got {type(event).__name__}")
@@ -140,27 +141,44 @@ class EventStore:
                         "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (sid,)
                     ).fetchone()
                     heads[sid] = int(row[0])
+                    counts[sid] = 0
                 heads[sid] += 1
+                counts[sid] += 1
                 event = event.with_seq(heads[sid])
-                data = event.to_dict()
-                conn.execute(
-                    "INSERT INTO events (session_id, seq, type, version, created_at, data) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (sid, event.seq, event.type, int(data["version"]), event.created_at,
-                     json.dumps(data, ensure_ascii=False, separators=(",", ":"))),
-                )
-                self._track_session(conn, event)
+                self._insert(conn, event)
+                if counts[sid] == 1:  # the row must exist before a lifecycle update
+                    self._track_session(conn, event, 1)
+                    counts[sid] = 0
+                if isinstance(event, SessionStarted | ProfileSwitched | SessionArchived):
+                    self._track_lifecycle(conn, event)
                 stored.append(event)
+            for sid, n in counts.items():
+                if n:
+                    conn.execute(
+                        "UPDATE sessions SET last_seq = ?, event_count = event_count + ? "
+                        "WHERE session_id = ?", (heads[sid], n, sid),
+                    )
             self.db.after_commit(_emit(tuple(stored)))
         return stored
 
-    def _track_session(self, conn: Any, event: Event) -> None:
+    def _insert(self, conn: Any, event: Event) -> None:
+        data = event.to_dict()
+        conn.execute(
+            "INSERT INTO events (session_id, seq, type, version, created_at, data) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (event.session_id, event.seq, event.type, int(data["version"]), event.created_at,
+             json.dumps(data, ensure_ascii=False, separators=(",", ":"))),
+        )
+
+    def _track_session(self, conn: Any, event: Event, n: int) -> None:
         conn.execute(
             "INSERT INTO sessions (session_id, created_at, last_seq, event_count) "
-            "VALUES (?, ?, ?, 1) ON CONFLICT (session_id) DO UPDATE SET "
-            "last_seq = excluded.last_seq, event_count = event_count + 1",
-            (event.session_id, event.created_at, event.seq),
+            "VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
+            "last_seq = excluded.last_seq, event_count = event_count + excluded.event_count",
+            (event.session_id, event.created_at, event.seq, n),
         )
+
+    def _track_lifecycle(self, conn: Any, event: Event) -> None:
         if isinstance(event, SessionStarted):
             conn.execute(
                 "UPDATE sessions SET workspace_id = ?, profile = ?, created_at = ? "
