@@ -8,7 +8,6 @@ by a newer Kairox) loads as ``GenericEvent`` instead of failing.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 import types
 import typing
@@ -123,14 +122,20 @@ def event_from_dict(d: dict[str, Any]) -> Event:
     return cls(**base, **kwargs)
 
 
-@functools.cache
+_FIELD_KINDS: dict[type[Event], tuple[frozenset[str], frozenset[str]]] = {}
+
+
 def _field_kinds(cls: type[Event]) -> tuple[frozenset[str], frozenset[str]]:
     """(field names, tuple-typed field names) of an event class; cached because
     ``get_type_hints`` evaluates every annotation and reading a long session calls this
     once per event."""
-    hints = typing.get_type_hints(cls)
-    names = frozenset(f.name for f in dataclasses.fields(cls))
-    return names, frozenset(n for n in names if _hint_is_tuple(hints.get(n)))
+    kinds = _FIELD_KINDS.get(cls)
+    if kinds is None:
+        hints = typing.get_type_hints(cls)
+        names = frozenset(f.name for f in dataclasses.fields(cls))
+        kinds = names, frozenset(n for n in names if _hint_is_tuple(hints.get(n)))
+        _FIELD_KINDS[cls] = kinds
+    return kinds
 
 
 # --- session lifecycle -------------------------------------------------------------
