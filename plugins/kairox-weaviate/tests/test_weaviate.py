@@ -140,8 +140,9 @@ def test_hit_mapping(server: FakeWeaviate, words_backend: WordHashEmbedder) -> N
     near = search(retriever(server, name, mode="near_vector", embedding=WORDS_BACKEND),
                   TEXTS["b"][0], k=1)[0]
     assert near.doc_id == "b" and near.score == pytest.approx(1.0, abs=1e-5)  # 1 - distance
-    only = search(retriever(server, name, properties=["text"]), "volcano lava", k=1)[0]
-    assert only.metadata == {} and only.doc_id == only.chunk_id
+    only = search(retriever(server, name, properties=["rank"]), "volcano lava", k=1)[0]
+    assert only.metadata == {"rank": 1, "doc_id": "b"} and only.text == TEXTS["b"][0]
+    assert set(server.grpc_log[-1][2].properties.non_ref_properties) == {"rank", "text", "doc_id"}
 
 
 # --- filters -------------------------------------------------------------------------

@@ -118,13 +118,17 @@ class WeaviateRetriever:
             skip_init_checks=True,
         )
         self._client = client
-        await client.connect()
-        await self._probe_grpc()
-        if not await client.collections.exists(opts.collection):
-            raise RetrieverConfigError(
-                self.name, f"collection '{opts.collection}' does not exist at {opts.http_url}; "
-                           f"check knowledge_bases.{self.name}.collection"
-            )
+        try:
+            await client.connect()
+            await self._probe_grpc()
+            if not await client.collections.exists(opts.collection):
+                raise RetrieverConfigError(
+                    self.name, f"collection '{opts.collection}' does not exist at "
+                               f"{opts.http_url}; check knowledge_bases.{self.name}.collection"
+                )
+        except BaseException:  # incl. cancellation by the time budget: close, never leak
+            await self._drop_client()
+            raise
         use = getattr(client.collections, "use", None) or client.collections.get
         collection = use(opts.collection)
         if opts.tenant:
@@ -176,9 +180,11 @@ class WeaviateRetriever:
 
         opts = self.options
         collection = await self._collection_handle()
-        common: dict[str, Any] = {"limit": k, "filters": where,
-                                  "return_properties": list(opts.properties)
-                                  if opts.properties is not None else None}
+        wanted = None
+        if opts.properties is not None:  # the text and id must come back whatever is listed
+            wanted = list(dict.fromkeys([*opts.properties, opts.text_property,
+                                         *([opts.id_property] if opts.id_property else [])]))
+        common: dict[str, Any] = {"limit": k, "filters": where, "return_properties": wanted}
         if opts.mode == "bm25":
             result = await collection.query.bm25(
                 query=query, query_properties=_list(opts.query_properties),
