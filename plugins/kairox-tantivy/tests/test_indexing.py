@@ -29,10 +29,11 @@ def _write_docs(root: Path) -> Path:
 def test_index_files_from_a_directory(tmp_path: Path) -> None:
     docs = _write_docs(tmp_path)
     retriever = TantivyRetriever(kb_config("handbook", path=str(tmp_path / "idx")))
-    seen: list[tuple[int, int]] = []
-    report = retriever.index([docs], progress=lambda done, total: seen.append((done, total)))
-    assert (report.files, report.documents, report.failed) == (2, 2, [])
-    assert seen == [(1, 2), (2, 2)]
+    seen: list[tuple[int, int | None, str]] = []
+    report = retriever.index([str(docs)], progress=lambda *args: seen.append(args))
+    assert (report.added, report.chunks, report.errors) == (2, 2, [])
+    assert report.skipped_binary == 1  # image.png; the hidden folder is not walked at all
+    assert [(d, t) for d, t, _ in seen] == [(1, 2), (2, 2)]
     hit = retriever.search("rollouts", 5)
     assert [h.metadata["title"] for h in hit] == ["Deploying the service"]
     assert hit[0].doc_id == str((docs / "guide.md").resolve())
@@ -43,34 +44,59 @@ def test_index_files_from_a_directory(tmp_path: Path) -> None:
     assert retriever.search("rollouts passwords", 5, {"path": faq})[0].doc_id == faq
 
 
-def test_reindexing_a_file_replaces_its_chunks(tmp_path: Path) -> None:
+def test_reindexing_adds_updates_skips_and_removes(tmp_path: Path) -> None:
     docs = _write_docs(tmp_path)
     retriever = TantivyRetriever(kb_config("handbook", path=str(tmp_path / "idx")))
-    retriever.index([docs])
-    (docs / "guide.md").write_text("# Deploying\n\nCanary releases only.\n")
-    retriever.index([docs / "guide.md"])
+    retriever.index([str(docs)])
+    again = retriever.index([str(docs)])
+    assert (again.added, again.updated, again.unchanged, again.chunks) == (0, 0, 2, 0)
+    (docs / "guide.md").write_text("# Deploying\n\nCanary releases only, no blue-green.\n")
+    (docs / "sub" / "faq.txt").unlink()
+    (docs / "new.md").write_text("Incidents page the on-call engineer.\n")
+    report = retriever.index([str(docs)])
+    assert (report.added, report.updated, report.removed, report.unchanged) == (1, 1, 1, 0)
     assert retriever.search("rollouts", 5) == []
     assert len(retriever.search("canary", 5)) == 1
-    assert len(retriever.search("passwords", 5)) == 1  # other files untouched
+    assert retriever.search("passwords", 5) == []
+    assert len(retriever.search("incidents", 5)) == 1
+    # a fresh retriever (another process) sees the same index and manifest
+    fresh = TantivyRetriever(kb_config("handbook", path=str(tmp_path / "idx")))
+    assert fresh.index([str(docs)]).unchanged == 2
 
 
 def test_unreadable_file_is_reported_and_the_rest_indexed(tmp_path: Path) -> None:
     docs = _write_docs(tmp_path)
-    (docs / "broken.txt").write_bytes(b"\xff\xfe\xfa not utf-8")
+    (docs / "broken.jsonl").write_text('{"_id": "1", "text": "fine"}\nnot json\n')
     retriever = TantivyRetriever(kb_config("handbook", path=str(tmp_path / "idx")))
-    report = retriever.index([docs])
-    assert report.files == 2 and len(report.failed) == 1
-    assert report.failed[0][0].endswith("broken.txt")
-    assert "1 files failed" in report.summary()
+    report = retriever.index([str(docs)])
+    assert report.added == 2 and len(report.errors) == 1
+    assert "broken.jsonl:2" in report.errors[0]
     assert retriever.search("rollouts", 1)
+    assert retriever.search("fine", 1) == []  # nothing half-read from the broken file
 
 
-def test_missing_path_is_a_clear_error(tmp_path: Path) -> None:
+def test_missing_path_and_nothing_to_index(tmp_path: Path) -> None:
     retriever = TantivyRetriever(kb_config("handbook", path=str(tmp_path / "idx")))
-    with pytest.raises(RetrieverError, match=r"'handbook'.*no such file"):
-        retriever.index([tmp_path / "nope"])
+    report = retriever.index([str(tmp_path / "nope")])
+    assert report.errors == [f"{tmp_path / 'nope'}: no such file or directory"]
     with pytest.raises(RetrieverError, match="nothing to index"):
         retriever.index([])
+
+
+def test_a_failed_run_leaves_the_index_as_it_was(tmp_path: Path) -> None:
+    docs = _write_docs(tmp_path)
+    retriever = TantivyRetriever(kb_config("handbook", path=str(tmp_path / "idx")))
+    retriever.index([str(docs)])
+    (docs / "guide.md").write_text("# Deploying\n\nCanary releases only.\n")
+
+    def interrupt(done: int, total: int | None, item: str) -> None:
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        retriever.index([str(docs)], progress=interrupt)
+    fresh = TantivyRetriever(kb_config("handbook", path=str(tmp_path / "idx")))
+    assert len(fresh.search("rollouts", 5)) == 1 and fresh.search("canary", 5) == []
 
 
 def test_jsonl_corpus_with_metadata_filters(tmp_path: Path) -> None:
@@ -85,7 +111,7 @@ def test_jsonl_corpus_with_metadata_filters(tmp_path: Path) -> None:
     corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     retriever = TantivyRetriever(kb_config("pharma", path=str(tmp_path / "idx"),
                                            stored_fields=["year", "tags"]))
-    assert retriever.index([corpus]).documents == 2
+    assert retriever.index([str(corpus)]).chunks == 2
     assert {h.doc_id for h in retriever.search("fever", 5)} == {"1", "2"}
     assert [h.doc_id for h in retriever.search("fever", 5, {"year": 2021})] == ["2"]
     assert [h.doc_id for h in retriever.search("fever", 5, {"tags": "fever"})] == ["1"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,26 +34,6 @@ class IndexDoc:
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _PARAGRAPHS = re.compile(r"\n\s*\n")
-
-
-def expand_paths(paths: Sequence[Path], extensions: Sequence[str]) -> list[Path]:
-    """Files named directly, plus files with a known extension under named directories.
-
-    Hidden files and directories are skipped when walking; order is stable (sorted).
-    """
-    found: dict[Path, None] = {}
-    for path in paths:
-        if path.is_dir():
-            for child in sorted(path.rglob("*")):
-                rel = child.relative_to(path).parts
-                if (child.is_file() and child.suffix.lower() in extensions
-                        and not any(p.startswith(".") for p in rel)):
-                    found[child.resolve()] = None
-        elif path.is_file():
-            found[path.resolve()] = None
-        else:
-            raise FileNotFoundError(f"no such file or directory: {path}")
-    return list(found)
 
 
 def chunk_text(text: str, max_chars: int) -> list[str]:

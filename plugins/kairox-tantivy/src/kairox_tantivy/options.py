@@ -29,6 +29,7 @@ class TantivyOptions(BaseModel):
     snippet_chars: int = Field(200, ge=0)
     chunk_chars: int = Field(2000, ge=200)
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS
+    max_file_bytes: int = Field(50_000_000, gt=0)
     # for indexes built elsewhere: which fields hold the id, the title and the text
     id_field: str = "key"
     doc_id_field: str = "doc_id"
@@ -45,6 +46,13 @@ class TantivyOptions(BaseModel):
                 f"(always stored); list only your own metadata fields"
             )
         return names
+
+    @field_validator("path", "source_paths")
+    @classmethod
+    def _home(cls, value: Path | tuple[Path, ...]) -> Path | tuple[Path, ...]:
+        if isinstance(value, Path):
+            return value.expanduser()
+        return tuple(p.expanduser() for p in value)
 
     @field_validator("extensions")
     @classmethod

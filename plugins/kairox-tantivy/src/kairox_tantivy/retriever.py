@@ -9,42 +9,25 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import tantivy
 
 from kairox_core.config import KnowledgeBaseConfig
-from kairox_core.retrieval.base import RetrievalHit, RetrieverError, RetrieverTimeout
+from kairox_core.retrieval.base import (
+    IndexProgress,
+    IndexReport,
+    RetrievalHit,
+    RetrieverConfigError,
+    RetrieverError,
+    RetrieverTimeout,
+)
+from kairox_tantivy import indexing
 from kairox_tantivy import query as q
-from kairox_tantivy.loader import IndexDoc, expand_paths, load_file
+from kairox_tantivy.loader import IndexDoc
 from kairox_tantivy.options import TantivyOptions, parse_options
 from kairox_tantivy.store import FieldInfo, create_index, open_index, read_schema
-
-WRITER_HEAP_BYTES = 64_000_000
-Progress = Callable[[int, int], Any]
-
-
-@dataclass
-class IndexReport:
-    """What one indexing run did."""
-
-    knowledge_base: str
-    files: int = 0
-    documents: int = 0
-    failed: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
-    seconds: float = 0.0
-
-    def summary(self) -> str:
-        text = (f"knowledge base '{self.knowledge_base}': indexed {self.documents} documents "
-                f"from {self.files} files in {self.seconds:.1f}s")
-        if self.failed:
-            text += f"; {len(self.failed)} files failed: " + "; ".join(
-                f"{p}: {r}" for p, r in self.failed[:5])
-        return text
 
 
 class TantivyRetriever:
@@ -69,7 +52,11 @@ class TantivyRetriever:
             if self._index is None:
                 path = self.options.path
                 if not (path / "meta.json").exists() and self.options.source_paths:
-                    self._build(list(self.options.source_paths), None)
+                    report = self.index([])
+                    if report.errors and not report.chunks:
+                        raise RetrieverConfigError(
+                            self.name, "building the index from source_paths failed: "
+                                       + "; ".join(report.errors[:3]))
                 else:
                     self._index = open_index(self.name, self.options)
                     self._fields = read_schema(path)
@@ -156,24 +143,27 @@ class TantivyRetriever:
 
     # --- indexing ------------------------------------------------------------------
 
-    def index(self, paths: Sequence[str | Path] = (), *,
-              progress: Progress | None = None) -> IndexReport:
-        """Index files (``source_paths`` when none are given); replaces what they gave before.
+    def index(self, paths: Sequence[str], *,
+              progress: IndexProgress | None = None) -> IndexReport:
+        """``kairox kb index``: files under ``paths`` (else ``source_paths``) kept in step.
 
-        ``progress(done, total)`` is called after each file.
+        New files are added, changed ones re-indexed, unchanged ones skipped, and files
+        gone from under ``paths`` removed; one commit for the whole run.
         """
-        targets = [Path(p) for p in paths] or list(self.options.source_paths)
+        targets = [str(p) for p in paths] or [str(p) for p in self.options.source_paths]
         if not targets:
-            raise RetrieverError(self.name, "nothing to index: name files or directories, or "
-                                            f"set source_paths in [knowledge_bases.{self.name}]")
+            raise RetrieverError(self.name, "nothing to index: name files or directories "
+                                            f"(`kairox kb index {self.name} PATH...`) or set "
+                                            f"source_paths in [knowledge_bases.{self.name}]")
         with self._lock:
-            return self._build(targets, progress)
+            index = self._writable()
+            return indexing.index_files(self.name, self.options, index, targets, progress)
 
     def add_documents(self, docs: Iterable[IndexDoc]) -> int:
         """Add (or replace, by key) documents given directly; one commit. Returns the count."""
         with self._lock:
             index = self._writable()
-            return self._write(index, [(None, list(docs))])
+            return indexing.write(self.name, self.options, index, [(None, list(docs))])
 
     def _writable(self) -> tantivy.Index:
         if self._index is None:
@@ -183,70 +173,6 @@ class TantivyRetriever:
                 self._index = create_index(self.name, self.options)
             self._fields = read_schema(self.options.path)
         return self._index
-
-    def _build(self, targets: list[Path], progress: Progress | None) -> IndexReport:
-        started = time.perf_counter()
-        report = IndexReport(self.name)
-        try:
-            files = expand_paths(targets, self.options.extensions)
-        except FileNotFoundError as exc:
-            raise RetrieverError(self.name, f"cannot index: {exc}") from None
-        index = self._writable()
-        batches: list[tuple[str | None, list[IndexDoc]]] = []
-        for n, path in enumerate(files, 1):
-            try:
-                batches.append((str(path), load_file(path, self.options.chunk_chars)))
-            except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
-                report.failed.append((str(path), str(exc)))
-            if progress is not None:
-                progress(n, len(files))
-        report.files = len(batches)
-        report.documents = self._write(index, batches)
-        report.seconds = time.perf_counter() - started
-        return report
-
-    def _write(self, index: tantivy.Index,
-               batches: list[tuple[str | None, list[IndexDoc]]]) -> int:
-        try:
-            writer = index.writer(heap_size=WRITER_HEAP_BYTES, num_threads=1)
-        except ValueError as exc:
-            raise RetrieverError(
-                self.name, f"cannot write the index at {self.options.path} ({exc}); is "
-                           f"another `kairox kb index {self.name}` running?") from None
-        count = 0
-        try:
-            for path, docs in batches:
-                if path is not None:  # re-indexing a file replaces all it gave before
-                    writer.delete_documents_by_term("path", path)
-                for doc in docs:
-                    writer.delete_documents_by_term("key", doc.key)
-                    writer.add_document(self._document(doc))
-                    count += 1
-            writer.commit()
-            writer.wait_merging_threads()
-        except BaseException:
-            writer.rollback()
-            raise
-        index.reload()
-        return count
-
-    def _document(self, doc: IndexDoc) -> tantivy.Document:
-        out = tantivy.Document()
-        out.add_text("key", doc.key)
-        out.add_text("doc_id", doc.doc_id)
-        if doc.chunk_id:
-            out.add_text("chunk_id", doc.chunk_id)
-        if doc.path:
-            out.add_text("path", doc.path)
-        out.add_text("title", doc.title)
-        out.add_text("body", doc.text)
-        out.add_json("meta", dict(doc.metadata))
-        for name in self.options.stored_fields:
-            value = doc.metadata.get(name)
-            for item in value if isinstance(value, list) else [value]:
-                if item is not None:
-                    out.add_text(name, str(item))
-        return out
 
 
 def make_retriever(kb: KnowledgeBaseConfig) -> TantivyRetriever:
