@@ -376,3 +376,16 @@ def test_store_matches_a_list_model(ops: list[tuple[str, str, int]], lo: int, hi
             ranged = store.read(session, first_seq=lo, last_seq=hi)
             assert [e.seq for e in ranged] == [s for s in range(1, len(texts) + 1)
                                                if lo <= s <= hi]
+
+
+def test_a_rolled_back_savepoint_emits_nothing(store: EventStore, register_plugin: Any) -> None:
+    rec = Recorder()
+    register_plugin(rec, "recorder")
+    with store.db.atomic():
+        store.append(msg("s", "kept"))
+        with pytest.raises(RuntimeError), store.db.atomic():
+            store.append(msg("s", "undone"))
+            raise RuntimeError("inner failure")
+        store.append(msg("s", "also kept"))
+    assert [e.text for e in rec.seen] == ["kept", "also kept"]  # type: ignore[attr-defined]
+    assert [e.seq for e in store.read("s")] == [1, 2]

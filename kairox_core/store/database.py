@@ -67,6 +67,7 @@ class Database:
                 name = f"kx_sp{next(_savepoints)}"
                 conn.execute(f"SAVEPOINT {name}")
             self._depth += 1
+            queued = len(self._after)
             try:
                 yield conn
             except BaseException:
@@ -77,6 +78,7 @@ class Database:
                 else:
                     conn.execute(f"ROLLBACK TO {name}")
                     conn.execute(f"RELEASE {name}")
+                    del self._after[queued:]  # what the undone block queued never happened
                 raise
             self._depth -= 1
             if name is not None:
