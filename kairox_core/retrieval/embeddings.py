@@ -12,6 +12,7 @@ import itertools
 import math
 import re
 import zlib
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -77,16 +78,17 @@ class HashingEmbedding:
     def _embed_one(self, text: str) -> list[float]:
         vec = [0.0] * self.dimension
         words = _WORD.findall(text.lower())
-        for word in words:
+        # sublinear term frequency (sqrt): a word repeated 20 times must not drown the rest
+        for word, count in Counter(words).items():
+            weight = math.sqrt(count)
             for idx, value in self._word_features(word):
-                vec[idx] += value
-        if self.bigram_weight:
+                vec[idx] += value * weight
+        if self.bigram_weight and len(words) > 1:
             bw = self.bigram_weight
-            for a, b in itertools.pairwise(words):
-                idx, sign = self._feature(f"b:{a} {b}")
-                vec[idx] += sign * bw
-        # sublinear term frequency: a word repeated 20 times should not drown the rest
-        vec = [math.copysign(math.sqrt(abs(x)), x) for x in vec]
+            feature = self._feature
+            for pair, count in Counter(itertools.pairwise(words)).items():
+                idx, sign = feature("b:" + " ".join(pair))
+                vec[idx] += sign * bw * math.sqrt(count)
         norm = math.sqrt(sum(x * x for x in vec))
         if norm == 0.0:
             return vec

@@ -494,46 +494,38 @@ class WorkspaceRagIndex:
         where, args, push = _filter_sql(filters or {})
         with self._lock:
             if mode == "keyword":
-                ranked = self._keyword(query, k, where, args)
-                return [self._hit(cid, score) for cid, score in ranked]
+                return self._hits(self._keyword(query, k, where, args))
             self._check_backend()
             if mode == "vector":
-                ranked = self._vector(query, k, where, args, push)
-                return [self._hit(cid, score) for cid, score in ranked]
+                return self._hits(self._vector(query, k, where, args, push))
             n = max(k, self.candidates)
             lists = [(self.keyword_weight, self._keyword(query, n, where, args)),
                      (self.vector_weight, self._vector(query, n, where, args, push))]
             fused: dict[int, float] = {}
             best_chunk: dict[int, int] = {}
             for weight, ranked in lists:
-                for rank, (cid, _) in enumerate(ranked, start=1):
-                    doc = self._doc_of(cid)
+                for rank, (cid, doc, _) in enumerate(ranked, start=1):
                     fused[doc] = fused.get(doc, 0.0) + weight / (self.rrf_k + rank)
                     best_chunk.setdefault(doc, cid)
             top = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-            return [self._hit(best_chunk[doc], score) for doc, score in top]
-
-    def _doc_of(self, chunk_id: int) -> int:
-        row = self.conn.execute("SELECT document_id FROM rag_chunks WHERE id = ?",
-                                (chunk_id,)).fetchone()
-        return int(row[0])
+            return self._hits([(best_chunk[doc], doc, score) for doc, score in top])
 
     def _collapse(self, fetch: Callable[[int], list[tuple[int, int, float]]],
-                  k: int) -> list[tuple[int, float]]:
+                  k: int) -> list[tuple[int, int, float]]:
         """Best chunk per document from a ranked chunk list, over-fetching as needed."""
         limit = max(k * 3, 16)
         while True:
             rows = fetch(limit)
-            seen: dict[int, tuple[int, float]] = {}
+            seen: dict[int, tuple[int, int, float]] = {}
             for cid, doc, score in rows:
                 if doc not in seen:
-                    seen[doc] = (cid, score)
+                    seen[doc] = (cid, doc, score)
             if len(seen) >= k or len(rows) < limit or limit >= VEC_MAX_K:
                 return list(seen.values())[:k]
             limit = min(limit * 4, VEC_MAX_K)
 
     def _keyword(self, query: str, k: int, where: str,
-                 args: list[Any]) -> list[tuple[int, float]]:
+                 args: list[Any]) -> list[tuple[int, int, float]]:
         expr = fts_match_expression(query)
         if expr is None:
             return []
@@ -550,7 +542,7 @@ class WorkspaceRagIndex:
         return self._collapse(fetch, k)
 
     def _vector(self, query: str, k: int, where: str, args: list[Any],
-                push: tuple[str, list[Any]] | None) -> list[tuple[int, float]]:
+                push: tuple[str, list[Any]] | None) -> list[tuple[int, int, float]]:
         table = self._vec_table
         if not self._has_vec_table(table):
             return []
@@ -579,16 +571,24 @@ class WorkspaceRagIndex:
 
         return self._collapse(fetch, k)
 
-    def _hit(self, chunk_id: int, score: float) -> RetrievalHit:
-        row = self.conn.execute(
-            "SELECT c.text, c.heading, d.doc_id, d.doc_type, d.path, d.title, d.metadata "
-            "FROM rag_chunks c JOIN rag_documents d ON d.id = c.document_id WHERE c.id = ?",
-            (chunk_id,)).fetchone()
-        metadata: dict[str, Any] = json.loads(row[6])
-        metadata.update({"doc_type": row[3], "path": row[4], "title": row[5],
-                         "heading": row[1], "workspace_id": self.workspace_id})
-        return RetrievalHit(text=row[0], score=float(score), source=SOURCE, doc_id=row[2],
-                            metadata=metadata, chunk_id=str(chunk_id))
+    def _hits(self, ranked: Sequence[tuple[int, int, float]]) -> list[RetrievalHit]:
+        """Hydrate (chunk id, document id, score) triples into hits, in one query."""
+        if not ranked:
+            return []
+        ids = [cid for cid, _, _ in ranked]
+        rows = {r[0]: r for r in self.conn.execute(
+            "SELECT c.id, c.text, c.heading, d.doc_id, d.doc_type, d.path, d.title, d.metadata "
+            "FROM rag_chunks c JOIN rag_documents d ON d.id = c.document_id "
+            f"WHERE c.id IN ({','.join('?' * len(ids))})", ids)}
+        hits = []
+        for cid, _, score in ranked:
+            row = rows[cid]
+            metadata: dict[str, Any] = json.loads(row[7])
+            metadata.update({"doc_type": row[4], "path": row[5], "title": row[6],
+                             "heading": row[2], "workspace_id": self.workspace_id})
+            hits.append(RetrievalHit(text=row[1], score=float(score), source=SOURCE,
+                                     doc_id=row[3], metadata=metadata, chunk_id=str(cid)))
+        return hits
 
 
 def _filter_sql(filters: Mapping[str, Any]) -> tuple[str, list[Any], tuple[str, list[Any]] | None]:

@@ -1,0 +1,185 @@
+"""SciFact retrieval quality of the WorkspaceRagIndex (BEIR layout, shared data).
+
+Indexes the corpus (corpus-*.jsonl concatenated in order; each document is one text,
+title + abstract) and reports nDCG@10 and Recall@100 over the qrels' queries, with a
+raw FTS5 bm25 baseline measured in the same run. Tune fusion weights on train only.
+
+    python benchmarks/scifact.py --mode hybrid --backend hashing --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "scifact"
+
+
+def load_corpus(data: Path) -> Iterator[dict[str, Any]]:
+    files = sorted(data.glob("corpus-*.jsonl")) or [data / "corpus.jsonl"]
+    for path in files:
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    yield json.loads(line)
+
+
+def load_queries(data: Path) -> dict[str, str]:
+    with (data / "queries.jsonl").open(encoding="utf-8") as handle:
+        return {q["_id"]: q["text"] for q in map(json.loads, handle) if q}
+
+
+def load_qrels(path: Path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            parts = line.strip().split("\t")
+            if len(parts) != 3 or parts[0] == "query-id":
+                continue
+            qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+    return qrels
+
+
+def ndcg_at(ranked: Sequence[str], rels: Mapping[str, int], k: int = 10) -> float:
+    dcg = sum(rels.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
+    ideal = sorted(rels.values(), reverse=True)[:k]
+    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def recall_at(ranked: Sequence[str], rels: Mapping[str, int], k: int = 100) -> float:
+    relevant = {d for d, r in rels.items() if r > 0}
+    return len(relevant.intersection(ranked[:k])) / len(relevant) if relevant else 0.0
+
+
+def evaluate(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]
+             ) -> dict[str, float]:
+    n = len(qrels)
+    return {"ndcg@10": round(sum(ndcg_at(run.get(q, []), r) for q, r in qrels.items()) / n, 4),
+            "recall@100": round(sum(recall_at(run.get(q, []), r)
+                                    for q, r in qrels.items()) / n, 4)}
+
+
+def raw_bm25(docs: Sequence[dict[str, Any]], queries: Mapping[str, str],
+             tokenizer: str) -> dict[str, list[str]]:
+    """The plain FTS5 bm25 query the index wraps: one row per document, OR of terms."""
+    from kairox_core.retrieval.fts import fts_match_expression
+    from kairox_core.store.connection import connect
+
+    conn = connect(":memory:", vec=False)
+    conn.execute(f"CREATE VIRTUAL TABLE raw USING fts5(doc_id UNINDEXED, text, "
+                 f"tokenize='{tokenizer}')")
+    conn.executemany("INSERT INTO raw(doc_id, text) VALUES (?, ?)",
+                     [(d["_id"], f"{d.get('title', '')}\n{d['text']}") for d in docs])
+    run: dict[str, list[str]] = {}
+    for qid, text in queries.items():
+        expr = fts_match_expression(text)
+        rows = conn.execute("SELECT doc_id FROM raw WHERE raw MATCH ? ORDER BY bm25(raw) "
+                            "LIMIT 100", (expr,)).fetchall() if expr else []
+        run[qid] = [r[0] for r in rows]
+    conn.close()
+    return run
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="BEIR SciFact folder")
+    parser.add_argument("--qrels", type=Path, default=None,
+                        help="qrels TSV (default: DATA/qrels/train.tsv)")
+    parser.add_argument("--mode", choices=("keyword", "vector", "hybrid"), default="hybrid")
+    parser.add_argument("--backend", default="hashing", help="embedding backend name")
+    parser.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="backend option (JSON value), repeatable")
+    parser.add_argument("--db", type=Path, default=None,
+                        help="keep the index here and reuse it (unchanged docs embed nothing)")
+    parser.add_argument("--keyword-weight", type=float, default=None)
+    parser.add_argument("--vector-weight", type=float, default=None)
+    parser.add_argument("--rrf-k", type=int, default=None)
+    parser.add_argument("--candidates", type=int, default=None)
+    parser.add_argument("--limit-queries", type=int, default=None)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+
+    from kairox_core.config import RetrievalSection
+    from kairox_core.retrieval.embeddings import load_embedding_backend
+    from kairox_core.retrieval.index import DocumentInput, WorkspaceRagIndex
+
+    defaults = RetrievalSection()
+    options = {}
+    for item in args.backend_option:
+        key, _, value = item.partition("=")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    qrels = load_qrels(args.qrels or args.data / "qrels" / "train.tsv")
+    all_queries = load_queries(args.data)
+    qids = sorted(q for q in qrels if q in all_queries)[: args.limit_queries]
+    qrels = {q: qrels[q] for q in qids}
+    queries = {q: all_queries[q] for q in qids}
+    docs = list(load_corpus(args.data))
+
+    backend = load_embedding_backend(args.backend, options)
+    tmp = None
+    if args.db is None:
+        tmp = tempfile.TemporaryDirectory()
+        db_path = Path(tmp.name) / "scifact.db"
+    else:
+        db_path = args.db
+    index = WorkspaceRagIndex(
+        db_path, f"scifact-{backend.name}-{backend.dimension}", backend,
+        chunk_tokens=defaults.chunk_tokens, chunk_overlap=defaults.chunk_overlap,
+        rrf_k=args.rrf_k or defaults.rrf_k,
+        keyword_weight=(args.keyword_weight if args.keyword_weight is not None
+                        else defaults.keyword_weight),
+        vector_weight=(args.vector_weight if args.vector_weight is not None
+                       else defaults.vector_weight),
+        candidates=args.candidates or defaults.hybrid_candidates)
+    start = time.perf_counter()
+    index.add_documents(
+        (DocumentInput(d["_id"], f"{d.get('title', '')}\n{d['text']}", "abstract",
+                       title=d.get("title", "")) for d in docs), batch_size=128)
+    index_seconds = time.perf_counter() - start
+    chunks = index.chunk_count()
+
+    start = time.perf_counter()
+    run = {qid: [h.doc_id for h in index.search(text, 100, args.mode)]
+           for qid, text in queries.items()}
+    query_seconds = time.perf_counter() - start
+    result = {
+        "mode": args.mode, "backend": backend.name, "dimension": backend.dimension,
+        **evaluate(run, qrels),
+        "queries": len(queries), "documents": len(docs), "chunks": chunks,
+        "multi_chunk_documents": sum(1 for d in index.documents() if d.chunks > 1),
+        "embedded_chunks": index.embedded_chunks,
+        "index_seconds": round(index_seconds, 2),
+        "chunks_per_second": (round(index.embedded_chunks / index_seconds, 1)
+                              if index.embedded_chunks else None),
+        "ms_per_query": round(1000 * query_seconds / max(1, len(queries)), 2),
+        "fusion": {"rrf_k": index.rrf_k, "keyword_weight": index.keyword_weight,
+                   "vector_weight": index.vector_weight, "candidates": index.candidates},
+        "baseline_raw_fts5_bm25": evaluate(raw_bm25(docs, queries, "unicode61"), qrels),
+        "baseline_raw_fts5_bm25_porter": evaluate(raw_bm25(docs, queries, "porter unicode61"),
+                                                  qrels),
+    }
+    index.close()
+    if tmp is not None:
+        tmp.cleanup()
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
