@@ -60,6 +60,7 @@ def seed_records(host: str, namespace: str, docs: Sequence[ContractDoc]) -> None
 
     index = Pinecone(api_key=API_KEY).Index(host=host)
     try:
-        index.upsert_records(namespace=namespace, records=[{"_id": d.id, **doc_metadata(d)} for d in docs])
+        records = [{"_id": d.id, **doc_metadata(d)} for d in docs]
+        index.upsert_records(namespace=namespace, records=records)
     finally:
         index.close()

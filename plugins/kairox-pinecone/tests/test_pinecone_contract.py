@@ -69,3 +69,15 @@ class TestPineconeIntegratedInferenceContract(TestPineconeContract):
             seed_records(self.server.url, namespace, docs)
         return build(self.server.url, namespace=namespace, api_key=self.api_key,
                      integrated_inference=True)
+
+    def make_unreachable_retriever(self, tmp_path: Path) -> WorkspaceRetriever:
+        return build(f"http://127.0.0.1:{closed_port()}", api_key=self.api_key,
+                     integrated_inference=True)
+
+    def make_bad_credentials_retriever(self, tmp_path: Path) -> WorkspaceRetriever:
+        return build(self.server.url, api_key="pc-wrong-key", integrated_inference=True)
+
+    def make_slow_retriever(self, tmp_path: Path, timeout: float) -> WorkspaceRetriever:
+        slow = self.make_server(delay=timeout * 6, embed=lambda text: [1.0])
+        return build(slow.url, api_key=self.api_key, integrated_inference=True,
+                     timeout=timeout)
