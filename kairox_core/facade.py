@@ -9,6 +9,7 @@ same memories and history on its next turn.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import uuid
@@ -69,11 +70,10 @@ class Kairox:
         path = Path(db_path).expanduser() if db_path is not None else cfg.database_path()
         return cls(Database.open(path), cfg)
 
-    @staticmethod
-    def _open_memory_store(db: Database) -> Any:
-        from kairox_core.store.memory_store import SqliteMemoryStore
+    def _open_memory_store(self, db: Database) -> Any:
+        from kairox_core.memory.backends import open_memory_store
 
-        return SqliteMemoryStore(db)
+        return open_memory_store(self.config.memory.store, db)
 
     # --- sessions --------------------------------------------------------------------
 
@@ -166,8 +166,16 @@ class Kairox:
     def compact(
         self, session_id: str, first_seq: int | None = None, last_seq: int | None = None
     ) -> Any:
-        """Compact a session now (a seq range, or the oldest stretch not yet compacted)."""
-        return run_sync(self.compact_async(session_id, first_seq, last_seq))
+        """Compact a session now (a seq range, or the oldest stretch not yet compacted).
+
+        From synchronous code this runs and returns the result; called inside a running
+        event loop it returns an awaitable instead (``await kx.compact(sid)``)."""
+        coro = self.compact_async(session_id, first_seq, last_seq)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coro)
+        return coro
 
     # --- retrieval -------------------------------------------------------------------
 

@@ -25,11 +25,10 @@ from kairox_core.context import (
     AssembledContext,
     CompactionState,
     ContextAssembler,
-    EventHistory,
     MemoryItem,
 )
-from kairox_core.context.history import unit_from_event, with_tokens
-from kairox_core.context.sources import COMPACTION_EVENT_TYPES, HistoryUnit
+from kairox_core.context.history import HistoryCache, unit_from_event, with_tokens
+from kairox_core.context.sources import HistoryUnit, read_compaction_events
 from kairox_core.errors import KairoxError, KairoxUserError
 from kairox_core.events import (
     AssistantMessageCompleted,
@@ -108,6 +107,7 @@ class Session:
         self.after_turn_hooks: list[AfterTurnHook] = []
         self.compactor: Compactor | None = None
         self.compaction = CompactionState()
+        self._history = HistoryCache(kx.events_store, session_id)
         self._lock = asyncio.Lock()
         self._retriever: Any = None
         self._retriever_profile: str | None = None
@@ -135,8 +135,7 @@ class Session:
     def refresh_compaction(self) -> CompactionState:
         """Fold compaction events newer than the last seen (cheap: indexed by type)."""
         state = self.compaction
-        state.apply(self.kx.events_store.read(
-            self.id, first_seq=state.watermark + 1, types=COMPACTION_EVENT_TYPES))
+        state.apply(read_compaction_events(self.kx.events_store, self.id, state.watermark))
         return state
 
     async def retrieve(self, prompt: str, profile: str | None = None) -> tuple[list[Any], Any]:
@@ -170,8 +169,8 @@ class Session:
         if hits is None:
             hits, report = await self.retrieve(prompt, profile)
         state = self.refresh_compaction()
-        history = EventHistory(self.kx.events_store, self.id, assembler.counter,
-                               before_seq=before_seq, skip=state.covered_ranges())
+        history = self._history.source(assembler.counter, before_seq=before_seq,
+                                       skip=state.covered_ranges())
         system = self.system_prompt or self.kx.config.kairox.system_prompt
         context = assembler.assemble(
             prompt, system_prompt=system, instructions=instructions,
@@ -179,6 +178,7 @@ class Session:
             hits=list(hits), history=history, attachments=attachments,
             after_prompt=after_prompt,
         )
+        self._history.trim(2 * assembler.budget)
         if report is not None:
             layer = context.trace.layer("retrieval")
             for src in report.sources:
@@ -333,7 +333,7 @@ class Turn:
         self.instructions = instructions
         self.attachments = attachments
         self.started = time.perf_counter()
-        self._parser = MarkerStreamParser()
+        self._parser = MarkerStreamParser(session.kx.config.memory.max_body_chars)
         self._visible: list[str] = []
         self._pending: list[str] = []
         self._pending_chars = 0

@@ -266,8 +266,11 @@ class ContextAssembler:
                 ))
         units.reverse()
         history_messages = [dict(m) for u in units for m in u.messages]
-        for u in units:
-            hist_layer.included.append(TraceItem(f"seq {u.seq}", u.kind, u.tokens))
+        if units:  # one item for the whole contiguous stretch: it may be thousands long
+            hist_layer.included.append(TraceItem(
+                f"seq {units[0].seq}-{units[-1].seq}",
+                f"{len(units)} units ({len(history_messages)} messages), newest first",
+                used))
         hist_layer.tokens, hist_layer.messages = used, len(history_messages)
         remaining -= used
 

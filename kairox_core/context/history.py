@@ -79,6 +79,99 @@ def unit_from_event(event: Event, pc: ProfileCounter) -> HistoryUnit | None:
     return unit_from(event.seq, event.type, event.payload(), pc)
 
 
+_PAYLOAD_COLUMNS = (
+    "seq, type, data ->> '$.payload.turn_id', data ->> '$.payload.text', "
+    "data -> '$.payload.attachments', data ->> '$.payload.tool_call_id', "
+    "data ->> '$.payload.tool_name', data ->> '$.payload.arguments', "
+    "data ->> '$.payload.result', data ->> '$.payload.tokens', "
+    "data ->> '$.payload.token_counter'"
+)
+_TYPES_SQL = "type IN ('AssistantMessageCompleted', 'ToolInvocationCompleted', 'UserMessageAdded')"
+
+
+def _unit_from_row(row: Any, pc: ProfileCounter) -> HistoryUnit:
+    """A unit from the columns SQLite extracted (cheaper than parsing whole events)."""
+    seq, type_name, turn_id, text, atts, call_id, tool, args, result, tokens, scheme = row
+    if type_name == "UserMessageAdded":
+        attachments = json.loads(atts) if atts and atts != "[]" else ()
+        messages: tuple[dict[str, Any], ...] = (user_message(text, attachments),)
+    elif type_name == "AssistantMessageCompleted":
+        messages = (assistant_message(text),)
+    else:
+        messages = tool_messages(call_id, tool, args, result)
+    if tokens is None or scheme != pc.key:
+        tokens = sum(pc.message(m) for m in messages)
+    return HistoryUnit(seq=seq, turn_id=turn_id or "", kind=_KINDS[type_name],
+                       messages=messages, tokens=int(tokens))
+
+
+class _Reader:
+    """Read-only queries on the event store's ``events`` table."""
+
+    def __init__(self, store: Any, session_id: str, counter: ProfileCounter) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.counter = counter
+        self.pages_read = 0
+        self.rows_read = 0
+
+    def _rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        with self.store.db.lock:
+            rows: list[Any] = self.store.db.conn.execute(sql, params).fetchall()
+        self.pages_read += 1
+        self.rows_read += len(rows)
+        return rows
+
+    def older(self, upper: int | None, size: int) -> list[HistoryUnit]:
+        """Up to ``size`` units below seq ``upper`` (None: the newest), newest first."""
+        sql = f"SELECT {_PAYLOAD_COLUMNS} FROM events WHERE session_id = ? AND {_TYPES_SQL}"
+        params: list[Any] = [self.session_id]
+        if upper is not None:
+            sql += " AND seq < ?"
+            params.append(upper)
+        sql += " ORDER BY seq DESC LIMIT ?"
+        params.append(size)
+        return [_unit_from_row(r, self.counter) for r in self._rows(sql, params)]
+
+    def newer(self, lower: int) -> list[HistoryUnit]:
+        """Every unit above seq ``lower``, oldest first (what was added since)."""
+        sql = (f"SELECT {_PAYLOAD_COLUMNS} FROM events WHERE session_id = ? AND seq > ? "
+               f"AND {_TYPES_SQL} ORDER BY seq")
+        return [_unit_from_row(r, self.counter) for r in self._rows(sql, (self.session_id,
+                                                                           lower))]
+
+
+def _covered(seq: int, skip: list[tuple[int, int]]) -> int | None:
+    """The first seq of the range (in ``skip``, descending) covering ``seq``, else None.
+    Ranges wholly above ``seq`` are popped: callers walk seqs downwards."""
+    while skip and skip[0][0] > seq:
+        skip.pop(0)
+    if skip and skip[0][0] <= seq <= skip[0][1]:
+        return skip[0][0]
+    return None
+
+
+def _walk_older(
+    reader: _Reader, upper: int | None, skip: list[tuple[int, int]]
+) -> Iterator[HistoryUnit]:
+    """Units below ``upper``, newest first, in growing reverse pages, jumping over
+    summarised ranges without reading them. Stops at the start of the session."""
+    size = FIRST_PAGE
+    while True:
+        units = reader.older(upper, size)
+        jumped = False
+        for unit in units:
+            first = _covered(unit.seq, skip)
+            if first is not None:
+                upper, jumped = first, True
+                break
+            yield unit
+            upper = unit.seq
+        if not jumped and len(units) < size:
+            return
+        size = min(size * 2, MAX_PAGE)
+
+
 class EventHistory:
     """``HistorySource`` over an ``EventStore``'s events table (read-only queries).
 
@@ -95,47 +188,90 @@ class EventHistory:
         before_seq: int | None = None,
         skip: Sequence[tuple[int, int]] = (),
     ) -> None:
-        self.store = store
-        self.session_id = session_id
-        self.counter = counter
+        self._reader = _Reader(store, session_id, counter)
         self.before_seq = before_seq
         self.skip = sorted(skip, reverse=True)
-        self.pages_read = 0
-        self.rows_read = 0
 
-    def _page(self, upper: int | None, size: int) -> list[Any]:
-        sql = (
-            "SELECT seq, type, data FROM events WHERE session_id = ? AND type IN (?, ?, ?)"
-        )
-        params: list[Any] = [self.session_id, *CONVERSATION_TYPES]
-        if upper is not None:
-            sql += " AND seq < ?"
-            params.append(upper)
-        sql += " ORDER BY seq DESC LIMIT ?"
-        params.append(size)
-        with self.store.db.lock:
-            rows: list[Any] = self.store.db.conn.execute(sql, params).fetchall()
-        self.pages_read += 1
-        self.rows_read += len(rows)
-        return rows
+    @property
+    def pages_read(self) -> int:
+        return self._reader.pages_read
+
+    @property
+    def rows_read(self) -> int:
+        return self._reader.rows_read
 
     def newest_first(self) -> Iterator[HistoryUnit]:
-        upper = self.before_seq
-        skip = list(self.skip)
-        size = FIRST_PAGE
-        while True:
-            rows = self._page(upper, size)
-            jumped = False
-            for seq, type_name, data in rows:
-                while skip and skip[0][0] > seq:
-                    skip.pop(0)  # a range wholly above us: already passed
-                if skip and skip[0][0] <= seq <= skip[0][1]:
-                    upper = skip.pop(0)[0]  # jump below the summarised range
-                    jumped = True
-                    break
-                payload = json.loads(data)["payload"]
-                yield unit_from(seq, type_name, payload, self.counter)
-                upper = seq
-            if not jumped and len(rows) < size:
+        return _walk_older(self._reader, self.before_seq, list(self.skip))
+
+
+class HistoryCache:
+    """The recent end of one session's history, kept between turns by its session.
+
+    A turn then reads from the database only what was appended since the last turn
+    (by any process) and, if the budget reaches further back than the cache, older
+    reverse pages. Valid because events are append-only and summaries only ever widen
+    what they replace. ``trim`` bounds it to about what a turn can include.
+    """
+
+    def __init__(self, store: Any, session_id: str) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.counter_key: str | None = None
+        self.desc: list[HistoryUnit] = []  # newest first
+        self.high = 0  # every unit up to here has been seen
+        self.started = False  # False until the first read from the top
+        self.at_start = False  # the cache reaches back to the session's first event
+        self.reader: _Reader | None = None
+
+    def source(
+        self, counter: ProfileCounter, *, before_seq: int | None = None,
+        skip: Sequence[tuple[int, int]] = (),
+    ) -> Iterator[HistoryUnit]:
+        """Newest first, like ``EventHistory.newest_first``, served from the cache."""
+        if self.counter_key != counter.key:
+            self.desc, self.started, self.at_start, self.high = [], False, False, 0
+            self.counter_key = counter.key
+        self.reader = _Reader(self.store, self.session_id, counter)
+        if self.started:
+            new = self.reader.newer(self.high)
+            if new:
+                self.desc[:0] = reversed(new)
+                self.high = new[-1].seq
+        return self._iterate(before_seq, sorted(skip, reverse=True))
+
+    def _iterate(
+        self, before_seq: int | None, skip: list[tuple[int, int]]
+    ) -> Iterator[HistoryUnit]:
+        assert self.reader is not None
+        lowest: int | None = None
+        for unit in list(self.desc):
+            lowest = unit.seq
+            if before_seq is not None and unit.seq >= before_seq:
+                continue
+            if _covered(unit.seq, skip) is not None:
+                continue
+            yield unit
+        if self.at_start and self.started:
+            return
+        upper = lowest if self.started else before_seq
+        if not self.started and before_seq is None:
+            upper = None
+        fetched_from_top = not self.started
+        self.started = True
+        for unit in _walk_older(self.reader, upper, list(skip)):
+            self.desc.append(unit)
+            if fetched_from_top and unit.seq > self.high:
+                self.high = unit.seq
+            yield unit
+        else:
+            self.at_start = True
+
+    def trim(self, keep_tokens: int) -> None:
+        """Forget the oldest cached units beyond ``keep_tokens`` (re-read if needed)."""
+        total = 0
+        for i, unit in enumerate(self.desc):
+            total += unit.tokens
+            if total > keep_tokens:
+                del self.desc[i + 1:]
+                self.at_start = False
                 return
-            size = min(size * 2, MAX_PAGE)

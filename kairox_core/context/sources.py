@@ -161,3 +161,24 @@ class CompactionState:
             else:
                 merged.append((s.first_seq, s.last_seq))
         return merged
+
+
+def read_compaction_events(store: Any, session_id: str, after_seq: int = 0) -> list[Event]:
+    """Compaction events of a session above ``after_seq``, in seq order.
+
+    No ``ORDER BY`` in SQL on purpose: that would steer SQLite to the (session, seq)
+    index and scan the whole session; without it the (session, type, seq) index finds
+    the few compaction events directly.
+    """
+    import json
+
+    from kairox_core.events import event_from_dict
+
+    marks = ", ".join("?" * len(COMPACTION_EVENT_TYPES))
+    sql = (f"SELECT data FROM events WHERE session_id = ? AND type IN ({marks}) "
+           f"AND seq > ?")
+    with store.db.lock:
+        rows = store.db.conn.execute(sql, (session_id, *COMPACTION_EVENT_TYPES,
+                                           after_seq)).fetchall()
+    events = [event_from_dict(json.loads(row[0])) for row in rows]
+    return sorted(events, key=lambda e: e.seq or 0)

@@ -1,0 +1,276 @@
+"""Benchmark: a whole Kairox turn vs langchain-core ``trim_messages``, and scaling.
+
+For each session size (chat messages: user, assistant, tool calls and results) a
+synthetic session is written to a fresh database, then timed in the same run:
+
+- Kairox: a whole turn through the public facade: ``begin_turn`` (record the user
+  message, assemble under the budget: memories, retrieval, history newest-first),
+  streaming a ~300-token reply in small deltas through ``turn.feed``, and
+  ``complete()`` (reply and delta events written, markers routed). Median of several
+  turns, after one warm-up turn.
+- Baseline: ``trim_messages(strategy="last", token_counter=<tiktoken o200k counter>)``
+  over the same messages as LangChain messages, to the same budget.
+
+Goals (issue 4): at 10k messages a Kairox turn at least 100x faster than the baseline;
+a turn at 100k messages within 2x of one at 1k. Prints a table and JSON.
+
+    python benchmarks/bench_context.py [--sizes 1000,10000,100000] [--turns 7] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from kairox_core import Kairox
+from kairox_core.config import KairoxConfig
+from kairox_core.context.history import with_tokens
+from kairox_core.events import (
+    AssistantMessageCompleted,
+    Event,
+    ModelTokenDelta,
+    ToolInvocationCompleted,
+    UserMessageAdded,
+)
+from kairox_core.tokens import get_encoding
+
+WINDOW = 128_000
+RESERVE = 4_096
+BATCH = 5_000
+_VOCABULARY = (
+    "the a project deadline budget report meeting customer release server database "
+    "query index memory context window token model agent tool result search file path "
+    "error retry timeout cache latency throughput review plan decision owner task "
+    "Monday Friday March 2026 42 17 3.5 ok yes no maybe because therefore however"
+)
+WORDS = tuple(_VOCABULARY.split())
+
+
+def words(rng: random.Random, lo: int, hi: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
+
+
+def synthetic(n_messages: int, seed: int = 7) -> list[tuple[str, dict[str, Any]]]:
+    """(kind, fields) in order, ``n_messages`` chat messages long (a tool call and its
+    result count as two). Mixed lengths: short chat, long answers, tool output."""
+    rng = random.Random(seed)
+    out: list[tuple[str, dict[str, Any]]] = []
+    count, turn = 0, 0
+    while count < n_messages:
+        turn += 1
+        tid = f"t{turn}"
+        out.append(("user", {"turn_id": tid, "text": words(rng, 5, 120)}))
+        count += 1
+        if rng.random() < 0.2 and count + 2 < n_messages:
+            out.append(("tool", {"turn_id": tid, "tool_call_id": f"call-{turn}",
+                                 "tool_name": "search",
+                                 "arguments": json.dumps({"q": words(rng, 2, 6)}),
+                                 "result": words(rng, 20, 300)}))
+            count += 2
+        if count < n_messages:
+            out.append(("assistant", {"turn_id": tid, "text": words(rng, 10, 250)}))
+            count += 1
+    return out
+
+
+def to_events(session_id: str, items: list[tuple[str, dict[str, Any]]],
+              counter: Any) -> list[Event]:
+    events: list[Event] = []
+    for kind, f in items:
+        if kind == "user":
+            events.append(with_tokens(UserMessageAdded(session_id=session_id, **f), counter))
+        elif kind == "tool":
+            events.append(with_tokens(ToolInvocationCompleted(session_id=session_id, **f),
+                                      counter))
+        else:
+            events.append(ModelTokenDelta(session_id=session_id, turn_id=f["turn_id"],
+                                          delta=f["text"]))
+            events.append(with_tokens(AssistantMessageCompleted(session_id=session_id, **f),
+                                      counter))
+    return events
+
+
+def to_langchain(items: list[tuple[str, dict[str, Any]]], system: str) -> list[Any]:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    msgs: list[Any] = [SystemMessage(system)]
+    for kind, f in items:
+        if kind == "user":
+            msgs.append(HumanMessage(f["text"]))
+        elif kind == "assistant":
+            msgs.append(AIMessage(f["text"]))
+        else:
+            msgs.append(AIMessage("", tool_calls=[{
+                "id": f["tool_call_id"], "name": f["tool_name"],
+                "args": json.loads(f["arguments"])}]))
+            msgs.append(ToolMessage(f["result"], tool_call_id=f["tool_call_id"]))
+    return msgs
+
+
+def tiktoken_counter() -> Any:
+    """The token counter a LangChain user writes: o200k, OpenAI's per-message framing."""
+    enc = get_encoding("o200k_base")
+
+    def count(messages: list[Any]) -> int:
+        total = 3
+        for m in messages:
+            total += 3 + len(enc.encode(m.type))
+            if isinstance(m.content, str):
+                total += len(enc.encode(m.content, disallowed_special=()))
+            for call in getattr(m, "tool_calls", None) or []:
+                total += len(enc.encode(json.dumps(call, sort_keys=True)))
+        return total
+
+    return count
+
+
+def bench_baseline(messages: list[Any], budget: int, repeats: int) -> dict[str, Any]:
+    from langchain_core.messages import trim_messages
+
+    counter = tiktoken_counter()
+    counter(messages[:2])  # load the encoding outside the timing, as Kairox's is loaded
+    times, kept = [], 0
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = trim_messages(messages, max_tokens=budget, strategy="last",
+                            token_counter=counter, include_system=True, start_on="human")
+        times.append(time.perf_counter() - t0)
+        kept = len(out)
+    return {"seconds": statistics.median(times), "kept_messages": kept, "runs": len(times)}
+
+
+def reply_deltas(rng: random.Random) -> list[str]:
+    text = words(rng, 200, 230) + (
+        ' <memory scope="session" key="bench.note">turn noted</memory> done.')
+    return [text[i:i + 8] for i in range(0, len(text), 8)]  # ~2 tokens per delta
+
+
+async def one_turn(session: Any, prompt: str, deltas: list[str]) -> dict[str, float]:
+    t0 = time.perf_counter()
+    turn = await session.begin_turn(prompt)
+    t1 = time.perf_counter()
+    for d in deltas:
+        turn.feed(d)
+    t2 = time.perf_counter()
+    await turn.complete()
+    t3 = time.perf_counter()
+    return {"total": t3 - t0, "begin": t1 - t0, "stream": t2 - t1, "complete": t3 - t2,
+            "history_messages": turn.trace.layer("history").messages,
+            "context_tokens": turn.trace.total}
+
+
+def bench_size(n: int, turns: int, baseline_repeats: int, workdir: Path) -> dict[str, Any]:
+    config = KairoxConfig.model_validate({
+        "profiles": {"default": {"model": "gpt-4o", "context_window": WINDOW,
+                                 "reserve": RESERVE}},
+    })
+    system = "You are a helpful assistant for the bench project."
+    db = workdir / f"bench-{n}.db"
+    items = synthetic(n)
+    kx = Kairox.open(db, config)
+    session = kx.session(workspace="bench", system_prompt=system)
+    counter = session.assembler().counter
+    t0 = time.perf_counter()
+    events = to_events(session.id, items, counter)
+    for i in range(0, len(events), BATCH):
+        kx.events_store.append_many(events[i:i + BATCH])
+    build = time.perf_counter() - t0
+    n_events = len(events)
+    del events, items  # do not keep the whole session alive in this process while timing
+    kx.memories.put("user", "diet", "vegetarian")
+    kx.memories.put("workspace", "deadline", "release is due Friday", workspace_id="bench")
+    kx.close()
+
+    # A fresh process-like start: reopen, resume the session, warm up once, then time.
+    kx = Kairox.open(db, config)
+    session = kx.session(session_id=session.id, system_prompt=system)
+    rng = random.Random(n)
+
+    async def drive() -> tuple[dict[str, float], list[dict[str, float]]]:
+        first = await one_turn(session, "what is the deadline?", reply_deltas(rng))
+        runs = [await one_turn(session, f"question {i}: {words(rng, 5, 40)}",
+                               reply_deltas(rng)) for i in range(turns)]
+        await kx.aclose()
+        return first, runs
+
+    first, runs = asyncio.run(drive())
+
+    lc = to_langchain(synthetic(n), system)  # the same messages (same seed)
+    base = bench_baseline(lc, WINDOW - RESERVE, baseline_repeats) if baseline_repeats else None
+    med = {k: statistics.median(r[k] for r in runs) for k in ("total", "begin", "stream",
+                                                              "complete")}
+    result: dict[str, Any] = {
+        "messages": n, "events": n_events, "build_seconds": round(build, 2),
+        "turn_ms": round(med["total"] * 1000, 3),
+        "begin_ms": round(med["begin"] * 1000, 3),
+        "stream_ms": round(med["stream"] * 1000, 3),
+        "complete_ms": round(med["complete"] * 1000, 3),
+        "first_turn_ms": round(first["total"] * 1000, 3),
+        "history_messages_in_context": runs[-1]["history_messages"],
+        "context_tokens": runs[-1]["context_tokens"],
+        "deltas_per_turn": len(reply_deltas(random.Random(0))),
+    }
+    if base is not None:
+        result["trim_messages_ms"] = round(base["seconds"] * 1000, 1)
+        result["trim_messages_kept"] = base["kept_messages"]
+        result["speedup_vs_trim_messages"] = round(base["seconds"] / med["total"], 1)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--turns", type=int, default=7, help="timed turns per size")
+    parser.add_argument("--baseline-repeats", type=int, default=3,
+                        help="trim_messages calls per size (0: skip)")
+    parser.add_argument("--json", action="store_true", help="print only JSON")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            repeats = args.baseline_repeats if n <= 10_000 else min(args.baseline_repeats, 1)
+            results.append(bench_size(n, args.turns, repeats, Path(tmp)))
+            if not args.json:
+                print(f"  {n} messages done", file=sys.stderr)
+    by_n = {r["messages"]: r for r in results}
+    summary: dict[str, Any] = {"window": WINDOW, "reserve": RESERVE, "sizes": results}
+    if 10_000 in by_n and "speedup_vs_trim_messages" in by_n[10_000]:
+        s = by_n[10_000]["speedup_vs_trim_messages"]
+        summary["speedup_at_10k"] = s
+        summary["speedup_goal_met"] = s >= 100
+    if 1_000 in by_n and 100_000 in by_n:
+        ratio = by_n[100_000]["turn_ms"] / by_n[1_000]["turn_ms"]
+        summary["turn_100k_over_1k"] = round(ratio, 2)
+        summary["flat_goal_met"] = ratio <= 2
+    if not args.json:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"a whole turn, {WINDOW // 1000}k window (median)")
+        for col in ("messages", "turn ms", "begin", "stream", "complete", "first turn",
+                    "in context", "trim_messages ms", "speedup"):
+            table.add_column(col, justify="right")
+        for r in results:
+            table.add_row(
+                f"{r['messages']:,}", f"{r['turn_ms']:.2f}", f"{r['begin_ms']:.2f}",
+                f"{r['stream_ms']:.2f}", f"{r['complete_ms']:.2f}", f"{r['first_turn_ms']:.2f}",
+                f"{r['history_messages_in_context']:,}",
+                f"{r.get('trim_messages_ms', float('nan')):.0f}",
+                f"{r.get('speedup_vs_trim_messages', float('nan')):.0f}x",
+            )
+        Console(stderr=True).print(table)
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
