@@ -147,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     index.add_documents(
         (DocumentInput(d["_id"], f"{d.get('title', '')}\n{d['text']}", "abstract",
                        title=d.get("title", "")) for d in docs), batch_size=128)
+    index.optimize()
     index_seconds = time.perf_counter() - start
     chunks = index.chunk_count()
 

@@ -104,6 +104,8 @@ def run_index(cli_ctx: CliContext, paths: Sequence[str], workspace: str | None,
                         Path(d.path) == r or r in Path(d.path).parents for r in scan.roots)]
             report.removed = index.delete_many(gone)
             report.chunks = index.embedded_chunks - before
+            if report.added + report.updated + report.removed > 100:
+                index.optimize()
         total = index.chunk_count()
     finally:
         index.close()
