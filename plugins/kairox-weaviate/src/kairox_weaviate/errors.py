@@ -38,6 +38,15 @@ def _grpc_code(exc: BaseException) -> tuple[str, str] | None:
     return None
 
 
+def _root_cause(exc: BaseException) -> str:
+    """The innermost non-Weaviate error's text, e.g. httpx's 'All connection attempts failed'."""
+    for item in reversed(_chain(exc)):
+        text = str(item).strip()
+        if text and not type(item).__module__.startswith("weaviate"):
+            return text.splitlines()[0]
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
 def _config_cause(message: str, collection: str) -> str | None:
     lowered = message.lower()
     if "could not find class" in lowered or "not present in schema" in lowered:
@@ -89,13 +98,14 @@ def translate(exc: BaseException, *, source: str, where: str, collection: str) -
         return RetrieverAuthError(source, f"Weaviate at {where} needs credentials: set api_key")
     if isinstance(exc, wx.WeaviateTimeoutError):
         return RetrieverTimeout(source, f"Weaviate at {where} did not answer in time")
+    if isinstance(exc, wx.WeaviateStartUpError) and "not supported" in message:
+        return RetrieverConfigError(source, message)
     if isinstance(exc, (wx.WeaviateConnectionError, wx.WeaviateGRPCUnavailableError,
-                        wx.WeaviateRetryError, wx.WeaviateClosedClientError)):
-        return RetrieverUnavailable(source, f"cannot reach Weaviate at {where}: {message}")
-    if isinstance(exc, wx.WeaviateStartUpError):
-        if "not supported" in message:
-            return RetrieverConfigError(source, message)
-        return RetrieverUnavailable(source, f"cannot reach Weaviate at {where}: {message}")
+                        wx.WeaviateRetryError, wx.WeaviateClosedClientError,
+                        wx.WeaviateStartUpError)):
+        return RetrieverUnavailable(source, f"cannot reach Weaviate at {where} "
+                                            f"({_root_cause(exc)}); is it running, and is "
+                                            f"knowledge_bases.{source}.url right?")
     if isinstance(exc, wx.WeaviateQueryError):
         cause = _config_cause(message, collection)
         if cause:

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import datetime
 import uuid
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -93,6 +94,7 @@ class WeaviateRetriever:
         return self._collection
 
     async def _connect(self) -> None:
+        _import_weaviate()
         import weaviate
         from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 
@@ -173,6 +175,7 @@ class WeaviateRetriever:
     async def _retrieve(
         self, query: str, k: int, filters: Mapping[str, Any] | None
     ) -> list[RetrievalHit]:
+        _import_weaviate()
         where = self._filter(filters)
         if where is False:
             return []  # a filter with an empty list of allowed values matches nothing
@@ -282,6 +285,19 @@ class WeaviateRetriever:
             metadata=metadata,
             chunk_id=str(obj.uuid),
         )
+
+
+def _import_weaviate() -> None:
+    """Import weaviate-client, hiding authlib's httpx deprecation notice from CLI users.
+
+    ``authlib.deprecate`` installs an "always" filter for its warnings when imported, so
+    it is imported first and our "ignore" filter goes in front of it.
+    """
+    with warnings.catch_warnings():
+        with contextlib.suppress(ImportError):
+            import authlib.deprecate  # noqa: F401
+        warnings.filterwarnings("ignore", message="The httpx module is deprecated")
+        import weaviate  # noqa: F401
 
 
 def _list(names: tuple[str, ...] | None) -> list[str] | None:
