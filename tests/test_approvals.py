@@ -351,3 +351,16 @@ def test_two_services_on_one_file_share_pending_state(tmp_path: Path) -> None:
     assert a.memories.get("user", "k").body == "from b"  # type: ignore[union-attr]
     a.close()
     b.close()
+
+
+def test_archiving_a_session_discards_its_session_memories(kx: Kx) -> None:
+    kx.approvals.propose("s1", "w1", "t1", marker("session", "goal", "ship"))
+    kx.approvals.propose("s2", "w1", "t1", marker("session", "goal", "other"))
+    p = kx.approvals.propose("s1", "w1", "t2", marker("workspace", "ci", "nox"))
+    assert kx.approvals.archive_session("s1", reason="done") == 1
+    assert kx.memories.list("session", session_id="s1") == []
+    assert len(kx.memories.list("session", session_id="s2")) == 1
+    assert [x.id for x in kx.approvals.pending()] == [p.id]  # type: ignore[union-attr]
+    info = kx.events.get_session("s1")
+    assert info is not None and info.archived
+    assert types(kx.events.read("s1"))[-1] == "SessionArchived"

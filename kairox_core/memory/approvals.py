@@ -35,6 +35,7 @@ from kairox_core.events import (
     MemoryEdited,
     MemoryProposed,
     MemoryRejected,
+    SessionArchived,
 )
 from kairox_core.markers import MemoryScope
 from kairox_core.memory.base import MemoryStore
@@ -386,6 +387,16 @@ class ApprovalService:
                 workspace_id=before.workspace_id,
             ))
             return before
+
+    def archive_session(self, session_id: str, *, reason: str | None = None) -> int:
+        """Archive a session: append ``SessionArchived`` and discard its session memories
+        (one transaction with the built-in store). Pending user/workspace proposals it
+        raised stay pending: they are about the user or workspace, not the session.
+        Returns how many session memories were discarded."""
+        with self._unit():
+            discarded = self.memories.archive_session(session_id)
+            self.events.append(SessionArchived(session_id=session_id, reason=reason))
+            return discarded
 
     # --- helpers -------------------------------------------------------------------------------
 
