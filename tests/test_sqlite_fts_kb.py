@@ -18,7 +18,11 @@ from kairox_core.retrieval.base import (
 )
 from kairox_core.retrieval.sqlite_fts import SqliteFtsRetriever
 from kairox_core.store.connection import connect
-from kairox_core.testing.contracts import ContractDoc, RetrieverContract
+from kairox_core.testing.contracts import (
+    ContractDoc,
+    IndexableRetrieverContract,
+    RetrieverContract,
+)
 
 
 def kb_config(db: Path, **options: object) -> KnowledgeBaseConfig:
@@ -132,3 +136,8 @@ def test_kb_index_builds_and_refreshes_from_files(tmp_path: Path) -> None:
     assert _search(retriever, "volcano") == []
     assert _search(retriever, "chlorophyll") == [str((docs / "a.md").resolve())]
     assert retriever.index([str(docs)]).unchanged == 2
+
+
+class TestSqliteFtsIndexable(IndexableRetrieverContract):
+    def make_indexable_retriever(self, tmp_path: Path) -> WorkspaceRetriever:
+        return make(tmp_path / "built.db", title_column="title")

@@ -218,3 +218,68 @@ class EmbeddingBackendContract:
         batch = backend.embed_documents(texts)
         single = backend.embed_documents([texts[17]])[0]
         assert batch[17] == pytest.approx(single, abs=1e-4)
+
+
+class IndexableRetrieverContract:
+    """For knowledge bases that build their own index: ``kairox kb index ID PATH...``.
+
+    Subclass and implement ``make_indexable_retriever``; it returns a retriever (also an
+    ``IndexableRetriever``) whose index lives under ``tmp_path`` and starts empty. Each
+    contract document is written as ``<id>.md``; hits name the file in ``doc_id``.
+    """
+
+    def make_indexable_retriever(self, tmp_path: Path) -> WorkspaceRetriever:
+        raise NotImplementedError
+
+    def _corpus(self, tmp_path: Path) -> Path:
+        folder = tmp_path / "corpus"
+        folder.mkdir(exist_ok=True)
+        for doc in CONTRACT_DOCS:
+            (folder / f"{doc.id}.md").write_text(f"# {doc.title}\n\n{doc.text}\n")
+        return folder
+
+    def _index(self, retriever: WorkspaceRetriever, paths: Sequence[Path]) -> Any:
+        from kairox_core.retrieval.base import IndexableRetriever, IndexReport
+
+        assert isinstance(retriever, IndexableRetriever)
+        seen: list[int] = []
+        report = retriever.index([str(p) for p in paths],
+                                 progress=lambda done, total, item: seen.append(done))
+        assert isinstance(report, IndexReport)
+        return report
+
+    def _top(self, retriever: WorkspaceRetriever, query: str) -> list[str]:
+        async def go() -> list[RetrievalHit]:
+            try:
+                return await retriever.retrieve(query, 3)
+            finally:
+                await retriever.close()
+
+        return [Path(h.doc_id).stem for h in run(go())]
+
+    def test_index_then_search(self, tmp_path: Path) -> None:
+        folder = self._corpus(tmp_path)
+        retriever = self.make_indexable_retriever(tmp_path)
+        report = self._index(retriever, [folder])
+        assert report.added == len(CONTRACT_DOCS) and not report.errors
+        for query, expected in CONTRACT_PROBES.items():
+            assert self._top(retriever, query)[:1] == [expected], query
+
+    def test_reindex_is_incremental(self, tmp_path: Path) -> None:
+        folder = self._corpus(tmp_path)
+        retriever = self.make_indexable_retriever(tmp_path)
+        self._index(retriever, [folder])
+        again = self._index(retriever, [folder])
+        assert (again.added, again.updated, again.removed) == (0, 0, 0)
+        assert again.unchanged == len(CONTRACT_DOCS)
+        (folder / "doc-volcano.md").unlink()
+        (folder / "doc-tides.md").write_text("# Tides\n\nNow about volcano lava and magma.\n")
+        changed = self._index(retriever, [folder])
+        assert (changed.updated, changed.removed) == (1, 1)
+        assert self._top(retriever, "magma lava volcano")[:1] == ["doc-tides"]
+
+    def test_binary_files_are_skipped(self, tmp_path: Path) -> None:
+        folder = self._corpus(tmp_path)
+        (folder / "image.bin").write_bytes(b"\x00\x01\x02binary")
+        report = self._index(self.make_indexable_retriever(tmp_path), [folder])
+        assert report.skipped_binary == 1 and report.added == len(CONTRACT_DOCS)
