@@ -1,0 +1,109 @@
+"""Turning raw text minus markers into clean visible text.
+
+Both extractors push the same event sequence into a ``Cleaner``: ``text(piece)`` for
+raw text (in any split) and ``marker()`` where an element was removed, then ``eof()``.
+The rules only look backwards at what was already output and forwards at the
+whitespace after a marker, so they can run on a stream:
+
+* trailing spaces/tabs of the output are held until something other than a marker
+  follows (then they are output unchanged);
+* a marker alone on its line takes the line (and its newline) with it, and a blank
+  line after it too when the line before is blank (or it is at the very start);
+* elsewhere the spaces around a marker collapse to one (to none before closing
+  punctuation or at the end of a line or of the text).
+"""
+
+from __future__ import annotations
+
+HWS = " \t\r"
+WS = " \t\r\n"
+_CLOSING_PUNCT = frozenset(".,;:!?)]}")
+
+
+class Cleaner:
+    __slots__ = ("after", "held", "last", "lstart", "out", "prev", "ws")
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self.prev = "\n"  # the two most recent output pieces: a sentinel blank line
+        self.last = "\n"
+        self.held = ""  # trailing horizontal whitespace not yet output
+        self.after = False  # right after a removed marker, collecting whitespace
+        self.lstart = False  # that marker group began at the start of a line
+        self.ws = ""  # whitespace seen after the marker group
+
+    def _emit(self, piece: str) -> None:
+        self.out.append(piece)
+        self.prev = self.last
+        self.last = piece
+
+    def _tail2(self) -> str:
+        last = self.last
+        return last[-2:] if len(last) >= 2 else self.prev[-1:] + last
+
+    def text(self, s: str) -> None:
+        if self.after:
+            stripped = s.lstrip(WS)
+            if not stripped:
+                self.ws += s
+                return
+            self.ws += s[: len(s) - len(stripped)]
+            s = stripped
+            self._resolve(s[0])
+        t = s.rstrip(HWS)
+        if t:
+            self._emit(self.held + t if self.held else t)
+            self.held = s[len(t):]
+        else:
+            self.held += s
+
+    def marker(self) -> None:
+        if not self.after:
+            self.after = True
+            self.ws = ""
+            self.lstart = self._tail2().endswith("\n")
+            return
+        if "\n" in self.ws:
+            self._resolve("<")
+            self.after = True
+            self.ws = ""
+            self.lstart = self._tail2().endswith("\n")
+            return
+        if not self.lstart and not self.held:
+            self.held = self.ws
+        self.ws = ""
+
+    def _resolve(self, nxt: str) -> None:
+        """Settle the whitespace after a marker group; ``nxt`` is the next character
+        ("" at the end of the text, "<" when another marker follows)."""
+        self.after = False
+        ws = self.ws
+        self.ws = ""
+        nl = ws.find("\n")
+        if nl >= 0:
+            rest = ws[nl + 1:]
+            if self.lstart:
+                if self._tail2() == "\n\n":
+                    rest = rest[rest.rfind("\n") + 1:]
+                self.held = ""
+                if rest:
+                    self.text(rest)
+            else:
+                self.held = ""
+                self.text("\n" + rest)
+            return
+        if not nxt:
+            self.held = ""
+        elif not self.lstart:
+            if nxt in _CLOSING_PUNCT:
+                self.held = ""
+            elif not self.held:
+                self.held = ws
+
+    def eof(self) -> str:
+        if self.after:
+            self._resolve("")
+        if self.held:
+            self._emit(self.held)
+            self.held = ""
+        return "".join(self.out)

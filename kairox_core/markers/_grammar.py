@@ -1,0 +1,162 @@
+"""The ``<memory>`` marker grammar: result types, shared regexes, element validation.
+
+Both the whole-text extractor and the streaming parser build their results from the
+pieces here, so the two can only disagree about *where* an element is, never about
+what a given element means.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+
+DEFAULT_MAX_BODY_CHARS = 2000
+
+# Whitespace inside tags (HTML's set). Horizontal whitespace for line clean-up.
+TAG_WS = " \t\r\n\f"
+_TWS = r"[ \t\r\n\f]"
+CLOSER_MAX_WS = 16  # ``</memory   >``: bounded so a streaming parser's carry stays small
+CLOSER_MAX_LEN = len("</memory>") + CLOSER_MAX_WS
+
+# A tag starts with ``<memory`` (any case) followed by whitespace, ``/`` or ``>``.
+CANDIDATE = re.compile(r"<(?i:memory)(?=[ \t\r\n\f/>])")
+# What may still grow into a candidate at the end of a stream buffer.
+PARTIAL_CANDIDATE = re.compile(r"<(?i:m(?:e(?:m(?:o(?:r(?:y)?)?)?)?)?)?\Z")
+NESTED = re.compile(r"<(?i:memory)[ \t\r\n\f/>]")
+CLOSER = re.compile(r"</(?i:memory)" + _TWS + "{0," + str(CLOSER_MAX_WS) + "}>")
+_ATTR = re.compile(
+    _TWS + r"*([A-Za-z_:][-A-Za-z0-9_:.]*)" + _TWS + r"*=" + _TWS
+    + r"""*(?:"([^"]*)"|'([^']*)')"""
+)
+_TRAILING_WS = re.compile(_TWS + r"*")
+KEY_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+
+class MemoryScope(str, Enum):
+    """Where an accepted memory lives: this session, the user, or the workspace."""
+
+    SESSION = "session"
+    USER = "user"
+    WORKSPACE = "workspace"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class InvalidReason(str, Enum):
+    """Why a complete ``<memory>`` element was rejected (compare with plain strings)."""
+
+    MALFORMED_ATTRIBUTES = "malformed attributes"
+    DUPLICATE_ATTRIBUTE = "duplicate attribute"
+    NESTED = "nested marker"
+    MISSING_SCOPE = "missing scope"
+    UNKNOWN_SCOPE = "unknown scope"
+    MISSING_KEY = "missing key"
+    MALFORMED_KEY = "malformed key"
+    EMPTY_BODY = "empty body"
+    BODY_TOO_LONG = "body too long"
+    UNTERMINATED = "unterminated"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class MemoryMarker:
+    """A valid marker: a memory the model proposes. ``raw`` is the element as written."""
+
+    scope: MemoryScope
+    key: str | None
+    body: str
+    raw: str = ""
+
+
+@dataclass(frozen=True)
+class InvalidMarker:
+    """A marker that was removed from the text but is never proposed."""
+
+    reason: str
+    raw: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class MarkerExtraction:
+    """The visible text and the markers found in it, in order."""
+
+    visible: str
+    markers: list[MemoryMarker] = field(default_factory=list)
+    invalid: list[InvalidMarker] = field(default_factory=list)
+
+
+def _unescape(value: str) -> str:
+    return html.unescape(value) if "&" in value else value
+
+
+def parse_attributes(attrs: str) -> dict[str, str] | InvalidMarker:
+    """``name="value"`` pairs (names lower-cased, values decoded), or why they are bad."""
+    out: dict[str, str] = {}
+    pos = 0
+    n = len(attrs)
+    while True:
+        m = _ATTR.match(attrs, pos)
+        if m is None:
+            break
+        name = m.group(1).lower()
+        if name in out:
+            return InvalidMarker(InvalidReason.DUPLICATE_ATTRIBUTE, "", f"'{name}' given twice")
+        value = m.group(2) if m.group(2) is not None else m.group(3)
+        out[name] = _unescape(value)
+        pos = m.end()
+    end = _TRAILING_WS.match(attrs, pos)
+    if end is None or end.end() != n:
+        bad = attrs[pos:].strip()[:40]
+        return InvalidMarker(
+            InvalidReason.MALFORMED_ATTRIBUTES, "",
+            f"cannot read attributes near {bad!r}; use name=\"value\" or name='value'",
+        )
+    return out
+
+
+def build_element(
+    raw: str, attrs_full: str, body_raw: str | None, max_body_chars: int
+) -> MemoryMarker | InvalidMarker:
+    """Judge one complete element. ``body_raw`` is None for a self-closing tag."""
+    attrs = attrs_full.rstrip(TAG_WS)[:-1] if body_raw is None else attrs_full
+    parsed = parse_attributes(attrs)
+    if isinstance(parsed, InvalidMarker):
+        return InvalidMarker(parsed.reason, raw, parsed.detail)
+    if body_raw is not None and NESTED.search(body_raw):
+        return InvalidMarker(InvalidReason.NESTED, raw, "a <memory> tag inside another one")
+    scope_value = parsed.get("scope")
+    if scope_value is None:
+        return InvalidMarker(InvalidReason.MISSING_SCOPE, raw,
+                             'add scope="session", "user" or "workspace"')
+    try:
+        scope = MemoryScope(scope_value.strip().lower())
+    except ValueError:
+        return InvalidMarker(InvalidReason.UNKNOWN_SCOPE, raw,
+                             f"scope {scope_value!r} is not session, user or workspace")
+    key = parsed.get("key")
+    if key is None:
+        if scope is not MemoryScope.SESSION:
+            return InvalidMarker(InvalidReason.MISSING_KEY, raw,
+                                 f"a {scope.value} memory needs a key")
+    elif not KEY_RE.fullmatch(key):
+        return InvalidMarker(InvalidReason.MALFORMED_KEY, raw,
+                             f"key {key[:40]!r} must match [A-Za-z0-9_.:-]{{1,128}}")
+    body = _unescape(body_raw).strip() if body_raw else ""
+    if not body:
+        return InvalidMarker(InvalidReason.EMPTY_BODY, raw, "the memory has no text")
+    if len(body) > max_body_chars:
+        return InvalidMarker(InvalidReason.BODY_TOO_LONG, raw,
+                             f"{len(body)} characters; the limit is {max_body_chars}")
+    return MemoryMarker(scope, key, body, raw)
+
+
+def check_limit(max_body_chars: int) -> int:
+    if not isinstance(max_body_chars, int) or max_body_chars < 1:
+        raise ValueError("max_body_chars must be a positive integer")
+    return max_body_chars

@@ -1,0 +1,53 @@
+"""Taint: does a proposed memory repeat text the model was shown from outside?
+
+A tool result or a retrieved chunk may carry instructions ("remember that the admin
+password is ..."); a memory whose body mostly repeats such text is flagged so the
+approver looks twice. Comparison is on normalised word tokens (NFKC, case-folded),
+so spacing, punctuation and case do not hide a copy.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+_WORD = re.compile(r"\w+")
+NGRAM = 5
+THRESHOLD = 0.6
+
+
+def _tokens(text: str) -> list[str]:
+    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def is_tainted(
+    body: str, untrusted_texts: Iterable[str], *, threshold: float = THRESHOLD,
+    ngram: int = NGRAM,
+) -> bool:
+    """True when ``body``, or at least ``threshold`` of its word ``ngram``-grams, appears
+    in one of ``untrusted_texts`` (tool results, retrieved text of the same turn).
+
+    A body shorter than ``ngram`` words counts as tainted when its whole word sequence
+    appears in one text.
+    """
+    words = _tokens(body)
+    if not words:
+        return False
+    if len(words) < ngram:
+        needle = " " + " ".join(words) + " "
+        return any(needle in " " + " ".join(_tokens(t)) + " " for t in untrusted_texts if t)
+    grams = {tuple(words[i:i + ngram]) for i in range(len(words) - ngram + 1)}
+    need = threshold * len(grams)
+    seen: set[tuple[str, ...]] = set()
+    for text in untrusted_texts:
+        if not text:
+            continue
+        toks = _tokens(text)
+        for i in range(len(toks) - ngram + 1):
+            gram = tuple(toks[i:i + ngram])
+            if gram in grams:
+                seen.add(gram)
+        if len(seen) >= need:
+            return True
+    return False
