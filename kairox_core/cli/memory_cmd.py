@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -20,16 +20,26 @@ from rich.table import Table
 
 from kairox_core.cli.context import CliContext, pass_cli
 from kairox_core.errors import KairoxUserError
-from kairox_core.memory.approvals import ApprovalService, Proposal
-from kairox_core.memory.base import MemoryStore
-from kairox_core.memory.records import (
-    SCOPES,
-    MemoryNotFoundError,
-    MemoryRecord,
-    parse_scope,
-)
 
-SCOPE_HELP = f"Memory scope: {', '.join(SCOPES)}."
+if TYPE_CHECKING:  # the stores load when a command runs, not when `kairox` starts
+    from kairox_core.markers import MemoryScope
+    from kairox_core.memory.approvals import ApprovalService, Proposal
+    from kairox_core.memory.base import MemoryStore
+    from kairox_core.memory.records import MemoryRecord
+
+SCOPE_HELP = "Memory scope: session, user or workspace."
+
+
+def parse_scope(value: str) -> MemoryScope:
+    from kairox_core.memory.records import parse_scope as parse
+
+    return parse(value)
+
+
+def _not_found(message: str) -> KairoxUserError:
+    from kairox_core.memory.records import MemoryNotFoundError
+
+    return MemoryNotFoundError(message)
 
 
 @dataclass
@@ -40,6 +50,7 @@ class _Memory:
 
 @contextmanager
 def _open(cli_ctx: CliContext) -> Iterator[_Memory]:
+    from kairox_core.memory.approvals import ApprovalService
     from kairox_core.memory.backends import open_memory_store
     from kairox_core.store.database import Database
     from kairox_core.store.event_store import EventStore
@@ -128,7 +139,7 @@ def show_command(cli_ctx: CliContext, item_id: str, as_json: bool) -> None:
                                             workspace_id=record.workspace_id,
                                             session_id=record.session_id)
     if record is None and proposal is None:
-        raise MemoryNotFoundError(
+        raise _not_found(
             f"no memory or proposal with id '{item_id}'; `kairox memory list` and "
             f"`kairox memory pending` show the ids")
     if record is not None:
@@ -232,7 +243,7 @@ def edit_command(cli_ctx: CliContext, item_id: str, body: str | None) -> None:
             return
         proposal = mem.approvals.get_proposal(item_id)
         if proposal is None:
-            raise MemoryNotFoundError(f"no memory or proposal with id '{item_id}'; "
+            raise _not_found(f"no memory or proposal with id '{item_id}'; "
                                       f"`kairox memory list` shows the ids")
         if proposal.status != "pending":
             raise KairoxUserError(f"proposal '{item_id}' is already {proposal.status}")
