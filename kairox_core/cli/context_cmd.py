@@ -111,7 +111,8 @@ def _print_trace(session_id: str, workspace: str, trace: ContextTrace) -> None:
     if dropped:
         out = Table(title="left out", title_justify="left")
         for col in ("layer", "item", "tokens", "why"):
-            out.add_column(col, justify="right" if col == "tokens" else "left")
+            out.add_column(col, justify="right" if col == "tokens" else "left",
+                           overflow="fold")
         for name, item in dropped:
             out.add_row(name, item.label if name == "history" else f"{item.label} ({item.id})",
                         str(item.tokens), item.reason or "")
@@ -155,8 +156,10 @@ def sessions_command(cli_ctx: CliContext, workspace: str | None, as_json: bool) 
     from rich.table import Table
 
     table = Table()
-    for col in ("session", "workspace", "profile", "started", "events", "last seq", "archived"):
-        table.add_column(col, justify="right" if col in ("events", "last seq") else "left")
+    table.add_column("session", no_wrap=True)
+    for col in ("workspace", "profile", "started", "events", "last seq", "archived"):
+        table.add_column(col, justify="right" if col in ("events", "last seq") else "left",
+                         overflow="fold")
     for r in rows:
         started = dt.datetime.fromtimestamp(r["created_at"]).strftime("%Y-%m-%d %H:%M")
         table.add_row(r["session_id"], r["workspace_id"] or "", r["profile"] or "", started,
