@@ -89,6 +89,26 @@ def raw_bm25(docs: Sequence[dict[str, Any]], queries: Mapping[str, str],
     return run
 
 
+def sweep(index: Any, queries: Mapping[str, str],
+          qrels: Mapping[str, Mapping[str, int]]) -> list[dict[str, Any]]:
+    """nDCG@10 of hybrid fusion over a grid of settings, rankings computed once."""
+    from kairox_core.retrieval.index import fuse_rankings
+
+    names = dict(index.conn.execute("SELECT id, doc_id FROM rag_documents"))
+    lists = {qid: index.rankings(text, 200) for qid, text in queries.items()}
+    rows = []
+    for candidates in (50, 100, 200):
+        for rrf_k in (5, 10, 20, 30, 60):
+            for vector_weight in (0.3, 0.5, 0.7, 0.85, 1.0, 1.2):
+                run = {qid: [names[doc] for _, doc, _ in fuse_rankings(
+                    [(1.0, kw[:candidates]), (vector_weight, vec[:candidates])],
+                    rrf_k=rrf_k, limit=100)] for qid, (kw, vec) in lists.items()}
+                rows.append({"candidates": candidates, "rrf_k": rrf_k, "keyword_weight": 1.0,
+                             "vector_weight": vector_weight, **evaluate(run, qrels)})
+    rows.sort(key=lambda r: -r["ndcg@10"])
+    return rows[:10]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="BEIR SciFact folder")
@@ -105,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rrf-k", type=int, default=None)
     parser.add_argument("--candidates", type=int, default=None)
     parser.add_argument("--limit-queries", type=int, default=None)
+    parser.add_argument("--sweep", action="store_true",
+                        help="also grid-search hybrid fusion settings (tune on train only)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
 
@@ -171,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         "baseline_raw_fts5_bm25_porter": evaluate(raw_bm25(docs, queries, "porter unicode61"),
                                                   qrels),
     }
+    if args.sweep:
+        result["sweep"] = sweep(index, queries, qrels)
     index.close()
     if tmp is not None:
         tmp.cleanup()

@@ -88,6 +88,22 @@ _MARKDOWN_EXT = {".md", ".markdown", ".mdx", ".rst"}
 _META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 
+Ranked = list[tuple[int, int, float]]  # (chunk id, document row id, score), best first
+
+
+def fuse_rankings(lists: Sequence[tuple[float, Ranked]], *, rrf_k: int = 60,
+                  limit: int | None = None) -> Ranked:
+    """Weighted reciprocal rank fusion of document rankings: sum(w / (rrf_k + rank))."""
+    fused: dict[int, float] = {}
+    best_chunk: dict[int, int] = {}
+    for weight, ranked in lists:
+        for rank, (cid, doc, _) in enumerate(ranked, start=1):
+            fused[doc] = fused.get(doc, 0.0) + weight / (rrf_k + rank)
+            best_chunk.setdefault(doc, cid)
+    top = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    return [(best_chunk[doc], doc, score) for doc, score in top]
+
+
 class IndexBackendMismatch(KairoxUserError):
     """The workspace was indexed with another embedding backend or dimension."""
 
@@ -503,17 +519,22 @@ class WorkspaceRagIndex:
             self._check_backend()
             if mode == "vector":
                 return self._hits(self._vector(query, k, where, args, push))
-            n = max(k, self.candidates)
-            lists = [(self.keyword_weight, self._keyword(query, n, where, args)),
-                     (self.vector_weight, self._vector(query, n, where, args, push))]
-            fused: dict[int, float] = {}
-            best_chunk: dict[int, int] = {}
-            for weight, ranked in lists:
-                for rank, (cid, doc, _) in enumerate(ranked, start=1):
-                    fused[doc] = fused.get(doc, 0.0) + weight / (self.rrf_k + rank)
-                    best_chunk.setdefault(doc, cid)
-            top = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-            return self._hits([(best_chunk[doc], doc, score) for doc, score in top])
+            keyword, vector = self._rankings(query, max(k, self.candidates), where, args, push)
+            fused = fuse_rankings([(self.keyword_weight, keyword), (self.vector_weight, vector)],
+                                  rrf_k=self.rrf_k, limit=k)
+            return self._hits(fused)
+
+    def rankings(self, query: str, n: int, filters: Mapping[str, Any] | None = None
+                 ) -> tuple[Ranked, Ranked]:
+        """The keyword and vector rankings hybrid search fuses (for tuning and tracing)."""
+        where, args, push = _filter_sql(filters or {})
+        with self._lock:
+            self._check_backend()
+            return self._rankings(query, n, where, args, push)
+
+    def _rankings(self, query: str, n: int, where: str, args: list[Any],
+                  push: tuple[str, list[Any]] | None) -> tuple[Ranked, Ranked]:
+        return self._keyword(query, n, where, args), self._vector(query, n, where, args, push)
 
     def _collapse(self, fetch: Callable[[int], list[tuple[int, int, float]]],
                   k: int) -> list[tuple[int, int, float]]:
