@@ -1,0 +1,100 @@
+"""Split invariance: any split of a text, streamed, gives the whole-text result."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kairox_core.markers import MarkerExtraction, MarkerStreamParser, extract_memory_markers
+
+ATOMS = [
+    '<memory scope="session">fact</memory>',
+    '<memory scope="user" key="editor">Prefers vim &amp; tmux</memory>',
+    "<MEMORY\n key='w.k' scope='workspace'\n>\n multi\n line \n</Memory >",
+    '<memory scope="global" key="k">bad scope</memory>',
+    '<memory scope="user">no key</memory>',
+    '<memory scope="user" key="a b">bad key</memory>',
+    '<memory scope="session"/>',
+    '<memory scope="session">  </memory>',
+    '<memory scope="session">outer <memory scope="session">inner</memory>',
+    '<memory scope="session">',
+    '<memory scope="user" key="k">',
+    "</memory>",
+    "<memory",
+    "<memory ",
+    "<mem",
+    "<",
+    ">",
+    "/",
+    '"',
+    "'",
+    "`",
+    "``",
+    "```",
+    "```py\n",
+    "~~~",
+    "~",
+    "\n",
+    "\n\n",
+    "\r\n",
+    " ",
+    "  ",
+    "\t",
+    ".",
+    "word",
+    "x",
+    "&lt;",
+    "&#65;",
+    "`code`",
+    "<b>",
+]
+
+texts = st.lists(
+    st.one_of(st.sampled_from(ATOMS), st.text(alphabet="ab <>`~\n/m", max_size=4)),
+    max_size=16,
+).map("".join)
+
+
+def stream(text: str, cuts: list[int]) -> MarkerExtraction:
+    parser = MarkerStreamParser()
+    out = []
+    prev = 0
+    for cut in [*sorted(set(cuts)), len(text)]:
+        out.append(parser.feed(text[prev:cut]))
+        prev = cut
+    out.append(parser.finish())
+    assert "".join(out) == parser.visible
+    return MarkerExtraction("".join(out), parser.markers, parser.invalid)
+
+
+def same(a: MarkerExtraction, b: MarkerExtraction) -> None:
+    assert a.visible == b.visible
+    assert a.markers == b.markers
+    assert a.invalid == b.invalid
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), text=texts)
+def test_any_split_equals_whole_text(data: st.DataObject, text: str) -> None:
+    whole = extract_memory_markers(text)
+    same(stream(text, list(range(1, len(text)))), whole)  # one character at a time
+    if len(text) > 1:
+        cuts = data.draw(st.lists(st.integers(1, len(text) - 1), max_size=8))
+        same(stream(text, cuts), whole)
+    same(stream(text, []), whole)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=st.characters(exclude_characters="<"), max_size=200))
+def test_text_without_tags_is_unchanged(text: str) -> None:
+    assert extract_memory_markers(text).visible == text
+    assert stream(text, list(range(1, len(text), 3))).visible == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=texts)
+def test_visible_text_never_grows_and_markers_come_from_the_text(text: str) -> None:
+    result = extract_memory_markers(text)
+    assert len(result.visible) <= len(text)
+    for item in [*result.markers, *result.invalid]:
+        assert item.raw and item.raw in text
