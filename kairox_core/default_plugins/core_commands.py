@@ -14,8 +14,9 @@ COMMAND_MODULES = (
     "kairox_core.cli.config_cmd",
     "kairox_core.cli.tokens_cmd",
     "kairox_core.cli.retrieval_cmd",
-    "kairox_core.cli.context_cmd",
+    "kairox_core.cli.chat_cmd",
     "kairox_core.cli.memory_cmd",
+    "kairox_core.cli.context_cmd",
 )
 
 

@@ -1,0 +1,1 @@
+"""``kairox chat``: the terminal chat (Textual) and its plain, scriptable mode."""

@@ -1,0 +1,232 @@
+"""The Textual chat: streamed, cleaned answers; memory cards; trace panel; Memory view."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Footer, Header, Input, Static
+
+from kairox_core.chat.engine import ChatEngine, TurnOutcome, describe_event
+from kairox_core.chat.slash import HELP, Compact, Help, Remember, SwitchProfile, parse_slash
+from kairox_core.chat.widgets import ChatMessage, MemoryCard, render_trace
+from kairox_core.errors import KairoxError
+from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted, UserMessageAdded
+
+
+class TracePanel(VerticalScroll):
+    """Per turn: each context source with its tokens and what was dropped; memory and
+    compaction events as they happen."""
+
+    DEFAULT_CSS = """
+    TracePanel { width: 45%; border-left: solid $accent; padding: 0 1; }
+    TracePanel.hidden { display: none; }
+    """
+
+    def add_trace(self, turn_no: int, trace: Any) -> None:
+        self.mount(Static(render_trace(turn_no, trace)))
+        self.scroll_end(animate=False)
+
+    def add_line(self, line: str, style: str = "") -> None:
+        self.mount(Static(Text(line, style=style)))
+        self.scroll_end(animate=False)
+
+
+class ChatApp(App[None]):
+    """``kairox chat``."""
+
+    TITLE = "Kairox chat"
+    CSS = """
+    #chat { width: 1fr; padding: 0 1; }
+    #prompt { dock: bottom; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+t", "toggle_trace", "Trace"),
+        Binding("ctrl+y", "memory_view", "Memory view"),
+        Binding("escape", "focus_prompt", "Prompt", show=False),
+        Binding("ctrl+c", "quit", "Quit", priority=True),
+    ]
+
+    def __init__(self, engine: ChatEngine) -> None:
+        super().__init__()
+        self.engine = engine
+        self.turns = 0
+        self.busy = False
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        with Horizontal():
+            yield VerticalScroll(id="chat")
+            yield TracePanel(id="trace")
+        yield Input(placeholder="Message (or /help)", id="prompt")
+        yield Footer()
+
+    @property
+    def chat(self) -> VerticalScroll:
+        return self.query_one("#chat", VerticalScroll)
+
+    @property
+    def trace_panel(self) -> TracePanel:
+        return self.query_one(TracePanel)
+
+    def on_mount(self) -> None:
+        e = self.engine
+        self.sub_title = f"session {e.session_id} · workspace {e.workspace} · profile {e.profile}"
+        self.note(e.provider_note)
+        self.show_history()
+        self.query_one("#prompt", Input).focus()
+
+    def note(self, text: str, role: str = "note") -> ChatMessage:
+        message = ChatMessage(role, text)
+        self.chat.mount(message)
+        self.chat.scroll_end(animate=False)
+        return message
+
+    def show_history(self) -> None:
+        """A resumed session shows what was said before."""
+        shown = 0
+        for event in self.engine.history():
+            if isinstance(event, UserMessageAdded):
+                self.note(event.text, "user")
+                shown += 1
+            elif isinstance(event, AssistantMessageCompleted):
+                self.note(event.text, "assistant")
+            elif isinstance(event, ToolInvocationCompleted):
+                self.note(f"tool {event.tool_name} → {event.result[:200]}", "note")
+        if shown:
+            self.note(f"resumed: {shown} earlier prompts above")
+
+    # --- input ----------------------------------------------------------------------------
+
+    async def on_input_submitted(self, event: Input.Submitted) -> None:
+        text = event.value
+        event.input.value = ""
+        if not text.strip():
+            return
+        if self.busy:
+            self.note("still answering the previous prompt; wait a moment", "error")
+            return
+        try:
+            command = parse_slash(text)
+        except KairoxError as exc:
+            self.note(str(exc), "error")
+            return
+        if command is None:
+            self.run_turn(text)
+        else:
+            await self.run_slash(command)
+
+    @work(exclusive=True, group="turn")
+    async def run_turn(self, prompt: str) -> None:
+        self.busy = True
+        self.note(prompt, "user")
+        answer = ChatMessage("assistant", "")
+        self.chat.mount(answer)
+
+        def on_text(delta: str) -> None:
+            answer.append(delta)
+            self.chat.scroll_end(animate=False)
+
+        try:
+            outcome = await self.engine.run_turn(prompt, on_text)
+        except KairoxError as exc:  # the budget guard, a provider that cannot start...
+            answer.remove()
+            self.note(str(exc), "error")
+            self.trace_panel.add_line(f"turn refused: {exc}", "red")
+            return
+        finally:
+            self.busy = False
+        self.show_outcome(outcome)
+
+    def show_outcome(self, outcome: TurnOutcome) -> None:
+        self.turns += 1
+        if outcome.trace is not None:
+            self.trace_panel.add_trace(self.turns, outcome.trace)
+        if outcome.error:
+            self.note(outcome.error, "error")
+        for bad in outcome.invalid:
+            self.trace_panel.add_line(f"invalid marker ignored: {getattr(bad, 'reason', bad)}",
+                                      "yellow")
+        for accepted in outcome.accepted:
+            self.note(f"session memory noted [{accepted.key or '-'}]: {accepted.body}")
+            self.trace_panel.add_line(describe_event(accepted), "green")
+        for event in outcome.compaction:
+            self.trace_panel.add_line(describe_event(event), "magenta")
+        cards = []
+        for proposal in outcome.proposals:
+            self.trace_panel.add_line(describe_event(proposal), "yellow")
+            card = MemoryCard(proposal)
+            self.chat.mount(card)
+            cards.append(card)
+        self.chat.scroll_end(animate=False)
+        if cards:
+            cards[0].focus()
+
+    def on_memory_card_decided(self, message: MemoryCard.Decided) -> None:
+        card, p = message.card, message.card.proposal
+        try:
+            if message.verdict == "approve":
+                self.engine.approve(p.proposal_id, body=message.body)
+                self.trace_panel.add_line(f"MemoryAccepted {p.scope}:{p.key}", "green")
+            else:
+                self.engine.reject(p.proposal_id, reason="rejected in kairox chat")
+                self.trace_panel.add_line(f"MemoryRejected {p.scope}:{p.key}", "red")
+        except KairoxError as exc:
+            self.note(str(exc), "error")
+            return
+        card.mark(message.verdict, message.body)
+        pending = [c for c in self.query(MemoryCard) if not c.decided]
+        if pending:
+            pending[0].focus()
+        else:
+            self.action_focus_prompt()
+
+    async def run_slash(self, command: object) -> None:
+        e = self.engine
+        try:
+            if isinstance(command, Help):
+                self.note(HELP)
+            elif isinstance(command, Remember):
+                record = e.kx.approvals.remember(
+                    command.scope, command.key, command.text,
+                    workspace_id=e.workspace, session_id=e.session_id,
+                )
+                self.note(f"remembered [{command.scope}:{command.key}] {command.text}")
+                self.trace_panel.add_line(f"MemoryAccepted {command.scope}:{record.key}",
+                                          "green")
+            elif isinstance(command, Compact):
+                await self.compact_now()
+            elif isinstance(command, SwitchProfile):
+                result = e.session.switch_profile(command.name)
+                if hasattr(result, "__await__"):
+                    await result
+                self.note(f"profile is now '{e.profile}'")
+                self.sub_title = (f"session {e.session_id} · workspace {e.workspace} · "
+                                  f"profile {e.profile}")
+        except KairoxError as exc:
+            self.note(str(exc), "error")
+
+    async def compact_now(self) -> None:
+        e = self.engine
+        result = e.kx.compact(e.session_id)
+        if hasattr(result, "__await__"):
+            result = await result
+        self.note(f"compaction: {result}")
+        self.trace_panel.add_line(f"compaction: {result}", "magenta")
+
+    # --- actions ----------------------------------------------------------------------------
+
+    def action_toggle_trace(self) -> None:
+        self.trace_panel.toggle_class("hidden")
+
+    def action_focus_prompt(self) -> None:
+        self.query_one("#prompt", Input).focus()
+
+    def action_memory_view(self) -> None:
+        from kairox_core.chat.memory_view import MemoryView
+
+        self.push_screen(MemoryView(self.engine))

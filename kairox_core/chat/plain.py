@@ -1,0 +1,105 @@
+"""``kairox chat --plain``: prompts from stdin, cleaned answers to stdout, the rest on stderr.
+
+For pipes and scripts. Each input line is one prompt (or a slash command). Memory
+proposals and events are written to stderr as single lines starting with ``kairox:``,
+so stdout carries only the model's answers. ``--approve-all`` / ``--reject-all``
+decide proposals unattended; otherwise they stay pending for ``kairox memory``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TextIO
+
+from kairox_core.chat.engine import ChatEngine, TurnOutcome, describe_event
+from kairox_core.chat.slash import HELP, Compact, Help, Remember, SwitchProfile, parse_slash
+from kairox_core.errors import KairoxError
+
+
+class PlainChat:
+    def __init__(self, engine: ChatEngine, stdin: TextIO, stdout: TextIO, stderr: TextIO, *,
+                 decide: str | None = None) -> None:
+        self.engine = engine
+        self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
+        self.decide = decide  # "approve" | "reject" | None
+        self.failures = 0
+
+    def say(self, line: str) -> None:
+        self.stderr.write(f"kairox: {line}\n")
+        self.stderr.flush()
+
+    async def run(self) -> int:
+        e = self.engine
+        self.say(f"session {e.session_id} (workspace '{e.workspace}', profile '{e.profile}'); "
+                 f"{e.provider_note}")
+        for raw in self.stdin:
+            line = raw.rstrip("\n")
+            if not line.strip():
+                continue
+            try:
+                command = parse_slash(line)
+                if command is None:
+                    await self.turn(line)
+                else:
+                    await self.slash(command)
+            except KairoxError as exc:
+                self.failures += 1
+                self.say(f"error: {exc}")
+        return 1 if self.failures else 0
+
+    async def turn(self, prompt: str) -> None:
+        def show(text: str) -> None:
+            self.stdout.write(text)
+            self.stdout.flush()
+
+        outcome = await self.engine.run_turn(prompt, show)
+        self.stdout.write("\n")
+        self.stdout.flush()
+        self.report(outcome)
+
+    def report(self, outcome: TurnOutcome) -> None:
+        if outcome.error:
+            self.failures += 1
+            self.say(f"error: {outcome.error}")
+        for bad in outcome.invalid:
+            self.say(f"invalid memory marker ignored: {getattr(bad, 'reason', bad)}")
+        for accepted in outcome.accepted:
+            self.say(f"session memory noted [{accepted.key or '-'}]: {accepted.body}")
+        for p in outcome.proposals:
+            taint = " TAINTED (its text came from a tool result or retrieved text)" \
+                if p.tainted else ""
+            self.say(f"memory proposed id={p.proposal_id} [{p.scope}:{p.key}]{taint}: {p.body}")
+            if self.decide == "approve":
+                self.engine.approve(p.proposal_id)
+                self.say(f"MemoryAccepted {p.scope}:{p.key}")
+            elif self.decide == "reject":
+                self.engine.reject(p.proposal_id, reason="rejected by --reject-all")
+                self.say(f"MemoryRejected {p.scope}:{p.key}")
+            else:
+                self.say(f"pending: kairox memory approve {p.proposal_id}")
+        for event in outcome.compaction:
+            self.say(describe_event(event))
+
+    async def slash(self, command: object) -> None:
+        e = self.engine
+        if isinstance(command, Help):
+            for line in HELP.splitlines():
+                self.say(line)
+        elif isinstance(command, Remember):
+            record = e.kx.approvals.remember(
+                command.scope, command.key, command.text,
+                workspace_id=e.workspace, session_id=e.session_id,
+            )
+            self.say(f"remembered [{command.scope}:{command.key}] id={record.id}")
+        elif isinstance(command, Compact):
+            result = await _maybe_await(e.kx.compact(e.session_id))
+            self.say(f"compacted: {result}")
+        elif isinstance(command, SwitchProfile):
+            await _maybe_await(e.session.switch_profile(command.name))
+            self.say(f"profile is now '{e.profile}'")
+
+
+async def _maybe_await(value: object) -> object:
+    if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
+        return await value
+    return value

@@ -1,0 +1,104 @@
+"""Slash commands typed into the chat: parsed here, run by the chat front ends."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from kairox_core.errors import KairoxUserError
+
+HELP = """\
+/remember TEXT [--scope user|workspace] [--key KEY]   store a memory yourself (accepted at once)
+/compact                                           compact this session's older history now
+/profile NAME                                      switch to another profile (or alias)
+/help                                              this help
+Anything else is sent to the model."""
+
+KEY_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+
+
+class SlashError(KairoxUserError):
+    """A malformed slash command; the message says how to write it."""
+
+
+@dataclass(frozen=True)
+class Remember:
+    text: str
+    scope: str = "user"
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class Compact:
+    pass
+
+
+@dataclass(frozen=True)
+class SwitchProfile:
+    name: str
+
+
+@dataclass(frozen=True)
+class Help:
+    pass
+
+
+SlashCommand = Remember | Compact | SwitchProfile | Help
+
+
+def derive_key(text: str) -> str:
+    """A readable key from the first words of a memory, e.g. ``prefers-window-seats``."""
+    words = re.findall(r"[A-Za-z0-9]+", text.lower())[:5]
+    return "-".join(words)[:64] or "note"
+
+
+def parse_slash(line: str) -> SlashCommand | None:
+    """The command in ``line``, or None when it is a prompt for the model."""
+    stripped = line.strip()
+    if not stripped.startswith("/") or stripped.startswith("//"):
+        return None
+    try:
+        parts = shlex.split(stripped)
+    except ValueError as exc:
+        raise SlashError(f"cannot parse '{stripped}': {exc}") from None
+    name, args = parts[0].lower(), parts[1:]
+    if name == "/help":
+        return Help()
+    if name == "/compact":
+        if args:
+            raise SlashError("/compact takes no arguments")
+        return Compact()
+    if name == "/profile":
+        if len(args) != 1:
+            raise SlashError("usage: /profile NAME")
+        return SwitchProfile(args[0])
+    if name == "/remember":
+        return _parse_remember(args)
+    raise SlashError(f"unknown command {name}; type /help for the list")
+
+
+def _parse_remember(args: list[str]) -> Remember:
+    scope, key, words = "user", None, []
+    it = iter(args)
+    for arg in it:
+        if arg in ("--scope", "--key"):
+            value = next(it, None)
+            if value is None:
+                raise SlashError(f"{arg} needs a value; usage: /remember TEXT "
+                                 "[--scope user|workspace] [--key KEY]")
+            if arg == "--scope":
+                if value not in ("user", "workspace"):
+                    raise SlashError(f"--scope must be user or workspace, not '{value}'")
+                scope = value
+            else:
+                if not KEY_RE.match(value):
+                    raise SlashError(f"--key '{value}' is not a valid key: use letters, digits "
+                                     "and . _ : - (at most 128)")
+                key = value
+        else:
+            words.append(arg)
+    text = " ".join(words).strip()
+    if not text:
+        raise SlashError("usage: /remember TEXT [--scope user|workspace] [--key KEY]")
+    return Remember(text=text, scope=scope, key=key or derive_key(text))

@@ -1,0 +1,185 @@
+"""Widgets of the chat: messages, memory cards, notes and the trace panel."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, Static, TextArea
+
+from kairox_core.events import MemoryProposed
+
+
+class ChatMessage(Static):
+    """One message; the assistant's grows as cleaned text streams in."""
+
+    DEFAULT_CSS = """
+    ChatMessage { padding: 0 1; margin: 0 0 1 0; }
+    ChatMessage.user { color: $text; background: $boost; }
+    ChatMessage.assistant { color: $text; }
+    ChatMessage.error { color: $error; }
+    ChatMessage.note { color: $text-muted; }
+    """
+
+    def __init__(self, role: str, text: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.role = role
+        self.text = text
+        self.add_class(role)
+
+    def _label(self) -> Text:
+        prefix = {"user": "You", "assistant": "Assistant", "error": "Error",
+                  "note": "·"}.get(self.role, self.role)
+        label = Text(f"{prefix}: ", style="bold")
+        label.append(self.text)
+        return label
+
+    def on_mount(self) -> None:
+        self.update(self._label())
+
+    def append(self, delta: str) -> None:
+        self.text += delta
+        self.update(self._label())
+
+
+class MemoryCard(Static, can_focus=True):
+    """"Remember this?": ``a`` approves, ``r`` rejects, ``e`` edits then approves."""
+
+    DEFAULT_CSS = """
+    MemoryCard { border: round $warning; padding: 0 1; margin: 0 0 1 0; }
+    MemoryCard:focus { border: double $warning; }
+    MemoryCard.decided { border: round $success; color: $text-muted; }
+    MemoryCard.rejected { border: round $error; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "approve", "Approve"),
+        Binding("r", "reject", "Reject"),
+        Binding("e", "edit", "Edit + approve"),
+    ]
+
+    class Decided(Message):
+        def __init__(self, card: MemoryCard, verdict: str, body: str | None) -> None:
+            super().__init__()
+            self.card = card
+            self.verdict = verdict  # "approve" | "reject"
+            self.body = body
+
+    def __init__(self, proposal: MemoryProposed, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.proposal = proposal
+        self.decided = False
+
+    def on_mount(self) -> None:
+        self.update(self._render_card())
+
+    def _render_card(self, status: str | None = None) -> Text:
+        p = self.proposal
+        text = Text()
+        text.append("Remember this? ", style="bold")
+        text.append(f"[{p.scope}] ", style="bold magenta")
+        text.append(f"{p.key}\n", style="bold cyan")
+        text.append(p.body + "\n")
+        if p.tainted:
+            text.append("⚠ tainted: this text also appears in a tool result or retrieved "
+                        "text of this turn; a document may have steered the model.\n",
+                        style="bold red")
+        text.append(status or "a approve · r reject · e edit then approve", style="dim")
+        return text
+
+    def action_approve(self) -> None:
+        if not self.decided:
+            self.post_message(self.Decided(self, "approve", None))
+
+    def action_reject(self) -> None:
+        if not self.decided:
+            self.post_message(self.Decided(self, "reject", None))
+
+    def action_edit(self) -> None:
+        if self.decided:
+            return
+
+        def done(body: str | None) -> None:
+            if body is not None and body.strip():
+                self.post_message(self.Decided(self, "approve", body.strip()))
+
+        self.app.push_screen(EditScreen(f"Edit {self.proposal.scope}:{self.proposal.key}",
+                                        self.proposal.body), done)
+
+    def mark(self, verdict: str, body: str | None = None) -> None:
+        self.decided = True
+        self.add_class("decided")
+        if verdict == "reject":
+            self.add_class("rejected")
+            status = "✗ rejected"
+        else:
+            status = "✓ remembered" + (" (edited)" if body else "")
+        if body:
+            self.proposal = MemoryProposed(**{**self.proposal.__dict__, "body": body})
+        self.update(self._render_card(status))
+
+
+class EditScreen(ModalScreen[str | None]):
+    """Edit a text (a memory body, a summary); ctrl+s saves, escape cancels."""
+
+    DEFAULT_CSS = """
+    EditScreen { align: center middle; }
+    EditScreen > Vertical { width: 80%; height: auto; max-height: 80%; border: thick $accent;
+                            background: $surface; padding: 1; }
+    EditScreen TextArea { height: 10; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "save", "Save"), Binding("escape", "cancel", "Cancel"),
+    ]
+
+    def __init__(self, title: str, text: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.initial = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"{self.title_text}   (ctrl+s save · escape cancel)")
+            yield TextArea(self.initial, id="edit-text")
+            yield Button("Save", id="save", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one(TextArea).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.action_save()
+
+    def action_save(self) -> None:
+        self.dismiss(self.query_one(TextArea).text)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def render_trace(turn_no: int, trace: Any) -> Group:
+    """A turn's context trace: each layer's tokens, what was included and dropped."""
+    table = Table(title=f"turn {turn_no}: {trace.total}/{trace.budget} tokens",
+                  show_header=True, header_style="bold", expand=True)
+    table.add_column("source")
+    table.add_column("tokens", justify="right")
+    table.add_column("in", justify="right")
+    table.add_column("dropped")
+    for name, layer in trace.layers.items():
+        if not (layer.tokens or layer.included or layer.dropped):
+            continue
+        dropped = ", ".join(f"{d.label} ({d.reason})" for d in layer.dropped[:3])
+        if len(layer.dropped) > 3:
+            dropped += f" +{len(layer.dropped) - 3} more"
+        table.add_row(name, str(layer.tokens), str(len(layer.included)), dropped or "-")
+    lines = []
+    memories = trace.layers.get("memories")
+    if memories is not None and memories.included:
+        labels = ", ".join(i.label for i in memories.included)
+        lines.append(Text(f"memories in context: {labels}", style="cyan"))
+    return Group(table, *lines)
