@@ -229,3 +229,42 @@ def test_a_real_kairox_process_reports_bad_ids_with_exit_2(db_path: Path) -> Non
     assert "Traceback" not in bad.stderr
     scope = kairox(db_path, "list", "--scope", "team")
     assert scope.returncode == 2 and "session, user, workspace" in scope.stderr
+
+
+def test_an_unknown_memory_store_is_a_config_error(db_path: Path, tmp_path: Path) -> None:
+    toml = tmp_path / "kairox.toml"
+    toml.write_text('[memory]\nstore = "redis"\n')
+    result = CliRunner().invoke(cli, ["--config", str(toml), "--db", str(db_path),
+                                      "memory", "list"])
+    assert isinstance(result.exception, KairoxUserError)
+    assert "memory.store" in str(result.exception) and "sqlite" in str(result.exception)
+
+
+def test_a_plugin_memory_store_is_used_when_configured(
+    db_path: Path, tmp_path: Path, register_plugin: Any
+) -> None:
+    from kairox_core import hookimpl
+
+    opened: list[str] = []
+
+    class JournalStore(SqliteMemoryStore):
+        """A stand-in backend: SQLite underneath, but opened through the hook by path."""
+
+    class Backend:
+        @hookimpl
+        def kairox_register_memory_stores(self, register: Any) -> None:
+            def factory(path: str) -> JournalStore:
+                opened.append(path)
+                return JournalStore(path)
+
+            register("journal", factory)
+
+    register_plugin(Backend(), "journal-backend")
+    toml = tmp_path / "kairox.toml"
+    toml.write_text('[memory]\nstore = "journal"\n')
+    base = ["--config", str(toml), "--db", str(db_path), "memory"]
+    added = CliRunner().invoke(cli, [*base, "add", "--key", "k", "via plugin"])
+    assert added.exit_code == 0, (added.output, added.exception)
+    listed = CliRunner().invoke(cli, [*base, "list", "--json"])
+    assert [m["body"] for m in json.loads(listed.output)] == ["via plugin"]
+    assert opened == [str(db_path), str(db_path)]
