@@ -87,6 +87,7 @@ def test_read_by_seq_range_and_types(store: EventStore) -> None:
                       types={"UserMessageAdded", "AssistantMessageCompleted"})
     assert [e.seq for e in both] == [2, 3, 4, 5]
     assert store.read("s", types=[]) == []
+    assert store.read("s", types="UserMessageAdded") == users  # one name, not its letters
     assert store.read("other") == []
 
 

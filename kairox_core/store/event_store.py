@@ -212,7 +212,7 @@ class EventStore:
             sql += " AND seq <= ?"
             params.append(last_seq)
         if types is not None:
-            wanted = sorted(set(types))
+            wanted = sorted({types} if isinstance(types, str) else set(types))
             if not wanted:
                 return []
             sql += f" AND type IN ({','.join('?' * len(wanted))})"
