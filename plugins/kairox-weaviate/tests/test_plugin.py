@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import API_KEY, KEY_ENV, WordHashEmbedder
+from conftest import KEY_ENV, WordHashEmbedder
 from fake_weaviate import FakeObject, FakeWeaviate
 
 from kairox_core.plugins import PluginHost
@@ -79,27 +79,47 @@ alpha = 0.5
     return tmp_path
 
 
-def test_kb_search_from_kairox_toml(toml_dir: Path) -> None:
-    result = _run(["kb", "search", "science", "moon tides", "--json"], toml_dir,
-                  {KEY_ENV: API_KEY})
-    assert result.returncode == 0, result.stderr
-    hits = json.loads(result.stdout)
+def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run ``kairox`` in-process (imports already warm) and return (exit code, out, err)."""
+    from kairox_core.cli import main
+
+    try:
+        main(args)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def cli_env(toml_dir: Path, kairox_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(toml_dir)
+    monkeypatch.setenv("KAIROX_DB", str(toml_dir / "kx.db"))
+    return toml_dir
+
+
+def test_kb_search_from_kairox_toml(cli_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _cli(["kb", "search", "science", "moon tides", "--json"], capsys)
+    assert code == 0, err
+    hits = json.loads(out)
     assert hits[0]["doc_id"] == "tides" and hits[0]["source"] == "science"
     assert hits[0]["metadata"] == {"slug": "tides"}
 
 
-def test_kairox_search_uses_it_only_for_its_profiles(toml_dir: Path) -> None:
-    research = _run(["search", "volcano lava", "--profile", "research", "--json"], toml_dir,
-                    {KEY_ENV: API_KEY})
-    assert research.returncode == 0, research.stderr
-    assert json.loads(research.stdout)["hits"][0]["doc_id"] == "lava"
-    default = _run(["search", "volcano lava", "--json"], toml_dir, {KEY_ENV: API_KEY})
-    assert default.returncode == 0, default.stderr
-    assert json.loads(default.stdout)["hits"] == []
+def test_kairox_search_uses_it_only_for_its_profiles(
+        cli_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _cli(["search", "volcano lava", "--profile", "research", "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["hits"][0]["doc_id"] == "lava"
+    code, out, err = _cli(["search", "volcano lava", "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["hits"] == []  # the default profile does not see 'science'
 
 
-def test_cli_error_names_the_knowledge_base_without_traceback(toml_dir: Path) -> None:
-    result = _run(["kb", "search", "science", "moon"], toml_dir, {KEY_ENV: "wrong-key"})
-    assert result.returncode != 0
-    assert "knowledge base 'science'" in result.stderr and "HTTP 401" in result.stderr
-    assert "Traceback" not in result.stderr
+def test_cli_error_names_the_knowledge_base(cli_env: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "wrong-key")
+    code, _, err = _cli(["kb", "search", "science", "moon"], capsys)
+    assert code == 1
+    assert err.startswith("kairox: error: knowledge base 'science':") and "HTTP 401" in err
