@@ -136,11 +136,11 @@ async def test_resumed_session_shows_history(tmp_path: Path, kairox_home: Path) 
 
 
 async def test_budget_error_is_shown_and_session_intact(tmp_path: Path, kairox_home: Path) -> None:
-    config = parse_config({"profiles": {"default": {"context_window": 300, "reserve": 100}}})
+    config = parse_config({"profiles": {"default": {"context_window": 900, "reserve": 100}}})
     engine = ChatEngine.open(config, tmp_path / "k.db", provider=ScriptedProvider(["ok"]))
     app = ChatApp(engine)
     async with app.run_test(size=(120, 40)) as pilot:
-        await send(app, pilot, "word " * 400)
+        await send(app, pilot, "word " * 800)
         errors = [m.text for m in app.query(ChatMessage) if m.role == "error"]
         assert errors and "budget" in errors[-1].lower()
         await send(app, pilot, "short")
@@ -186,3 +186,16 @@ def test_plain_cli_with_a_configured_endpoint(tmp_path: Path, kairox_home: Path)
     assert out.stdout == "Hi there.\n"
     assert "MemoryRejected user:name" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+async def test_the_system_prompt_teaches_the_memory_protocol(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    engine = engine_for(tmp_path, ["ok"])
+    await engine.run_turn("hi", lambda _: None)
+    provider = engine.provider
+    assert isinstance(provider, ScriptedProvider)
+    system = provider.calls[-1][0]
+    assert system["role"] == "system"
+    assert '<memory scope="user" key=' in system["content"]
+    await engine.close()

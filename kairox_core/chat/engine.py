@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kairox_core.chat.prompt import system_prompt_for
 from kairox_core.config import KairoxConfig
 from kairox_core.errors import KairoxError
 from kairox_core.events import (
@@ -74,7 +75,8 @@ class ChatEngine:
             note = f"model: {provider.model} via {choice.reason}"
         kx = Kairox.open(database, config=config)
         session = kx.session(workspace=workspace or config.kairox.default_workspace,
-                             profile=profile_name, session_id=session_id)
+                             profile=profile_name, session_id=session_id,
+                             system_prompt=system_prompt_for(config.kairox.system_prompt))
         return cls(kx, session, config, provider=provider, provider_note=note)
 
     # --- facts the front ends show ----------------------------------------------------
