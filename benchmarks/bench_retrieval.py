@@ -12,6 +12,7 @@ indexing throughput (chunks/s).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import statistics
@@ -36,8 +37,9 @@ def vocabulary(rng: random.Random, size: int) -> list[str]:
 def documents(n: int, seed: int = 7) -> tuple[list[str], list[str]]:
     rng = random.Random(seed)
     vocab = vocabulary(rng, 30_000)
-    weights = [1.0 / (i + 1) for i in range(len(vocab))]  # Zipf-like word frequencies
-    docs = [" ".join(rng.choices(vocab, weights, k=rng.randint(30, 60))) for _ in range(n)]
+    cum = list(itertools.accumulate(1.0 / (i + 1) for i in range(len(vocab))))  # Zipf-like
+    docs = [" ".join(rng.choices(vocab, cum_weights=cum, k=rng.randint(30, 60)))
+            for _ in range(n)]
     return docs, vocab
 
 
