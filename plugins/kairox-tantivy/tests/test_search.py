@@ -25,8 +25,11 @@ def test_title_outranks_body_and_boost_is_configurable(tmp_path: Path) -> None:
             ContractDoc("in-title", "Granite", "An igneous rock with large crystals.")]
     boosted = build(docs, tmp_path / "a")
     assert [h.doc_id for h in boosted.search("granite", 2)] == ["in-title", "in-body"]
-    flat = build(docs, tmp_path / "b", title_boost=0.01)
+    flat = build(docs, tmp_path / "b", title_boost=0.01, title_in_body=False)
     assert flat.search("granite", 2)[0].doc_id == "in-body"
+    # the title heads the body (once), so hits read well on their own
+    hit = boosted.search("igneous", 1)[0]
+    assert hit.text == "Granite\n\nAn igneous rock with large crystals."
 
 
 def test_snippet_highlights_the_query_words(contract_kb: TantivyRetriever) -> None:
@@ -34,7 +37,7 @@ def test_snippet_highlights_the_query_words(contract_kb: TantivyRetriever) -> No
     assert "chlorophyll" in hit.metadata["snippet"]
     assert hit.metadata["title"] == "Photosynthesis"
     assert hit.metadata["category"] == "biology"
-    assert hit.text == CONTRACT_DOCS[0].text
+    assert hit.text == f"{CONTRACT_DOCS[0].title}\n\n{CONTRACT_DOCS[0].text}"
 
 
 def test_snippet_length_is_bounded(tmp_path: Path) -> None:

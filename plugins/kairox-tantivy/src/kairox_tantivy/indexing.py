@@ -26,7 +26,20 @@ MANIFEST_FILE = "kairox-tantivy-files.json"
 Manifest = dict[str, list[float]]  # path -> [mtime, size]
 
 
-def to_document(doc: IndexDoc, stored_fields: Sequence[str]) -> tantivy.Document:
+def body_text(doc: IndexDoc) -> str:
+    """The body field: the text, headed by the title unless the text already starts with it.
+
+    A title word then counts in the length-normalised body score as well as, with
+    ``title_boost``, in the short title field: on SciFact (train) this scores nDCG@10
+    0.704 against 0.692 for a body without its title, and 0.612 with title_boost 2.0.
+    """
+    title = doc.title.strip()
+    if not title or doc.text.lstrip("# \n").startswith(title):
+        return doc.text
+    return f"{title}\n\n{doc.text}"
+
+
+def to_document(doc: IndexDoc, options: TantivyOptions) -> tantivy.Document:
     out = tantivy.Document()
     out.add_text("key", doc.key)
     out.add_text("doc_id", doc.doc_id)
@@ -35,9 +48,9 @@ def to_document(doc: IndexDoc, stored_fields: Sequence[str]) -> tantivy.Document
     if doc.path:
         out.add_text("path", doc.path)
     out.add_text("title", doc.title)
-    out.add_text("body", doc.text)
+    out.add_text("body", body_text(doc) if options.title_in_body else doc.text)
     out.add_json("meta", dict(doc.metadata))
-    for name in stored_fields:
+    for name in options.stored_fields:
         value = doc.metadata.get(name)
         for item in value if isinstance(value, list) else [value]:
             if item is not None:
@@ -64,7 +77,7 @@ def write(kb_id: str, options: TantivyOptions, index: tantivy.Index,
                 writer.delete_documents_by_term("path", path)
             for doc in docs:
                 writer.delete_documents_by_term("key", doc.key)
-                writer.add_document(to_document(doc, options.stored_fields))
+                writer.add_document(to_document(doc, options))
                 count += 1
         writer.commit()
         writer.wait_merging_threads()

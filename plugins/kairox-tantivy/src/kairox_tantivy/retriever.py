@@ -69,7 +69,8 @@ class TantivyRetriever:
     ) -> list[RetrievalHit]:
         if k <= 0:
             return []
-        await asyncio.to_thread(self._opened)  # first use may build: not under the timeout
+        if self._index is None:  # first use may build from source_paths: not under the timeout
+            await asyncio.to_thread(self._opened)
         try:
             return await asyncio.wait_for(
                 asyncio.to_thread(self._search, query, k, filters), self.timeout
@@ -99,7 +100,7 @@ class TantivyRetriever:
                 restrict = q.filter_query(self.name, index.schema, self._fields, filters,
                                           not_filterable=(opts.title_field, opts.body_field))
             searcher = index.searcher()
-            result = searcher.search(q.combine(query, restrict), k)
+            result = searcher.search(q.combine(query, restrict), k, count=False)
             snippets = None
             if opts.snippet_chars and result.hits:
                 snippets = tantivy.SnippetGenerator.create(
@@ -114,27 +115,29 @@ class TantivyRetriever:
     def _hit(self, doc: tantivy.Document, score: float,
              snippets: tantivy.SnippetGenerator | None) -> RetrievalHit:
         opts = self.options
-        stored = doc.to_dict()
-        first = {name: values[0] for name, values in stored.items() if values}
-        body = str(first.get(opts.body_field, ""))
-        title = str(first.get(opts.title_field, ""))
-        meta = first.get("meta")
+        get = doc.get_first
+        body = str(get(opts.body_field) or "")
+        title = str(get(opts.title_field) or "")
+        meta = get("meta") if "meta" in self._fields else None
         if isinstance(meta, dict):  # built by Kairox: the original metadata, as given
-            metadata: dict[str, Any] = dict(meta)
+            metadata: dict[str, Any] = meta
         else:  # built elsewhere: every other stored field
             skip = {opts.body_field, opts.title_field, opts.id_field, opts.doc_id_field}
             metadata = {n: (v[0] if len(v) == 1 else v)
-                        for n, v in stored.items() if n not in skip and v}
+                        for n, v in doc.to_dict().items() if n not in skip and v}
         metadata["title"] = title
-        if first.get("path"):
-            metadata["path"] = first["path"]
+        path = get("path") if "path" in self._fields else None
+        if path:
+            metadata["path"] = path
         if snippets is not None:
             metadata["snippet"] = snippets.snippet_from_doc(doc).fragment() or body[
                 : opts.snippet_chars]
-        doc_id = str(first.get(opts.doc_id_field, first.get(opts.id_field, "")))
-        chunk_id = first.get("chunk_id") or None
+        doc_id = get(opts.doc_id_field) if opts.doc_id_field in self._fields else None
+        if doc_id is None:
+            doc_id = get(opts.id_field) if opts.id_field in self._fields else ""
+        chunk_id = get("chunk_id") if "chunk_id" in self._fields else None
         return RetrievalHit(text=body or title, score=float(score), source=self.name,
-                            doc_id=doc_id, metadata=metadata,
+                            doc_id=str(doc_id), metadata=metadata,
                             chunk_id=str(chunk_id) if chunk_id else None)
 
     async def close(self) -> None:
