@@ -116,8 +116,9 @@ class FakeWeaviate:
     """Both servers, their shared data and a log of what the client asked for."""
 
     def __init__(self, *, api_key: str | None = None, search_delay: float = 0.0,
-                 rest_checks_key: bool = True) -> None:
+                 rest_checks_key: bool = True, denied: Iterable[str] = ()) -> None:
         self.api_key = api_key
+        self.denied = set(denied)  # collections the key may not read (RBAC)
         self.search_delay = search_delay
         self.rest_checks_key = rest_checks_key
         self.collections: dict[str, FakeCollection] = {}
@@ -175,6 +176,10 @@ class FakeWeaviate:
         if authorization != f"Bearer {self.api_key}":
             return "unauthorized: invalid api key"
         return None
+
+    def forbidden(self, collection: str) -> str:
+        return (f"forbidden: user 'kairox' has insufficient permissions to read_data "
+                f"[Domain: data, Collection: {collection}]")
 
     def _health(self, request: Any, context: grpc.ServicerContext) -> Any:
         return health_weaviate_pb2.WeaviateHealthCheckResponse(
@@ -454,6 +459,9 @@ class _Servicer(weaviate_pb2_grpc.WeaviateServicer):
         problem = self.fake.auth_error(metadata.get("authorization"))
         if problem:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, f"extract auth: {problem}")
+        if request.collection in self.fake.denied:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                          self.fake.forbidden(request.collection))
         if self.fake.search_delay and self.fake._stopping.wait(self.fake.search_delay):
             context.abort(grpc.StatusCode.UNAVAILABLE, "server shutting down")
         try:
@@ -493,7 +501,10 @@ def _make_handler(fake: FakeWeaviate) -> type[BaseHTTPRequestHandler]:
                 return self._send(200, {"classes": [c.schema()
                                                     for c in fake.collections.values()]})
             if path.startswith("/v1/schema/"):
-                collection = fake.collections.get(path.rsplit("/", 1)[1])
+                name = path.rsplit("/", 1)[1]
+                if name in fake.denied:
+                    return self._send(403, {"error": [{"message": fake.forbidden(name)}]})
+                collection = fake.collections.get(name)
                 return self._send(200, collection.schema()) if collection else self._send(404)
             return self._send(404, {"code": 404, "message": f"path {path} was not found"})
 

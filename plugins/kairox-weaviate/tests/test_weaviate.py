@@ -18,6 +18,8 @@ from conftest import (
     kb_config,
 )
 from fake_weaviate import FakeObject, FakeWeaviate
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kairox_core.plugins import get_plugins
 from kairox_core.retrieval.base import (
@@ -129,6 +131,25 @@ def test_alpha_moves_between_keyword_and_vector_ranking(server: FakeWeaviate,
     assert set(keyword) == {"a", "d"}  # only documents with a query term match BM25
 
 
+def test_query_properties_boost_and_ranked_fusion(server: FakeWeaviate,
+                                                  words_backend: WordHashEmbedder) -> None:
+    name = f"Kx{uuid.uuid4().hex[:12]}"
+    server.add_collection(name, [
+        FakeObject({"doc_id": "t", "title": "tides", "text": "the sea rises twice a day"},
+                   {"default": words_backend.embed_query("tides sea")}),
+        FakeObject({"doc_id": "b", "title": "sea life",
+                    "text": "tides tides tides bring crabs and the sea onto the beach"},
+                   {"default": words_backend.embed_query("sea crabs beach")})])
+    plain = search(retriever(server, name, mode="bm25"), "tides")
+    boosted = search(retriever(server, name, mode="bm25", query_properties=["title^5", "text"]),
+                     "tides")
+    assert plain[0].doc_id == "b" and boosted[0].doc_id == "t"
+    assert list(server.grpc_log[-1][2].bm25_search.properties) == ["title^5", "text"]
+    ranked = search(retriever(server, name, fusion="ranked", alpha=0.5), "tides crabs")
+    assert server.grpc_log[-1][2].hybrid_search.fusion_type == 1  # FUSION_TYPE_RANKED
+    assert [h.score for h in ranked] == sorted((h.score for h in ranked), reverse=True)
+
+
 def test_hit_mapping(server: FakeWeaviate, words_backend: WordHashEmbedder) -> None:
     name = collection(server, words_backend)
     hit = search(retriever(server, name, "kb-x"), "volcano lava", k=1)[0]
@@ -217,6 +238,29 @@ def test_grpc_unauthenticated_is_an_auth_error(start_fake: Callable[..., FakeWea
     assert "kb-grpc-auth" in str(info.value)
 
 
+def test_forbidden_collection_is_an_auth_error(start_fake: Callable[..., FakeWeaviate],
+                                               words_backend: WordHashEmbedder) -> None:
+    fake = start_fake(api_key=API_KEY)
+    name = collection(fake, words_backend)
+    fake.denied.add(name)
+    with pytest.raises(RetrieverAuthError, match="HTTP 403") as info:  # REST schema check
+        search(retriever(fake, name, "kb-rbac"), "moon")
+    assert "kb-rbac" in str(info.value)
+    r = retriever(fake, name, "kb-rbac")
+    fake.denied.clear()
+
+    async def later() -> None:
+        try:
+            await r.retrieve("moon", 1)  # connected while allowed...
+            fake.denied.add(name)
+            await r.retrieve("moon", 1)  # ...then the role lost the permission
+        finally:
+            await r.close()
+
+    with pytest.raises(RetrieverAuthError, match="PERMISSION_DENIED"):
+        asyncio.run(later())
+
+
 def test_missing_key_is_an_auth_error(server: FakeWeaviate, words_backend: WordHashEmbedder
                                       ) -> None:
     name = collection(server, words_backend)
@@ -272,6 +316,7 @@ def test_client_is_reused_and_survives_a_new_event_loop(server: FakeWeaviate,
     ({"collection": "Docs"}, "key 'url': is required"),
     ({"url": "http://h:8080"}, "key 'collection': is required"),
     ({"url": "ftp://h", "collection": "D"}, "expected http(s)://host"),
+    ({"url": "http://[::1", "collection": "D"}, "expected http(s)://host"),
     ({"url": "http://h", "collection": "D", "mode": "dense"}, "key 'mode'"),
     ({"url": "http://h", "collection": "D", "alpha": 1.5}, "between 0"),
     ({"url": "http://h", "collection": "D", "grpc_port": "x"}, "key 'grpc_port'"),
@@ -293,3 +338,25 @@ def test_option_defaults() -> None:
         "hybrid", 0.7, "text", None)
     local = make_retriever(kb_config(url="localhost", collection="D", grpc_host="g")).options
     assert (local.http_url, local.grpc_target) == ("http://localhost:8080", "g:50051")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(
+    st.sampled_from(["url", "collection", "mode", "alpha", "grpc_port", "grpc_secure",
+                     "max_vector_distance", "properties", "headers", "tenant", "bogus"]),
+    st.one_of(st.none(), st.booleans(), st.integers(-5, 70000), st.floats(allow_nan=True),
+              st.text(max_size=12), st.lists(st.text(max_size=5), max_size=3),
+              st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2)),
+))
+def test_any_options_parse_or_fail_clearly(options: dict[str, Any]) -> None:
+    """Whatever a kairox.toml holds, building the retriever raises nothing but a config
+    error naming the knowledge base and the key (no TypeError or ValueError leaking out)."""
+    options = {"url": "http://localhost:8080", "collection": "Docs", **options}
+    options = {k: v for k, v in options.items() if v is not None}
+    try:
+        opts = make_retriever(kb_config("kb-h", **options)).options
+    except RetrieverConfigError as exc:
+        assert str(exc).startswith("knowledge base 'kb-h': key '")
+        return
+    assert 0.0 <= opts.alpha <= 1.0 and 0 < opts.grpc_port < 65536
+    assert opts.mode in ("hybrid", "bm25", "near_vector")

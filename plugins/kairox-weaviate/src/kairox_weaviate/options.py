@@ -80,7 +80,10 @@ def parse_options(kb: KnowledgeBaseConfig) -> WeaviateOptions:
 
     url = _string(opts, "url", bad, required=True)
     assert url is not None
-    parts = urlsplit(url if "://" in url else f"http://{url}")
+    try:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+    except ValueError:  # e.g. an unbalanced "[" for an IPv6 host
+        raise bad("url", f"expected http(s)://host[:port], got {url!r}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise bad("url", f"expected http(s)://host[:port], got {url!r}")
     secure = parts.scheme == "https"
