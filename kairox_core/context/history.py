@@ -24,8 +24,11 @@ from kairox_core.events import (
 )
 
 CONVERSATION_TYPES = ("AssistantMessageCompleted", "ToolInvocationCompleted", "UserMessageAdded")
+# Reverse pages grow from FIRST_PAGE to MAX_PAGE rows: small enough that the page where
+# the budget runs out is mostly read for nothing only a little, large enough that a
+# 128k-token window takes a handful of queries.
 FIRST_PAGE = 64
-MAX_PAGE = 2048
+MAX_PAGE = 256
 
 
 def messages_for(type_name: str, payload: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
