@@ -332,3 +332,10 @@ def test_plugin_registers_without_importing_boto3() -> None:
         "assert 'boto3' not in sys.modules and 'botocore' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_no_region_anywhere_is_a_config_error() -> None:
+    retriever = BedrockRetriever(KB_NAME, BEDROCK_KB_ID)
+    with pytest.raises(RetrieverConfigError) as info:
+        run(retriever)
+    assert "no AWS region" in str(info.value) and KB_NAME in str(info.value)

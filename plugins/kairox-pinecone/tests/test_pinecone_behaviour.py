@@ -322,3 +322,10 @@ def test_plugin_registers_without_importing_the_sdk() -> None:
         "assert 'pinecone' not in sys.modules, 'SDK imported at registration'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_invalid_host_is_a_config_error(api_key_env: str) -> None:
+    retriever = build("not a host", api_key=api_key_env, embedding_backend="kairox-test-bow")
+    with pytest.raises(RetrieverConfigError) as info:
+        run(retriever)
+    assert "not a host" in str(info.value) and KB_NAME in str(info.value)
