@@ -92,7 +92,9 @@ class Session:
 
     Extension points for the compaction engine (issue 7): ``after_turn_hooks`` run at the
     end of every ``complete()`` while the session is still locked (the turn-end
-    compaction check goes here), and ``compactor`` serves ``compact()``.
+    compaction check goes here; it may call ``compact_locked``), and ``compactor``
+    (``await compactor(session, first_seq=, last_seq=, trigger=)``) serves
+    ``compact()``. Install both for every session through ``Kairox.session_hooks``.
     """
 
     def __init__(
@@ -275,16 +277,21 @@ class Session:
     async def compact(self, first_seq: int | None = None, last_seq: int | None = None) -> Any:
         """Compact the session's history (a seq range, or the engine's choice)."""
         async with self._lock:
-            return await self._compact_locked(first_seq, last_seq)
+            return await self.compact_locked(first_seq, last_seq, trigger="manual")
 
-    async def _compact_locked(self, first_seq: int | None, last_seq: int | None) -> Any:
+    async def compact_locked(
+        self, first_seq: int | None = None, last_seq: int | None = None, *,
+        trigger: str = "auto",
+    ) -> Any:
+        """``compact`` for a caller that already holds the session: an after-turn hook
+        (the lock is not re-entrant, so a hook must not call ``compact``)."""
         if self.compactor is None:
             raise NoCompactionStrategy(
                 "no compaction strategy available: install or enable a compaction engine "
                 "([compaction] in kairox.toml) before compacting"
             )
         return await self.compactor(self, first_seq=first_seq, last_seq=last_seq,
-                                    trigger="manual")
+                                    trigger=trigger)
 
     async def switch_profile(self, profile: str) -> None:
         """Switch the session's profile; waits for any turn or compaction in flight."""

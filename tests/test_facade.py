@@ -162,10 +162,17 @@ async def test_after_turn_hook_runs_locked_and_compaction_hook_point(kx: Kairox)
     kx.session_hooks.append(install)
     s = kx.session(workspace="w1")
     s.compactor = compactor
+
+    async def turn_end_check(sess, result) -> None:
+        await sess.compact_locked(trigger="auto")  # inside the lock: no deadlock
+
+    s.after_turn_hooks.append(turn_end_check)
     await s.run_turn("q", "a")
     assert seen == [(True, "a")]
+    assert calls == [(None, None, "auto")]
     assert await kx.compact_async(s.id, 1, 3) == "compacted"
-    assert calls == [(1, 3, "manual")]
+    assert calls[-1] == (1, 3, "manual")
+    assert not s.busy
 
 
 def test_sync_wrappers(kx: Kairox) -> None:
