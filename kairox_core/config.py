@@ -184,6 +184,10 @@ class CompactionSection(_Strict):
     provider: str | None = None  # a [providers.<name>] id for the model strategy
     keep_recent_exchanges: int = Field(4, ge=0)
     target_tokens: int = Field(512, gt=0)
+    # earlier summaries are folded into the next one once they would pass this share
+    summaries_share: float = Field(0.25, gt=0, le=1)
+    # a document attachment longer than this is summarised text-side when compacted
+    attachment_max_tokens: int = Field(400, gt=0)
 
 
 class KairoxConfig(_Strict):

@@ -311,6 +311,7 @@ class ContextCompactionFailed(Event):
 @dataclass(frozen=True, kw_only=True)
 class ContextCompactionSkipped(Event):
     reason: str
+    trigger: str = "auto"  # "auto" | "manual"
 
 
 @register_event

@@ -1,0 +1,272 @@
+"""The compactor: turns the oldest stretch of a session into one summary, with provenance.
+
+``Compactor`` is installed on every session a ``Kairox`` opens (``install``): it serves
+``Session.compact()`` and adds the turn-end check to ``after_turn_hooks``. Every run
+happens with the session held (see actor.py), so it never overlaps a turn or a profile
+switch. Events, in order: ``ContextCompactionStarted`` -> ``CompactionSummary`` (the
+redacted summary, the replaced seq range, folded summaries, strategy, model, tokens in
+and out, usage) -> ``ContextCompactionCompleted``; or ``ContextCompactionFailed`` (the
+session goes on); ``ContextCompactionSkipped`` when there is nothing to do, compaction is
+disabled, or another process is compacting the same session. Originals are never
+deleted: the assembler just stops reading the replaced range.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kairox_core.compaction.attachments import prepare_originals
+from kairox_core.compaction.hooks import OnCompacted
+from kairox_core.compaction.planning import (
+    CONVERSATION_TYPES,
+    Plan,
+    align_to_turns,
+    covered,
+    oldest_stretch,
+    read_rows,
+    with_folds,
+)
+from kairox_core.compaction.strategies import StrategyOutcome, run_strategy
+from kairox_core.context.history import EventHistory
+from kairox_core.errors import KairoxUserError
+from kairox_core.events import (
+    CompactionSummary,
+    ContextCompactionCompleted,
+    ContextCompactionFailed,
+    ContextCompactionSkipped,
+    ContextCompactionStarted,
+    Event,
+)
+
+if TYPE_CHECKING:
+    from kairox_core.facade import Kairox
+    from kairox_core.session import Session, TurnResult
+
+# A ContextCompactionStarted with no end this old is a crashed run, not a running one.
+STALE_RUN_SECONDS = 600.0
+
+
+@dataclass
+class CompactionResult:
+    """What one compaction did. ``status``: ``completed``, ``failed`` or ``skipped``."""
+
+    status: str
+    reason: str = ""
+    compaction_id: str | None = None
+    first_seq: int | None = None
+    last_seq: int | None = None
+    summary_seq: int | None = None
+    folded: tuple[int, ...] = ()
+    strategy: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+    def __str__(self) -> str:
+        if self.status == "completed":
+            folded = f", folding summaries {list(self.folded)}" if self.folded else ""
+            return (f"seqs {self.first_seq}-{self.last_seq} summarised by {self.strategy} "
+                    f"({self.tokens_in} -> {self.tokens_out} tokens) at seq "
+                    f"{self.summary_seq}{folded}")
+        return f"{self.status}: {self.reason}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+class Compactor:
+    """One per ``Kairox``; ``on_compacted`` callbacks see every stored summary."""
+
+    def __init__(self, kx: Kairox) -> None:
+        self.kx = kx
+        self.on_compacted: list[OnCompacted] = []
+        self._running: set[str] = set()
+
+    def install(self, session: Session) -> None:
+        """Serve ``session.compact()`` and check the trigger at the end of each turn."""
+        session.compactor = self.run
+        session.after_turn_hooks.append(self.after_turn)
+
+    # --- the turn-end check ----------------------------------------------------------------
+
+    def history_tokens(self, session: Session, limit: int | None = None) -> int:
+        """What the next turn's history costs: pinned facts, active summaries and the
+        history they do not replace (stored counts; stops once past ``limit``)."""
+        state = session.refresh_compaction()
+        counter = session.assembler().counter
+        total = sum(counter.raw_count(f.text) + 8 for f in state.pinned)
+        total += sum(counter.raw_count(s.text) + 16 for s in state.summaries)
+        history = EventHistory(self.kx.events_store, session.id, counter,
+                               skip=state.covered_ranges())
+        for unit in history.newest_first():
+            total += unit.tokens
+            if limit is not None and total > limit:
+                break
+        return total
+
+    def trigger_tokens(self, session: Session) -> int:
+        _, profile = self.kx.config.resolve_profile(session.profile)
+        return int(profile.compaction_trigger * profile.budget)
+
+    async def after_turn(self, session: Session, result: TurnResult | None = None) -> None:
+        """Compact before the next input when the next turn would pass the trigger."""
+        limit = self.trigger_tokens(session)
+        if self.history_tokens(session, limit) <= limit:
+            return
+        if not self.kx.config.compaction.enabled:
+            self._skip(session, "the history passed the compaction trigger but compaction "
+                                "is disabled ([compaction] enabled = false)", "auto")
+            return
+        await self.run(session, trigger="auto")
+
+    # --- one run ----------------------------------------------------------------------------
+
+    async def run(
+        self, session: Session, *, first_seq: int | None = None, last_seq: int | None = None,
+        trigger: str = "manual",
+    ) -> CompactionResult:
+        """Compact (the session must be held by the caller: see actor.py)."""
+        busy = self._running_elsewhere(session)
+        if session.id in self._running or busy:
+            return self._skip(session, busy or "a compaction of this session is running",
+                              trigger)
+        if first_seq is not None and last_seq is not None and first_seq > last_seq:
+            raise KairoxUserError(f"the range {first_seq}:{last_seq} is empty; give A:B with "
+                                  f"A <= B (seqs as `kairox events` shows them)")
+        self._running.add(session.id)
+        try:
+            plan = self.plan(session, first_seq, last_seq)
+            if isinstance(plan, str):
+                return self._skip(session, plan, trigger)
+            return await self._execute(session, plan, trigger)
+        finally:
+            self._running.discard(session.id)
+
+    def plan(self, session: Session, first_seq: int | None, last_seq: int | None) -> Plan | str:
+        """The range to compact, or why there is none."""
+        cfg = self.kx.config.compaction
+        store = self.kx.events_store
+        state = session.refresh_compaction()
+        summaries = state.summaries
+        ranges = state.covered_ranges()
+        if first_seq is not None or last_seq is not None:
+            lo = first_seq if first_seq is not None else 1
+            hi = last_seq if last_seq is not None else store.last_seq(session.id)
+            rows = read_rows(store, session.id)
+            lo, hi = align_to_turns(rows, lo, hi)
+            lo, hi, folded = with_folds(lo, hi, summaries, fold_before=False)
+            if not any(lo <= r.seq <= hi and not covered(r.seq, ranges) for r in rows):
+                return f"nothing to compact in seqs {lo}-{hi}: no uncompacted messages there"
+            return Plan(lo, hi, folded=folded)
+        rows = read_rows(store, session.id, ranges)
+        stretch = oldest_stretch(rows, ranges, cfg.keep_recent_exchanges)
+        if not stretch:
+            return (f"nothing to compact: only the {cfg.keep_recent_exchanges} most recent "
+                    f"exchanges ([compaction] keep_recent_exchanges) are uncompacted")
+        lo, hi = stretch[0].first_seq, stretch[-1].last_seq
+        _, profile = self.kx.config.resolve_profile(session.profile)
+        counter = session.assembler().counter
+        held = sum(counter.raw_count(s.text) for s in summaries)
+        fold = held + cfg.target_tokens > cfg.summaries_share * profile.budget
+        lo, hi, folded = with_folds(lo, hi, summaries, fold_before=fold)
+        return Plan(lo, hi, exchanges=tuple(stretch), folded=folded)
+
+    async def _execute(self, session: Session, plan: Plan, trigger: str) -> CompactionResult:
+        kx = self.kx
+        cfg = kx.config.compaction
+        cid = f"c-{uuid.uuid4().hex[:12]}"
+        kx.events_store.append(ContextCompactionStarted(
+            session_id=session.id, compaction_id=cid, first_seq=plan.first_seq,
+            last_seq=plan.last_seq, strategy=cfg.strategy, trigger=trigger))
+        result = CompactionResult("failed", compaction_id=cid, first_seq=plan.first_seq,
+                                  last_seq=plan.last_seq, folded=plan.folded_seqs,
+                                  strategy=cfg.strategy)
+        try:
+            originals = self._originals(session, plan)
+            outcome = await run_strategy(kx.config, session, originals, plan.folded,
+                                         prepare_originals(originals, kx.config))
+            summary = self._store(session, cid, plan, outcome)
+        except Exception as exc:  # any strategy failure: record it, the session goes on
+            reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            kx.events_store.append(ContextCompactionFailed(
+                session_id=session.id, compaction_id=cid, reason=reason))
+            result.reason = reason
+            return result
+        session.refresh_compaction()
+        result.status, result.summary_seq = "completed", summary.seq
+        result.tokens_in, result.tokens_out = summary.tokens_in, summary.tokens_out
+        result.strategy = summary.strategy
+        for callback in list(self.on_compacted):
+            try:
+                outcome_cb = callback(session, summary, originals)
+                if inspect.isawaitable(outcome_cb):
+                    await outcome_cb
+            except Exception as exc:  # an observer never undoes a compaction
+                result.notes.append(f"on_compacted {getattr(callback, '__name__', callback)} "
+                                    f"failed: {type(exc).__name__}: {exc}")
+        return result
+
+    def _originals(self, session: Session, plan: Plan) -> list[Event]:
+        """The original conversation events the new summary replaces (not those that
+        folded summaries already replaced)."""
+        events = self.kx.events_store.read(session.id, first_seq=plan.first_seq,
+                                           last_seq=plan.last_seq, types=CONVERSATION_TYPES)
+        inner = [(s.first_seq, s.last_seq) for s in plan.folded]
+        return [e for e in events if not covered(e.seq or 0, inner)]
+
+    def _store(self, session: Session, cid: str, plan: Plan,
+               outcome: StrategyOutcome) -> CompactionSummary:
+        kx = self.kx
+        with kx.db.atomic():
+            stored = kx.events_store.append(CompactionSummary(
+                session_id=session.id, compaction_id=cid, summary=outcome.text,
+                first_seq=plan.first_seq, last_seq=plan.last_seq, strategy=outcome.strategy,
+                model=outcome.model, tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out,
+                folded_summaries=plan.folded_seqs, usage=outcome.usage,
+            ))
+            assert isinstance(stored, CompactionSummary) and stored.seq is not None
+            kx.events_store.append(ContextCompactionCompleted(
+                session_id=session.id, compaction_id=cid, summary_seq=stored.seq))
+        return stored
+
+    # --- skips --------------------------------------------------------------------------------
+
+    def _skip(self, session: Session, reason: str, trigger: str) -> CompactionResult:
+        self.kx.events_store.append(ContextCompactionSkipped(
+            session_id=session.id, reason=reason, trigger=trigger))
+        return CompactionResult("skipped", reason=reason)
+
+    def _running_elsewhere(self, session: Session) -> str | None:
+        """A reason when another process has a compaction of this session in flight."""
+        sql = ("SELECT type, max(seq), data ->> '$.created_at' FROM events WHERE session_id = ? "
+               "AND type IN ('ContextCompactionStarted', 'ContextCompactionCompleted', "
+               "'ContextCompactionFailed') GROUP BY type")
+        db = self.kx.db
+        with db.lock:
+            rows = db.conn.execute(sql, (session.id,)).fetchall()
+        latest = {t: (int(s), float(c or 0)) for t, s, c in rows}
+        started = latest.get("ContextCompactionStarted")
+        if started is None:
+            return None
+        ended = max((latest[t][0] for t in latest if t != "ContextCompactionStarted"), default=0)
+        if ended > started[0] or time.time() - started[1] > STALE_RUN_SECONDS:
+            return None
+        return f"another process is compacting this session (started at seq {started[0]})"
+
+
+def install(kx: Kairox) -> Compactor:
+    """Give ``kx`` a compactor and install it on every session it opens."""
+    compactor = Compactor(kx)
+    kx.session_hooks.append(compactor.install)
+    return compactor
+
+
+__all__ = ["CompactionResult", "Compactor", "install"]

@@ -1,0 +1,145 @@
+"""Which stretch of a session to compact: whole exchanges, oldest first, recent kept.
+
+An *exchange* is one turn: the user message and everything the turn recorded after it
+(tool calls with their results, the reply), so a tool call and its result are never
+split. Planning reads only light columns (seq, type, turn id, stored token count) of the
+conversation events not already replaced by an active summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kairox_core.context.sources import SummaryItem
+
+CONVERSATION_TYPES = ("AssistantMessageCompleted", "ToolInvocationCompleted", "UserMessageAdded")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One conversation event, light: enough to plan, not to summarise."""
+
+    seq: int
+    type: str
+    turn_id: str
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One turn's conversation events (seq order)."""
+
+    turn_id: str
+    rows: tuple[Row, ...]
+
+    @property
+    def first_seq(self) -> int:
+        return self.rows[0].seq
+
+    @property
+    def last_seq(self) -> int:
+        return self.rows[-1].seq
+
+    @property
+    def tokens(self) -> int:
+        return sum(r.tokens for r in self.rows)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A compaction to run: the range it replaces and the earlier summaries it folds."""
+
+    first_seq: int
+    last_seq: int
+    exchanges: tuple[Exchange, ...] = ()
+    folded: tuple[SummaryItem, ...] = field(default=())
+
+    @property
+    def folded_seqs(self) -> tuple[int, ...]:
+        return tuple(s.seq for s in self.folded)
+
+
+def covered(seq: int, ranges: Sequence[tuple[int, int]]) -> bool:
+    return any(a <= seq <= b for a, b in ranges)
+
+
+def read_rows(store: Any, session_id: str, skip: Sequence[tuple[int, int]] = (),
+              *, first_seq: int | None = None, last_seq: int | None = None) -> list[Row]:
+    """Conversation events outside ``skip`` (inclusive ranges), oldest first."""
+    sql = ("SELECT seq, type, data ->> '$.payload.turn_id', data ->> '$.payload.tokens' "
+           "FROM events WHERE session_id = ? AND type IN (?, ?, ?)")
+    params: list[Any] = [session_id, *CONVERSATION_TYPES]
+    if first_seq is not None:
+        sql += " AND seq >= ?"
+        params.append(first_seq)
+    if last_seq is not None:
+        sql += " AND seq <= ?"
+        params.append(last_seq)
+    for a, b in skip:
+        sql += " AND NOT (seq BETWEEN ? AND ?)"
+        params += [a, b]
+    sql += " ORDER BY seq"
+    with store.db.lock:
+        rows = store.db.conn.execute(sql, params).fetchall()
+    return [Row(int(s), str(t), str(turn or ""), int(tok or 0)) for s, t, turn, tok in rows]
+
+
+def exchanges(rows: Sequence[Row]) -> list[Exchange]:
+    """Group rows into turns. A row whose turn differs from the one before starts a new
+    exchange, so a turn split by a summary boundary yields two (kept apart)."""
+    out: list[list[Row]] = []
+    for row in rows:
+        if out and out[-1][-1].turn_id == row.turn_id and row.type != "UserMessageAdded":
+            out[-1].append(row)
+        else:
+            out.append([row])
+    return [Exchange(group[0].turn_id, tuple(group)) for group in out]
+
+
+def oldest_stretch(
+    rows: Sequence[Row], ranges: Sequence[tuple[int, int]], keep_recent: int,
+    *, exclude_turn: str | None = None,
+) -> list[Exchange]:
+    """The oldest run of uncompacted exchanges not broken by a summary, leaving the
+    ``keep_recent`` newest exchanges (and ``exclude_turn``, a turn still open) alone."""
+    exs = [e for e in exchanges(rows) if e.turn_id != exclude_turn or not exclude_turn]
+    candidates = exs[:max(0, len(exs) - keep_recent)]
+    stretch: list[Exchange] = []
+    for ex in candidates:
+        if stretch and any(stretch[-1].last_seq < a <= ex.first_seq for a, _ in ranges):
+            break  # a summary lies between: the stretch ends here
+        stretch.append(ex)
+    return stretch
+
+
+def with_folds(
+    first_seq: int, last_seq: int, summaries: Sequence[SummaryItem], *,
+    fold_before: bool,
+) -> tuple[int, int, tuple[SummaryItem, ...]]:
+    """Widen ``first_seq..last_seq`` over every active summary it overlaps (and, when
+    ``fold_before``, over all earlier ones), so the new summary replaces them whole."""
+    lo, hi = first_seq, last_seq
+    folded: list[SummaryItem] = []
+    changed = True
+    while changed:
+        changed = False
+        for s in summaries:
+            if s in folded:
+                continue
+            overlaps = s.first_seq <= hi and s.last_seq >= lo
+            if overlaps or (fold_before and s.last_seq < lo):
+                folded.append(s)
+                lo, hi = min(lo, s.first_seq), max(hi, s.last_seq)
+                changed = True
+    return lo, hi, tuple(sorted(folded, key=lambda s: s.first_seq))
+
+
+def align_to_turns(rows: Sequence[Row], first_seq: int, last_seq: int) -> tuple[int, int]:
+    """Widen a manual range to whole exchanges (a turn is compacted whole or not at all)."""
+    lo, hi = first_seq, last_seq
+    for ex in exchanges(rows):
+        if ex.first_seq <= hi and ex.last_seq >= lo:
+            lo, hi = min(lo, ex.first_seq), max(hi, ex.last_seq)
+    return lo, hi

@@ -1,0 +1,90 @@
+"""Calling the configured compaction strategy and checking what it returns.
+
+The strategy is looked up by ``[compaction] strategy`` in the plugin registry (the
+``kairox_register_compaction_strategies`` hook) and given the original events (with
+attachments folded in, see attachments.py) and the texts of the earlier summaries it
+folds. Whatever it returns, secrets are redacted here before anything is stored, so a
+third-party strategy cannot leak a key into the event store.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kairox_core.config import KairoxConfig
+from kairox_core.context.sources import SummaryItem
+from kairox_core.events import Event
+
+if TYPE_CHECKING:
+    from kairox_core.session import Session
+
+
+class CompactionStrategyError(Exception):
+    """A strategy returned something unusable (recorded as ContextCompactionFailed)."""
+
+
+@dataclass(frozen=True)
+class StrategyOutcome:
+    """A summary ready to store: redacted text plus what produced it and its cost."""
+
+    text: str
+    strategy: str
+    model: str | None
+    tokens_in: int
+    tokens_out: int
+    usage: dict[str, int] | None = None
+
+
+def build_strategy(config: KairoxConfig, session: Session | None = None) -> Any:
+    """The strategy object ``[compaction] strategy`` names (through the plugin hook)."""
+    from kairox_core.plugins import get_plugins
+
+    registration = get_plugins().get("compaction_strategies", config.compaction.strategy,
+                                     context="compaction.strategy")
+    profile = session.profile if session is not None else None
+    return registration.factory(config=config, profile=profile)
+
+
+async def run_strategy(
+    config: KairoxConfig, session: Session, originals: Sequence[Event],
+    folded: Sequence[SummaryItem], prepared: Sequence[Event],
+) -> StrategyOutcome:
+    """Summarise ``prepared`` (the originals as the strategy should read them) together
+    with the folded summaries' texts; redact; count."""
+    from kairox_core.compaction.base import CompactionRequest
+    from kairox_core.compaction.redaction import redact_secrets
+    from kairox_core.tokens import TokenCounter
+
+    strategy = build_strategy(config, session)
+    state = session.compaction
+    request = CompactionRequest(
+        events=list(prepared),
+        previous_summaries=[s.text for s in folded],
+        target_tokens=config.compaction.target_tokens,
+        pinned=[f.text for f in state.pinned],
+        memory_keys=[m.key for m in session.memories() if m.key],
+    )
+    output = strategy.compact(request)
+    if inspect.isawaitable(output):
+        output = await output
+    text = getattr(output, "text", None)
+    if not isinstance(text, str):
+        raise CompactionStrategyError(
+            f"strategy {config.compaction.strategy!r} returned {type(output).__name__}, "
+            f"not a summary with .text")
+    text = redact_secrets(text).strip()
+    counter = TokenCounter()
+    tokens_in = sum(int(getattr(e, "tokens", 0) or 0) for e in originals)
+    tokens_in += sum(counter.count(s.text) for s in folded)
+    usage = getattr(output, "usage", None)
+    if usage is not None and not isinstance(usage, dict):
+        usage = usage.as_dict() if hasattr(usage, "as_dict") else dict(usage)
+    return StrategyOutcome(
+        text=text, strategy=str(getattr(output, "strategy", None) or
+                                config.compaction.strategy),
+        model=getattr(output, "model", None), tokens_in=tokens_in,
+        tokens_out=counter.count(text), usage=usage,
+    )
