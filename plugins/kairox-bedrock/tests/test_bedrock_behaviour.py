@@ -299,6 +299,7 @@ def test_slow_endpoint_times_out_within_the_timeout(silent_server: int) -> None:
     ({"search_type": "FUZZY"}, "search_type"),
     ({"regoin": "eu-west-1"}, "unknown option(s) regoin"),
     ({"max_attempts": 0}, "max_attempts"),
+    ({"backoff": "fast"}, "must be numbers"),
 ])
 def test_bad_configuration_names_the_knowledge_base(options: dict[str, Any], needle: str) -> None:
     with pytest.raises(RetrieverConfigError) as info:

@@ -109,8 +109,9 @@ def test_text_field_and_doc_id_field(pinecone_server: FakePinecone, api_key_env:
     index.close()
     retriever = retriever_for(pinecone_server, api_key_env, namespace="chunks",
                               text_field="chunk_text", doc_id_field="source_doc")
-    hits = run(retriever, "moon gravity tides", 3)
+    hits = run(retriever, "moon gravity tides", 2)
     assert [h.doc_id for h in hits] == ["a", "b"]  # one hit per document, best chunk first
+    assert last_body(pinecone_server, "/query")[1]["topK"] == 4
     assert hits[0].chunk_id in {"a#1", "a#2"} and "chunk_text" not in hits[0].metadata
 
 
@@ -268,6 +269,8 @@ def test_api_key_from_env_reference(pinecone_server: FakePinecone,
     ({"metric": "manhattan"}, "metric"),
     ({"hots": "x"}, "unknown option(s) hots"),
     ({"filter": "category = 1"}, "filter must be a table"),
+    ({"min_score": "high"}, "min_score must be a number"),
+    ({"embedding_options": "dimension=3"}, "embedding_options must be a table"),
 ])
 def test_bad_configuration_names_the_knowledge_base(
     api_key_env: str, options: dict[str, Any], needle: str
@@ -295,6 +298,15 @@ def test_unknown_embedding_backend_is_a_config_error(
     with pytest.raises(RetrieverConfigError) as info:
         run(retriever_for(seeded, api_key_env, embedding_backend="no-such-backend"))
     assert "no-such-backend" in str(info.value)
+    with pytest.raises(RetrieverConfigError) as info:
+        run(retriever_for(seeded, api_key_env, embedding_options={"colour": "blue"}))
+    assert "cannot be made" in str(info.value) and "colour" in str(info.value)
+
+
+def test_k_beyond_pinecones_limit_is_capped(seeded: FakePinecone, api_key_env: str) -> None:
+    hits = run(retriever_for(seeded, api_key_env), "magma", 50_000)
+    assert len(hits) == len(CONTRACT_DOCS)
+    assert last_body(seeded, "/query")[1]["topK"] == 10_000
 
 
 def test_default_hashing_backend(pinecone_server: FakePinecone, api_key_env: str) -> None:

@@ -95,6 +95,14 @@ class BedrockRetriever:
                 "missing knowledge_base_id: add `knowledge_base_id = \"ABCDE12345\"` "
                 f"under [knowledge_bases.{kb.id}]"
             ))
+        try:
+            max_attempts = int(options.get("max_attempts", 5))
+            backoff = float(options.get("backoff", 0.2))
+            overfetch = int(options.get("overfetch", 2))
+        except (TypeError, ValueError) as exc:
+            raise RetrieverConfigError(
+                kb.id, f"max_attempts, backoff and overfetch must be numbers ({exc})"
+            ) from None
         return cls(
             kb.id, str(kb_id),
             region=options.get("region"),
@@ -102,9 +110,9 @@ class BedrockRetriever:
             endpoint_url=options.get("endpoint_url"),
             timeout=kb.timeout,
             search_type=options.get("search_type"),
-            max_attempts=int(options.get("max_attempts", 5)),
-            backoff=float(options.get("backoff", 0.2)),
-            overfetch=int(options.get("overfetch", 2)),
+            max_attempts=max_attempts,
+            backoff=backoff,
+            overfetch=overfetch,
         )
 
     # --- the client ---------------------------------------------------------------

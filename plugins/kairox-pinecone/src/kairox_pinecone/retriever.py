@@ -25,6 +25,7 @@ from kairox_pinecone import errors, mapping
 
 DEFAULT_NAMESPACE = "__default__"  # the records API's name for the default namespace
 METRICS = ("cosine", "dotproduct", "euclidean")
+MAX_TOP_K = 10_000  # Pinecone's limit for top_k
 KNOWN_OPTIONS = frozenset({
     "host", "namespace", "api_key", "text_field", "doc_id_field", "embedding_backend",
     "embedding_options", "integrated_inference", "filter", "min_score", "metric",
@@ -66,6 +67,8 @@ class PineconeRetriever:
             raise RetrieverConfigError(
                 name, f"metric must be one of {', '.join(METRICS)} (got {metric!r})"
             )
+        if embedding_options is not None and not isinstance(embedding_options, Mapping):
+            raise RetrieverConfigError(name, "embedding_options must be a table")
         if filter is not None and not isinstance(filter, Mapping):
             raise RetrieverConfigError(name, "filter must be a table in Pinecone filter syntax")
         self.name = name
@@ -97,6 +100,10 @@ class PineconeRetriever:
         secret = kb.secret("api_key") if "api_key" in options else None
         api_key = secret.get_secret_value() if secret else os.environ.get("PINECONE_API_KEY", "")
         min_score = options.get("min_score")
+        if min_score is not None and (
+            isinstance(min_score, bool) or not isinstance(min_score, int | float)
+        ):
+            raise RetrieverConfigError(kb.id, f"min_score must be a number (got {min_score!r})")
         return cls(
             kb.id, str(options.get("host") or ""),
             api_key=api_key,
@@ -142,7 +149,13 @@ class PineconeRetriever:
                     f"embedding backend '{self.embedding_backend}' is not available ({exc}); "
                     "set embedding_backend, or integrated_inference = true"
                 )) from None
-            self._embedder = registration.factory(**self.embedding_options)
+            try:
+                self._embedder = registration.factory(**self.embedding_options)
+            except Exception as exc:
+                raise RetrieverConfigError(self.name, (
+                    f"embedding backend '{self.embedding_backend}' cannot be made with "
+                    f"embedding_options {self.embedding_options}: {exc}"
+                )) from exc
         return self._embedder
 
     def _translate(self, exc: BaseException) -> RetrieverError:
@@ -194,8 +207,10 @@ class PineconeRetriever:
         flt = self.build_filter(filters)
         vector = await self._embed(query)
         try:
+            # chunks of one document collapse into one hit: ask for more to keep k documents
+            top_k = min(k * 2 if self.doc_id_field else k, MAX_TOP_K)
             found = await asyncio.wait_for(
-                self._query(query, vector, k, flt), timeout=self.timeout
+                self._query(query, vector, top_k, flt), timeout=self.timeout
             )
         except asyncio.TimeoutError:
             raise RetrieverTimeout(self.name, (
