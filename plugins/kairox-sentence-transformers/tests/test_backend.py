@@ -43,6 +43,7 @@ def test_model_by_local_path_gives_the_same_vectors() -> None:
     # MiniLM's own pipeline ends in a Normalize module, so normalize=False changes nothing
     same = SentenceTransformerEmbedding(path, normalize=False, batch_size=2)
     assert same.model_name == path and same.dimension == 384
+    assert same.name == f"sentence-transformers:{path}"  # an index tells the models apart
     vec = same.embed_query("photosynthesis in green leaves")
     assert vec == pytest.approx(_minilm().embed_query("photosynthesis in green leaves"),
                                 abs=1e-5)

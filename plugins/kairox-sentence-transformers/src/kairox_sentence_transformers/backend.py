@@ -109,6 +109,9 @@ class SentenceTransformerEmbedding:
                                        f"(got {device!r})")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         target, self.model_name = resolve_model(model)
+        if self.model_name != DEFAULT_MODEL:
+            # the name is what an index records: another model must not share its vectors
+            self.name = f"sentence-transformers:{self.model_name}"
         self.batch_size = batch_size
         self.normalize = bool(normalize)
         self.query_prompt = query_prompt

@@ -70,8 +70,8 @@ def write(kb_id: str, options: TantivyOptions, index: tantivy.Index,
                    f"`kairox kb index {kb_id}` running?") from None
     count = 0
     try:
-        for path in removed_paths:
-            writer.delete_documents_by_term("path", path)
+        for gone in removed_paths:
+            writer.delete_documents_by_term("path", gone)
         for path, docs in batches:
             if path is not None:  # re-indexing a file replaces all it gave before
                 writer.delete_documents_by_term("path", path)
