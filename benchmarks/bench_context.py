@@ -9,7 +9,9 @@ synthetic session is written to a fresh database, then timed in the same run:
   ``complete()`` (reply and delta events written, markers routed). Median of several
   turns, after one first turn (reported apart: it reads the history window from the
   database; later turns read only what was appended since). The workspace index is on
-  (the default config), empty.
+  (the default config), empty. Turn-end hooks other engines install (the compaction
+  check of issue 7) are left out of the figure and timed apart
+  (``turn_with_turn_end_hooks_ms``), with compaction disabled.
 - Baseline: ``trim_messages(strategy="last", token_counter=<tiktoken o200k counter>)``
   over the same messages as LangChain messages, to the same budget.
 
@@ -173,6 +175,9 @@ def bench_size(n: int, turns: int, baseline_repeats: int, workdir: Path) -> dict
     config = KairoxConfig.model_validate({
         "profiles": {"default": {"model": "gpt-4o", "context_window": WINDOW,
                                  "reserve": RESERVE}},
+        # The synthetic session is over the compaction trigger on purpose (a full window):
+        # compacting it is issue 7's benchmark, not this one's.
+        "compaction": {"enabled": False},
     })
     system = "You are a helpful assistant for the bench project."
     db = workdir / f"bench-{n}.db"
@@ -196,14 +201,21 @@ def bench_size(n: int, turns: int, baseline_repeats: int, workdir: Path) -> dict
     session = kx.session(session_id=session.id, system_prompt=system)
     rng = random.Random(n)
 
-    async def drive() -> tuple[dict[str, float], list[dict[str, float]]]:
+    # Turn-end hooks installed by other engines (the compaction check) are timed apart.
+    hooks = list(session.after_turn_hooks)
+    session.after_turn_hooks.clear()
+
+    async def drive() -> tuple[dict[str, float], list[dict[str, float]], list[float]]:
         first = await one_turn(session, "what is the deadline?", reply_deltas(rng))
         runs = [await one_turn(session, f"question {i}: {words(rng, 5, 40)}",
                                reply_deltas(rng)) for i in range(turns)]
+        session.after_turn_hooks.extend(hooks)
+        hooked = [(await one_turn(session, f"hooked {i}", reply_deltas(rng)))["total"]
+                  for i in range(max(3, turns // 3))] if hooks else []
         await kx.aclose()
-        return first, runs
+        return first, runs, hooked
 
-    first, runs = asyncio.run(drive())
+    first, runs, hooked = asyncio.run(drive())
 
     lc = to_langchain(synthetic(n), system)  # the same messages (same seed)
     base = bench_baseline(lc, WINDOW - RESERVE, baseline_repeats) if baseline_repeats else None
@@ -219,7 +231,10 @@ def bench_size(n: int, turns: int, baseline_repeats: int, workdir: Path) -> dict
         "history_messages_in_context": runs[-1]["history_messages"],
         "context_tokens": runs[-1]["context_tokens"],
         "deltas_per_turn": len(reply_deltas(random.Random(0))),
+        "turn_end_hooks": len(hooks),
     }
+    if hooked:
+        result["turn_with_turn_end_hooks_ms"] = round(statistics.median(hooked) * 1000, 3)
     if base is not None:
         result["trim_messages_ms"] = round(base["seconds"] * 1000, 1)
         result["trim_messages_kept"] = base["kept_messages"]

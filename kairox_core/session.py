@@ -140,6 +140,27 @@ class Session:
         state.apply(read_compaction_events(self.kx.events_store, self.id, state.watermark))
         return state
 
+    def history_tokens(self, limit: int | None = None, *, profile: str | None = None) -> int:
+        """What the next turn's history costs: pinned facts, active summaries and the
+        history they do not replace, from stored counts and the session's history cache
+        (so a turn-end compaction check reads only what was appended since). Stops
+        counting once past ``limit``. Summary and pin framing is approximate (block
+        headers), history is exact."""
+        from kairox_core.context.rendering import item_unit, pinned_header, summary_header
+
+        state = self.refresh_compaction()
+        counter = self.assembler(profile).counter
+        total = sum(counter.raw_count(item_unit(pinned_header(f.fact_id), f.text))
+                    for f in state.pinned)
+        total += sum(counter.raw_count(item_unit(summary_header(s.seq, s.first_seq,
+                                                                s.last_seq), s.text))
+                     for s in state.summaries)
+        for unit in self._history.source(counter, skip=state.covered_ranges()):
+            total += unit.tokens
+            if limit is not None and total > limit:
+                break
+        return total
+
     async def retrieve(self, prompt: str, profile: str | None = None) -> tuple[list[Any], Any]:
         """Hits for ``prompt`` from the profile's composite retriever, and its report."""
         name = profile or self.profile

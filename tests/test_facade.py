@@ -156,6 +156,7 @@ async def test_after_turn_hook_runs_locked_and_compaction_hook_point(kx: Kairox)
     def install(session) -> None:
         session.after_turn_hooks.append(lambda sess, res: seen.append((sess.busy, res.text)))
 
+    kx.session_hooks.remove(kx.compactor.install)  # a bare session: no compaction engine
     s0 = kx.session(workspace="w1")
     with pytest.raises(KairoxError, match="no compaction strategy available"):
         await kx.compact_async(s0.id)
@@ -176,6 +177,7 @@ async def test_after_turn_hook_runs_locked_and_compaction_hook_point(kx: Kairox)
 
 
 def test_sync_wrappers(kx: Kairox) -> None:
+    kx.session_hooks.remove(kx.compactor.install)  # a bare session: no compaction engine
     s = kx.session(workspace="w1")
     result = s.run_turn_sync("hello", 'hi <memory scope="session">greeted</memory>',
                              tool_results=[{"tool_call_id": "c", "tool_name": "t",
@@ -272,3 +274,14 @@ def test_a_second_process_sees_memories_and_history(kairox_home: Path, tmp_path:
         turn = s.begin_turn_sync("where do I live?")
         assert "I moved to Oslo." in [m["content"] for m in turn.messages]
         turn.abort_sync()
+
+
+def test_history_tokens_for_the_turn_end_check(kx: Kairox) -> None:
+    s = kx.session(workspace="w1")
+    for i in range(6):
+        s.run_turn_sync(f"question {i} " * 10, f"answer {i} " * 10)
+    preview = s.preview_sync("")
+    assert s.history_tokens() == preview.trace.layer("history").tokens
+    assert 0 < s.history_tokens(limit=50) < s.history_tokens()
+    kx.events_store.append(FactPinned(session_id=s.id, fact_id="f", text="pinned words"))
+    assert s.history_tokens() > preview.trace.layer("history").tokens
