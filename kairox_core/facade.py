@@ -18,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from kairox_core.compaction.compactor import install as install_compaction
 from kairox_core.config import KairoxConfig, load_config, load_config_file
 from kairox_core.errors import KairoxError, KairoxUserError
 from kairox_core.events import Event, SessionStarted
@@ -49,6 +50,7 @@ class Kairox:
         self.approvals = ApprovalService(self.events_store, self.memories,
                                          max_body_chars=config.memory.max_body_chars)
         self.session_hooks: list[SessionHook] = []
+        self.compactor = install_compaction(self)  # kairox_core.compaction: on every session
         self._sessions: dict[str, Session] = {}
         self._closed = False
 

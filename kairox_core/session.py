@@ -314,6 +314,45 @@ class Session:
         return await self.compactor(self, first_seq=first_seq, last_seq=last_seq,
                                     trigger=trigger)
 
+    # pin / edit / drop: one event each, queued behind any turn or compaction in flight
+
+    async def pin_fact(self, text: str, *, source_seq: int | None = None) -> Any:
+        """Pin ``text``: included verbatim in every later turn, whatever compaction does."""
+        from kairox_core.compaction import edits
+
+        async with self._lock:
+            return edits.pin_fact(self, text, source_seq=source_seq)
+
+    async def edit_summary(self, summary_seq: int, text: str) -> Any:
+        """Replace an active summary's text (the original stays in the audit trail)."""
+        from kairox_core.compaction import edits
+
+        async with self._lock:
+            return edits.edit_summary(self, summary_seq, text)
+
+    async def drop_chunk(self, summary_seq: int, chunk_index: int) -> Any:
+        """Drop one chunk (line) of an active summary from what later turns see."""
+        from kairox_core.compaction import edits
+
+        async with self._lock:
+            return edits.drop_chunk(self, summary_seq, chunk_index)
+
+    def pin_fact_sync(self, text: str, *, source_seq: int | None = None) -> Any:
+        self._check_idle()
+        return run_sync(self.pin_fact(text, source_seq=source_seq))
+
+    def edit_summary_sync(self, summary_seq: int, text: str) -> Any:
+        self._check_idle()
+        return run_sync(self.edit_summary(summary_seq, text))
+
+    def drop_chunk_sync(self, summary_seq: int, chunk_index: int) -> Any:
+        self._check_idle()
+        return run_sync(self.drop_chunk(summary_seq, chunk_index))
+
+    def compact_sync(self, first_seq: int | None = None, last_seq: int | None = None) -> Any:
+        self._check_idle()
+        return run_sync(self.compact(first_seq, last_seq))
+
     async def switch_profile(self, profile: str) -> None:
         """Switch the session's profile; waits for any turn or compaction in flight."""
         async with self._lock:

@@ -143,7 +143,15 @@ class Compactor:
                                   f"A <= B (seqs as `kairox events` shows them)")
         self._running.add(session.id)
         try:
-            plan = self.plan(session, first_seq, last_seq)
+            try:
+                plan = self.plan(session, first_seq, last_seq)
+            except KairoxUserError:
+                raise
+            except Exception as exc:  # e.g. a bad [compaction] setting at turn end
+                if trigger == "manual":
+                    raise
+                return self._skip(session, f"could not plan: {type(exc).__name__}: {exc}",
+                                  trigger)
             if isinstance(plan, str):
                 return self._skip(session, plan, trigger)
             return await self._execute(session, plan, trigger)
@@ -200,6 +208,10 @@ class Compactor:
                 session_id=session.id, compaction_id=cid, reason=reason))
             result.reason = reason
             return result
+        except BaseException:  # cancelled: close the run in the audit, then go on unwinding
+            kx.events_store.append(ContextCompactionFailed(
+                session_id=session.id, compaction_id=cid, reason="cancelled"))
+            raise
         session.refresh_compaction()
         result.status, result.summary_seq = "completed", summary.seq
         result.tokens_in, result.tokens_out = summary.tokens_in, summary.tokens_out

@@ -54,20 +54,17 @@ async def run_strategy(
 ) -> StrategyOutcome:
     """Summarise ``prepared`` (the originals as the strategy should read them) together
     with the folded summaries' texts; redact; count."""
-    from kairox_core.compaction.base import CompactionRequest
     from kairox_core.compaction.redaction import redact_secrets
     from kairox_core.tokens import TokenCounter
 
     strategy = build_strategy(config, session)
-    state = session.compaction
-    request = CompactionRequest(
-        events=list(prepared),
-        previous_summaries=[s.text for s in folded],
-        target_tokens=config.compaction.target_tokens,
-        pinned=[f.text for f in state.pinned],
-        memory_keys=[m.key for m in session.memories() if m.key],
-    )
-    output = strategy.compact(request)
+    previous = [s.text for s in folded]
+    target = config.compaction.target_tokens
+    summarise = getattr(strategy, "summarise", None)
+    if callable(summarise):  # Kairox's own calling convention (model strategy, tests)
+        output = summarise(list(prepared), previous, target_tokens=target)
+    else:
+        output = strategy.compact(_request(session, prepared, previous, target))
     if inspect.isawaitable(output):
         output = await output
     text = getattr(output, "text", None)
@@ -87,4 +84,16 @@ async def run_strategy(
                                 config.compaction.strategy),
         model=getattr(output, "model", None), tokens_in=tokens_in,
         tokens_out=counter.count(text), usage=usage,
+    )
+
+
+def _request(session: Session, events: Sequence[Event], previous: list[str],
+             target: int) -> Any:
+    """A ``CompactionRequest`` for strategies written against compaction.base."""
+    from kairox_core.compaction.base import CompactionRequest
+
+    return CompactionRequest(
+        events=list(events), previous_summaries=previous, target_tokens=target,
+        pinned=[f.text for f in session.compaction.pinned],
+        memory_keys=[m.key for m in session.memories() if m.key],
     )

@@ -129,6 +129,7 @@ class CompactionState:
                 self._folded.update(event.folded_summaries)
             elif isinstance(event, SummaryEdited):
                 self._edits[event.summary_seq] = event.text
+                self._dropped.pop(event.summary_seq, None)  # the edit already lacks them
             elif isinstance(event, ChunkDropped):
                 self._dropped.setdefault(event.summary_seq, []).append(event.text)
 
@@ -145,8 +146,7 @@ class CompactionState:
                 continue
             text = self._edits.get(seq, summary.summary)
             for chunk in self._dropped.get(seq, ()):
-                if chunk.strip():
-                    text = text.replace(chunk, "", 1)
+                text = _drop_line(text, chunk)
             items.append(SummaryItem(seq=seq, first_seq=summary.first_seq,
                                      last_seq=summary.last_seq, text=text.strip(),
                                      strategy=summary.strategy))
@@ -161,6 +161,19 @@ class CompactionState:
             else:
                 merged.append((s.first_seq, s.last_seq))
         return merged
+
+
+def _drop_line(text: str, chunk: str) -> str:
+    """Blank the first line equal to ``chunk`` (chunks are lines, so numbering of the
+    other lines stays as it was)."""
+    if not chunk.strip():
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line == chunk:
+            lines[i] = ""
+            return "\n".join(lines)
+    return text
 
 
 def read_compaction_events(store: Any, session_id: str, after_seq: int = 0) -> list[Event]:

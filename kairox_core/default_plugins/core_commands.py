@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "kairox_core.cli.chat_cmd",
     "kairox_core.cli.memory_cmd",
     "kairox_core.cli.context_cmd",
+    "kairox_core.cli.compaction_cmd",
 )
 
 

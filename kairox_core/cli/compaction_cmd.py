@@ -1,0 +1,189 @@
+"""``kairox compact``, ``kairox events`` (the audit trail), ``kairox pin`` and
+``kairox summary show|edit|drop``: compaction and its corrections from the shell."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from kairox_core.cli.context import CliContext, pass_cli
+from kairox_core.errors import KairoxUserError
+
+
+@contextmanager
+def _session(cli_ctx: CliContext, session_id: str) -> Iterator[Any]:
+    from kairox_core.facade import Kairox, UnknownSessionError
+
+    if not cli_ctx.database.exists():
+        raise UnknownSessionError(
+            f"no session '{session_id}': the database {cli_ctx.database} does not exist yet")
+    with Kairox.open(cli_ctx.database, cli_ctx.config) as kx:
+        yield kx.get_session(session_id)
+
+
+def _parse_range(text: str | None) -> tuple[int | None, int | None]:
+    if not text:
+        return None, None
+    lo, sep, hi = text.partition(":")
+    try:
+        first = int(lo) if lo.strip() else None
+        last = int(hi) if hi.strip() else None
+    except ValueError:
+        first = last = -1
+    if not sep or first == -1 or (first is None and last is None) or \
+            (first is not None and first < 1) or (last is not None and last < 1):
+        raise KairoxUserError(
+            f"--range {text!r} is not a seq range; write A:B (inclusive, e.g. 5:40), A: or "
+            f":B, with seqs as `kairox events SESSION` shows them")
+    return first, last
+
+
+@click.command("compact")
+@click.argument("session_id", metavar="SESSION")
+@click.option("--range", "seq_range", metavar="A:B",
+              help="Compact only seqs A..B (inclusive, widened to whole exchanges).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@pass_cli
+def compact_command(cli_ctx: CliContext, session_id: str, seq_range: str | None,
+                    as_json: bool) -> None:
+    """Compact SESSION now: summarise its oldest stretch not yet compacted (keeping the
+    most recent exchanges), or the range given. Originals stay in the audit trail.
+    Exits 1 if the strategy failed."""
+    from rich.console import Console
+
+    first, last = _parse_range(seq_range)
+    console = Console(stderr=True)
+    status = f"compacting {session_id} with {cli_ctx.config.compaction.strategy}..."
+    with _session(cli_ctx, session_id) as session, console.status(status):
+        result = session.compact_sync(first, last)
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        click.echo(f"{result.status}: {result}" if result.ok else str(result))
+        for note in result.notes:
+            click.echo(f"note: {note}")
+    if result.status == "failed":
+        raise SystemExit(1)
+
+
+def _describe(event: Any) -> str:
+    """The interesting fields of an event, one line."""
+    payload = event.payload()
+    for noisy in ("tokens", "token_counter", "raw"):
+        payload.pop(noisy, None)
+    parts = []
+    for key, value in payload.items():
+        if value in (None, "", [], {}):
+            continue
+        text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+        text = text.replace("\n", " ⏎ ")
+        parts.append(f"{key}={text[:160] + '…' if len(text) > 160 else text}")
+    return "  ".join(parts)
+
+
+@click.command("events")
+@click.argument("session_id", metavar="SESSION")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per event (JSON lines).")
+@click.option("--type", "types", multiple=True, metavar="T",
+              help="Only events of this type (repeatable), e.g. --type CompactionSummary.")
+@pass_cli
+def events_command(cli_ctx: CliContext, session_id: str, as_json: bool,
+                   types: tuple[str, ...]) -> None:
+    """Show the audit trail of SESSION: every event in seq order, nothing ever deleted
+    (compaction summaries name the seq range they replace)."""
+    with _session(cli_ctx, session_id) as session:
+        events = session.kx.events_store.read(session_id, types=list(types) if types else None)
+    if as_json:
+        for event in events:
+            click.echo(json.dumps(event.to_dict(), ensure_ascii=False))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"events of {session_id}", show_lines=False)
+    table.add_column("seq", justify="right")
+    table.add_column("time")
+    table.add_column("type", style="bold")
+    table.add_column("details", overflow="fold")
+    for event in events:
+        when = dt.datetime.fromtimestamp(event.created_at).strftime("%Y-%m-%d %H:%M:%S")
+        table.add_row(str(event.seq), when, event.type, _describe(event))
+    Console().print(table)
+
+
+@click.command("pin")
+@click.argument("session_id", metavar="SESSION")
+@click.argument("text")
+@pass_cli
+def pin_command(cli_ctx: CliContext, session_id: str, text: str) -> None:
+    """Pin TEXT in SESSION: included verbatim in every later turn, through every
+    compaction (a FactPinned event)."""
+    with _session(cli_ctx, session_id) as session:
+        event = session.pin_fact_sync(text)
+    click.echo(f"pinned {event.fact_id} at seq {event.seq}")
+
+
+@click.group("summary")
+def summary_group() -> None:
+    """Look at and correct compaction summaries (each change is an event)."""
+
+
+@summary_group.command("show")
+@click.argument("session_id", metavar="SESSION")
+@pass_cli
+def summary_show(cli_ctx: CliContext, session_id: str) -> None:
+    """List SESSION's active summaries with their numbered chunks."""
+    with _session(cli_ctx, session_id) as session:
+        summaries = session.refresh_compaction().summaries
+    if not summaries:
+        click.echo("no active summaries (run `kairox compact SESSION`)")
+    for s in summaries:
+        click.echo(f"summary seq {s.seq} (replaces seqs {s.first_seq}-{s.last_seq}, "
+                   f"{s.strategy}):")
+        for i, chunk in enumerate(s.text.split("\n")):
+            if chunk.strip():
+                click.echo(f"  {i}: {chunk}")
+
+
+@summary_group.command("edit")
+@click.argument("session_id", metavar="SESSION")
+@click.argument("seq", type=int)
+@click.option("--text", help="The new summary text (default: open $EDITOR on the current).")
+@pass_cli
+def summary_edit(cli_ctx: CliContext, session_id: str, seq: int, text: str | None) -> None:
+    """Replace the text of the summary stored at SEQ; the next turn sees the edit and the
+    original stays in the audit trail (SummaryEdited)."""
+    from kairox_core.compaction.edits import active_summary
+
+    with _session(cli_ctx, session_id) as session:
+        if text is None:
+            current = active_summary(session, seq).text
+            text = click.edit(current)
+            if text is None or text.strip() == current.strip():
+                click.echo("unchanged: nothing recorded")
+                return
+        event = session.edit_summary_sync(seq, text)
+    click.echo(f"summary {seq} edited (SummaryEdited at seq {event.seq})")
+
+
+@summary_group.command("drop")
+@click.argument("session_id", metavar="SESSION")
+@click.argument("seq", type=int)
+@click.argument("chunk", type=int)
+@pass_cli
+def summary_drop(cli_ctx: CliContext, session_id: str, seq: int, chunk: int) -> None:
+    """Drop chunk CHUNK (a line, numbered as `kairox summary show` lists them) of the
+    summary stored at SEQ (ChunkDropped)."""
+    with _session(cli_ctx, session_id) as session:
+        event = session.drop_chunk_sync(seq, chunk)
+    click.echo(f"dropped chunk {chunk} of summary {seq}: {event.text}")
+
+
+def register(cli: click.Group) -> None:
+    for command in (compact_command, events_command, pin_command, summary_group):
+        cli.add_command(command)

@@ -1,0 +1,81 @@
+"""Edit a summary, pin a fact, drop a chunk of a summary: each one event, nothing deleted.
+
+The session methods (``Session.pin_fact``, ``edit_summary``, ``drop_chunk``) call these
+while holding the session, so an edit never lands in the middle of a turn or a
+compaction. A summary's *chunks* are the lines of its current text (after earlier edits
+and drops), numbered from 0 as ``kairox summary show`` and the Memory view list them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from kairox_core.context.sources import SummaryItem
+from kairox_core.errors import KairoxUserError
+from kairox_core.events import ChunkDropped, CompactionSummary, FactPinned, SummaryEdited
+
+if TYPE_CHECKING:
+    from kairox_core.session import Session
+
+
+def active_summary(session: Session, summary_seq: int) -> SummaryItem:
+    """The active summary stored at ``summary_seq``; a clear error otherwise."""
+    state = session.refresh_compaction()
+    for item in state.summaries:
+        if item.seq == summary_seq:
+            return item
+    folded_into = [s.seq for s in state.summaries]
+    stored = session.kx.events_store.read(session.id, first_seq=summary_seq,
+                                          last_seq=summary_seq)
+    if stored and isinstance(stored[0], CompactionSummary):
+        raise KairoxUserError(
+            f"summary {summary_seq} of session {session.id} was folded into a later "
+            f"summary; edit the active one instead (active: {folded_into or 'none'})")
+    raise KairoxUserError(
+        f"no compaction summary at seq {summary_seq} in session {session.id}; "
+        f"`kairox events {session.id} --type CompactionSummary` lists them")
+
+
+def chunks(text: str) -> list[str]:
+    return text.split("\n")
+
+
+def pin_fact(session: Session, text: str, *, source_seq: int | None = None) -> FactPinned:
+    text = text.strip()
+    if not text:
+        raise KairoxUserError("a pinned fact needs some text; give the fact to keep verbatim")
+    event = session.kx.events_store.append(FactPinned(
+        session_id=session.id, fact_id=f"f-{uuid.uuid4().hex[:10]}", text=text,
+        source_seq=source_seq))
+    session.refresh_compaction()
+    assert isinstance(event, FactPinned)
+    return event
+
+
+def edit_summary(session: Session, summary_seq: int, text: str) -> SummaryEdited:
+    text = text.strip()
+    if not text:
+        raise KairoxUserError("the edited summary is empty; to remove parts of it, drop "
+                              "chunks (`kairox summary drop`) instead")
+    item = active_summary(session, summary_seq)
+    event = session.kx.events_store.append(SummaryEdited(
+        session_id=session.id, summary_seq=summary_seq, text=text, previous_text=item.text))
+    session.refresh_compaction()
+    assert isinstance(event, SummaryEdited)
+    return event
+
+
+def drop_chunk(session: Session, summary_seq: int, chunk_index: int) -> ChunkDropped:
+    item = active_summary(session, summary_seq)
+    parts = chunks(item.text)
+    if not 0 <= chunk_index < len(parts) or not parts[chunk_index].strip():
+        listing = ", ".join(str(i) for i, c in enumerate(parts) if c.strip())
+        raise KairoxUserError(
+            f"summary {summary_seq} has no chunk {chunk_index}; its chunks are: {listing}")
+    event = session.kx.events_store.append(ChunkDropped(
+        session_id=session.id, summary_seq=summary_seq, chunk_index=chunk_index,
+        text=parts[chunk_index]))
+    session.refresh_compaction()
+    assert isinstance(event, ChunkDropped)
+    return event

@@ -1,0 +1,226 @@
+"""The compactor: planning in whole exchanges, provenance, folding, pin/edit/drop, events."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kairox_core import hookimpl
+from kairox_core.compaction.planning import Row, exchanges, oldest_stretch, with_folds
+from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig
+from kairox_core.context.sources import SummaryItem
+from kairox_core.errors import KairoxUserError
+from kairox_core.events import (
+    AssistantMessageCompleted,
+    ChunkDropped,
+    CompactionSummary,
+    ContextCompactionCompleted,
+    ContextCompactionSkipped,
+    ContextCompactionStarted,
+    Event,
+    FactPinned,
+    SummaryEdited,
+    UserMessageAdded,
+)
+from kairox_core.facade import Kairox
+
+
+class FirstLines:
+    """A deterministic test strategy: one line per user message (its first words)."""
+
+    def summarise(self, events: Sequence[Event], previous: Sequence[str], *,
+                  target_tokens: int) -> Any:
+        lines = [p for prev in previous for p in prev.split("\n") if p.strip()]
+        lines += [f"user: {' '.join(e.text.split()[:6])}" for e in events
+                  if isinstance(e, UserMessageAdded)]
+
+        class Out:
+            text = "\n".join(lines[-12:])
+            model = None
+            usage = None
+        return Out()
+
+
+class StrategyPlugin:
+    def __init__(self, name: str, factory: Callable[..., Any]) -> None:
+        self.name, self.factory = name, factory
+
+    @hookimpl
+    def kairox_register_compaction_strategies(self, register: Callable[..., None]) -> None:
+        register(self.name, self.factory)
+
+
+def small_config(strategy: str = "firstlines", **compaction: Any) -> KairoxConfig:
+    options = {"keep_recent_exchanges": 2, "target_tokens": 80, "strategy": strategy,
+               **compaction}
+    return KairoxConfig(
+        profiles={"default": ProfileConfig(model="gpt-4o", context_window=700, reserve=100),
+                  "tiny": ProfileConfig(model="gpt-4o", context_window=500, reserve=100)},
+        compaction=CompactionSection(**options),
+    )
+
+
+@pytest.fixture
+def strategies(register_plugin: Callable[[object, str], Any]) -> None:
+    register_plugin(StrategyPlugin("firstlines", lambda **kw: FirstLines()), "firstlines")
+
+
+@pytest.fixture
+def kx(kairox_home: Path, tmp_path: Path, strategies: None) -> Any:
+    k = Kairox.open(tmp_path / "kx.db", small_config())
+    yield k
+    k.close()
+
+
+def by_type(kx: Kairox, sid: str, cls: type[Event]) -> list[Any]:
+    return [e for e in kx.events(sid) if isinstance(e, cls)]
+
+
+def talk(session: Any, n: int, start: int = 0, words: int = 12) -> None:
+    for i in range(start, start + n):
+        body = " ".join(f"w{i}x{j}" for j in range(words))
+        session.run_turn_sync(f"question {i}: {body}", f"answer {i}: {body}")
+
+
+# --- planning (pure) -----------------------------------------------------------------------
+
+
+def rows(spec: str) -> list[Row]:
+    """'u a t a | u a' -> rows with seqs 1.., one turn per group."""
+    out: list[Row] = []
+    seq = 0
+    kinds = {"u": "UserMessageAdded", "a": "AssistantMessageCompleted",
+             "t": "ToolInvocationCompleted"}
+    for t, group in enumerate(spec.split("|")):
+        for k in group.split():
+            seq += 1
+            out.append(Row(seq, kinds[k], f"t{t}", 10))
+    return out
+
+
+def test_exchanges_keep_tool_call_with_its_turn() -> None:
+    exs = exchanges(rows("u t a | u a | u t t a"))
+    assert [(e.first_seq, e.last_seq) for e in exs] == [(1, 3), (4, 5), (6, 9)]
+
+
+def test_oldest_stretch_keeps_recent_and_stops_at_a_summary() -> None:
+    r = rows("u a | u a | u a | u a | u a")
+    stretch = oldest_stretch(r, [], keep_recent=2)
+    assert [(e.first_seq, e.last_seq) for e in stretch] == [(1, 2), (3, 4), (5, 6)]
+    # seqs 3-4 were summarised: the oldest stretch is turn 0 alone
+    left = [x for x in r if not 3 <= x.seq <= 4]
+    assert [(e.first_seq, e.last_seq) for e in oldest_stretch(left, [(3, 4)], 1)] == [(1, 2)]
+    assert oldest_stretch(r, [], keep_recent=5) == []
+
+
+def test_with_folds_widens_over_overlapped_and_earlier_summaries() -> None:
+    s1 = SummaryItem(seq=50, first_seq=1, last_seq=10, text="a")
+    s2 = SummaryItem(seq=60, first_seq=20, last_seq=30, text="b")
+    assert with_folds(25, 40, [s1, s2], fold_before=False) == (20, 40, (s2,))
+    assert with_folds(35, 40, [s1, s2], fold_before=True) == (1, 40, (s1, s2))
+    assert with_folds(35, 40, [s1, s2], fold_before=False) == (35, 40, ())
+
+
+# --- runs ----------------------------------------------------------------------------------
+
+
+def test_manual_compaction_of_a_range_leaves_newer_history(kx: Kairox) -> None:
+    kx.config.compaction  # noqa: B018 - the config is the small one
+    s = kx.session(workspace="w")
+    talk(s, 3, words=2)  # under the trigger: no automatic compaction
+    assert not by_type(kx, s.id, ContextCompactionStarted)
+    users = by_type(kx, s.id, UserMessageAdded)
+    result = kx.compact(s.id, users[0].seq, users[1].seq)  # widened to whole exchanges
+    assert result.ok, result
+    summary = by_type(kx, s.id, CompactionSummary)[0]
+    replies = by_type(kx, s.id, AssistantMessageCompleted)
+    assert (summary.first_seq, summary.last_seq) == (users[0].seq, replies[1].seq)
+    assert summary.strategy == "firstlines" and summary.tokens_in > 0 < summary.tokens_out
+    ctx = s.preview_sync("next")
+    text = "\n".join(str(m.get("content")) for m in ctx.messages)
+    assert "question 2" in text  # newer history intact, verbatim
+    assert "answer 0" not in text and "user: question 0:" in text  # summary in its place
+    assert len(by_type(kx, s.id, UserMessageAdded)) == 3  # originals stay
+
+
+def test_nothing_to_compact_is_skipped_with_a_reason(kx: Kairox) -> None:
+    s = kx.session(workspace="w")
+    talk(s, 2, words=2)
+    result = kx.compact(s.id)  # only the 2 recent exchanges: kept verbatim
+    assert result.status == "skipped" and "keep_recent_exchanges" in result.reason
+    skipped = by_type(kx, s.id, ContextCompactionSkipped)
+    assert skipped[-1].trigger == "manual"
+    with pytest.raises(KairoxUserError, match="is empty"):
+        kx.compact(s.id, 9, 3)
+
+
+def test_auto_compaction_folds_and_provenance_chains_back(tmp_path: Path,
+                                                         kairox_home: Path,
+                                                         strategies: None) -> None:
+    kx = Kairox.open(tmp_path / "f.db", small_config(summaries_share=0.05))
+    s = kx.session(workspace="w")
+    talk(s, 30)
+    summaries = by_type(kx, s.id, CompactionSummary)
+    assert len(summaries) >= 3
+    assert any(x.folded_summaries for x in summaries)
+    by_seq = {x.seq: x for x in summaries}
+    for x in summaries:  # a fold's range is the union of what it folded and its own stretch
+        for f in x.folded_summaries:
+            assert x.first_seq <= by_seq[f].first_seq and by_seq[f].last_seq <= x.last_seq
+    first_user = by_type(kx, s.id, UserMessageAdded)[0].seq
+    state = s.refresh_compaction()
+    assert state.covered_ranges()[0][0] == first_user  # the chain reaches the first turn
+    kx.close()
+
+
+def test_pin_edit_drop_are_events_and_the_next_turn_sees_them(kx: Kairox) -> None:
+    s = kx.session(workspace="w")
+    talk(s, 4, words=2)
+    assert kx.compact(s.id).ok
+    seq = s.refresh_compaction().summaries[0].seq
+    pin = s.pin_fact_sync("The launch code name is BLUE-HERON-7.")
+    assert isinstance(pin, FactPinned)
+    s.edit_summary_sync(seq, "first line kept\nsecond line to drop\nthird line")
+    dropped = s.drop_chunk_sync(seq, 1)
+    assert isinstance(dropped, ChunkDropped) and dropped.text == "second line to drop"
+    text = "\n".join(str(m.get("content")) for m in s.preview_sync("q").messages)
+    assert "The launch code name is BLUE-HERON-7." in text
+    assert "first line kept" in text and "third line" in text
+    assert "second line to drop" not in text
+    edited = by_type(kx, s.id, SummaryEdited)[0]
+    assert edited.previous_text.startswith("user: question 0")  # the original stays
+    with pytest.raises(KairoxUserError, match="no chunk 1"):
+        s.drop_chunk_sync(seq, 1)
+    with pytest.raises(KairoxUserError, match="no compaction summary at seq 2"):
+        s.edit_summary_sync(2, "x")
+    with pytest.raises(KairoxUserError, match="needs some text"):
+        s.pin_fact_sync("  ")
+    # a later edit starts from the text with the drop applied: the drop does not linger
+    s.edit_summary_sync(seq, "second line to drop")
+    assert s.refresh_compaction().summaries[0].text == "second line to drop"
+
+
+def test_on_compacted_callbacks_get_summary_and_originals(kx: Kairox) -> None:
+    seen: list[tuple[int, list[int]]] = []
+
+    async def index(session: Any, summary: CompactionSummary, originals: Any) -> None:
+        seen.append((summary.seq or 0, [e.seq for e in originals]))
+
+    def broken(session: Any, summary: Any, originals: Any) -> None:
+        raise RuntimeError("index down")
+
+    kx.compactor.on_compacted.extend([index, broken])
+    s = kx.session(workspace="w")
+    talk(s, 4, words=2)
+    result = kx.compact(s.id)
+    assert result.ok and "index down" in result.notes[0]
+    summary = by_type(kx, s.id, CompactionSummary)[0]
+    assert seen[0][0] == summary.seq
+    conversation = [e.seq for e in kx.events(s.id)
+                    if isinstance(e, UserMessageAdded | AssistantMessageCompleted)]
+    assert seen[0][1] == [q for q in conversation if summary.first_seq <= q <= summary.last_seq]
+    completed = by_type(kx, s.id, ContextCompactionCompleted)
+    assert completed[0].summary_seq == summary.seq
