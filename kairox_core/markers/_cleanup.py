@@ -21,12 +21,10 @@ _CLOSING_PUNCT = frozenset(".,;:!?)]}")
 
 
 class Cleaner:
-    __slots__ = ("after", "held", "last", "lstart", "out", "prev", "ws")
+    __slots__ = ("after", "held", "lstart", "out", "ws")
 
     def __init__(self) -> None:
-        self.out: list[str] = []
-        self.prev = "\n"  # the two most recent output pieces: a sentinel blank line
-        self.last = "\n"
+        self.out: list[str] = []  # output pieces, never empty strings
         self.held = ""  # trailing horizontal whitespace not yet output
         self.after = False  # right after a removed marker, collecting whitespace
         self.lstart = False  # that marker group began at the start of a line
@@ -34,12 +32,16 @@ class Cleaner:
 
     def _emit(self, piece: str) -> None:
         self.out.append(piece)
-        self.prev = self.last
-        self.last = piece
 
     def _tail2(self) -> str:
-        last = self.last
-        return last[-2:] if len(last) >= 2 else self.prev[-1:] + last
+        """The last two characters output; the start of the text counts as a blank line."""
+        out = self.out
+        if not out:
+            return "\n\n"
+        last = out[-1]
+        if len(last) >= 2:
+            return last[-2:]
+        return (out[-2][-1:] if len(out) >= 2 else "\n") + last
 
     def text(self, s: str) -> None:
         if self.after:

@@ -26,6 +26,14 @@ CANDIDATE = re.compile(r"<(?i:memory)(?=[ \t\r\n\f/>])")
 PARTIAL_CANDIDATE = re.compile(r"<(?i:m(?:e(?:m(?:o(?:r(?:y)?)?)?)?)?)?\Z")
 NESTED = re.compile(r"<(?i:memory)[ \t\r\n\f/>]")
 CLOSER = re.compile(r"</(?i:memory)" + _TWS + "{0," + str(CLOSER_MAX_WS) + "}>")
+# One element from its tag start: complete, self-closing, open (no closer) or a tag
+# never closed by '>' (``eoftag``). Always matches at a CANDIDATE.
+ELEMENT = re.compile(
+    r"(?P<el><(?i:memory)(?=[ \t\r\n\f/>])(?P<attrs>[^>]*?)(?P<sc>/" + _TWS + r"*)?>"
+    r"(?(sc)|(?:(?P<body>(?s:.*?))</(?i:memory)" + _TWS + "{0," + str(CLOSER_MAX_WS)
+    + "}>)?))"
+    + r"|(?P<eoftag><(?i:memory)(?=[ \t\r\n\f/>])[^>]*\Z)"
+)
 _ATTR = re.compile(
     _TWS + r"*([A-Za-z_:][-A-Za-z0-9_:.]*)" + _TWS + r"*=" + _TWS
     + r"""*(?:"([^"]*)"|'([^']*)')"""
@@ -120,10 +128,31 @@ def parse_attributes(attrs: str) -> dict[str, str] | InvalidMarker:
     return out
 
 
+_SCOPES = {s.value: s for s in MemoryScope}
+# The usual spellings, read in one step: scope then optional key, or key then scope.
+_COMMON_ATTRS = re.compile(
+    r"[ \t\r\n\f]+(?:scope=([\"'])(session|user|workspace)\1"
+    r"(?:[ \t\r\n\f]+key=([\"'])([A-Za-z0-9_.:-]{1,128})\3)?"
+    r"|key=([\"'])([A-Za-z0-9_.:-]{1,128})\5[ \t\r\n\f]+scope=([\"'])(session|user|workspace)\7)"
+    r"[ \t\r\n\f]*"
+)
+
+
 def build_element(
     raw: str, attrs_full: str, body_raw: str | None, max_body_chars: int
 ) -> MemoryMarker | InvalidMarker:
     """Judge one complete element. ``body_raw`` is None for a self-closing tag."""
+    if body_raw:
+        fast = _COMMON_ATTRS.fullmatch(attrs_full)
+        if fast is not None and "<" not in body_raw:  # nothing nested is possible
+            body = (html.unescape(body_raw) if "&" in body_raw else body_raw).strip()
+            if body and len(body) <= max_body_chars:
+                if fast.group(2) is not None:
+                    known, key = _SCOPES[fast.group(2)], fast.group(4)
+                else:
+                    known, key = _SCOPES[fast.group(8)], fast.group(6)
+                if key is not None or known is MemoryScope.SESSION:
+                    return MemoryMarker(known, key, body, raw)
     attrs = attrs_full.rstrip(TAG_WS)[:-1] if body_raw is None else attrs_full
     parsed = parse_attributes(attrs)
     if isinstance(parsed, InvalidMarker):
@@ -134,9 +163,8 @@ def build_element(
     if scope_value is None:
         return InvalidMarker(InvalidReason.MISSING_SCOPE, raw,
                              'add scope="session", "user" or "workspace"')
-    try:
-        scope = MemoryScope(scope_value.strip().lower())
-    except ValueError:
+    scope = _SCOPES.get(scope_value.strip().lower())
+    if scope is None:
         return InvalidMarker(InvalidReason.UNKNOWN_SCOPE, raw,
                              f"scope {scope_value!r} is not session, user or workspace")
     key = parsed.get("key")

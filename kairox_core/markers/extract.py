@@ -1,17 +1,16 @@
-"""Whole-text extraction: one compiled regex scan, one Python step per marker.
+"""Whole-text extraction: a fast search for the few places that matter.
 
-Each match of ``TOKEN`` is "everything up to the next marker" plus that marker. The
-prefix consumes, inside the regex engine, plain text, fenced code blocks, inline code
-spans and stray ``<``/backticks/tildes, so code never reaches Python and a marker in
-code is never seen. The prefix stops only at a ``<memory`` tag start outside code,
-where one of the marker branches always matches: the loop never backtracks.
+Fast searches (a compiled regex with a literal prefix, ``str.find``) find the only
+places that need Python: a ``<memory`` tag start, and three backticks or tildes (a
+possible fence). Everything between them is skipped at search speed.
 
-Code rules (CommonMark-like, decidable by the end of the line):
+Code rules (CommonMark-like; each is decided by the end of the line):
 * a run of 3+ backticks or tildes at the start of a line (after spaces/tabs) opens a
   fence (a backtick fence's info string has no backtick); it closes at a line holding
   only 3+ of the same character, at least as many as the opener; else at the end;
 * any other backtick run opens an inline span closed by the next run of exactly the
-  same length on the same line; with no such run it is literal text.
+  same length on the same line; with no such run it is literal text. Only the line of
+  a tag start is examined for spans, and only when a tag start is found.
 """
 
 from __future__ import annotations
@@ -19,9 +18,11 @@ from __future__ import annotations
 import re
 
 from kairox_core.markers._cleanup import Cleaner
+from kairox_core.markers._code import fence_closing, fence_opens, span_end
 from kairox_core.markers._grammar import (
-    CLOSER_MAX_WS,
+    CANDIDATE,
     DEFAULT_MAX_BODY_CHARS,
+    ELEMENT,
     InvalidMarker,
     InvalidReason,
     MarkerExtraction,
@@ -30,32 +31,8 @@ from kairox_core.markers._grammar import (
     check_limit,
 )
 
-_TWS = r"[ \t\r\n\f]"
-_FENCE_BT = (
-    r"(?P<fb>`{3,})(?!`)[^`\n]*(?=\n|\Z)"
-    r"(?:(?s:.*?)\n[ \t]*(?P=fb)`*[ \t\r]*(?=\n|\Z)|(?s:.*))"
-)
-_FENCE_TL = (
-    r"(?P<ft>~{3,})(?!~)[^\n]*"
-    r"(?:(?s:.*?)\n[ \t]*(?P=ft)~*[ \t\r]*(?=\n|\Z)|(?s:.*))"
-)
-_PREFIX = (
-    r"(?:"
-    r"(?:\n|(?<![^\n]))[ \t]*(?:" + _FENCE_BT + "|" + _FENCE_TL + ")"
-    r"|[^<`~\n]+(?:\n(?![ \t]*[`~])[^<`~\n]*)*"
-    r"|\n"
-    r"|(?P<cs>`+)(?!`)[^\n]*?(?<!`)(?P=cs)(?!`)"
-    r"|`+"
-    r"|~+"
-    r"|<(?!(?i:memory)[ \t\r\n\f/>])"
-    r")*"
-)
-_MARKER = (
-    r"(?P<el><(?i:memory)(?=[ \t\r\n\f/>])(?P<attrs>[^>]*?)(?P<sc>/" + _TWS + r"*)?>"
-    r"(?(sc)|(?:(?P<body>(?s:.*?))</(?i:memory)" + _TWS + "{0," + str(CLOSER_MAX_WS) + "}>)?))"
-    + r"|(?P<eoftag><(?i:memory)(?=[ \t\r\n\f/>])[^>]*\Z)"
-)
-TOKEN = re.compile(_PREFIX + r"(?:" + _MARKER + r"|\Z)")
+_BT3 = re.compile("```")
+_TL3 = re.compile("~~~")
 
 
 def extract_memory_markers(
@@ -73,40 +50,64 @@ def extract_memory_markers(
     cleaner = Cleaner()
     markers: list[MemoryMarker] = []
     invalid: list[InvalidMarker] = []
-    match = TOKEN.match
-    pos = 0
+    cand = CANDIDATE.search
+    n = len(text)
+    done = 0  # text before this has gone to the cleaner
+    pos = 0  # inline code spans are paired from here (after the last element or fence)
+    q = 0  # next place to look
+    next_tag = next_bt = next_tl = -1  # cached next event of each kind (-1: look again)
     while True:
-        m = match(text, pos)
-        assert m is not None  # the pattern always matches (possibly empty, at the end)
-        start = m.start("el")
-        if start < 0:
-            start = m.start("eoftag")
-            if start < 0:  # plain text to the end
-                if pos < len(text):
-                    cleaner.text(text[pos:])
-                break
-            if pos < start:
-                cleaner.text(text[pos:start])
-            cleaner.text(text[start:])
-            invalid.append(InvalidMarker(InvalidReason.UNTERMINATED, text[start:],
-                                         "the opening tag is never closed by '>'"))
+        if next_tag < q:
+            m = cand(text, q)
+            next_tag = m.start() if m is not None else n
+        if next_bt < q:
+            m = _BT3.search(text, q)  # a literal-prefix regex search beats str.find here
+            next_bt = m.start() if m is not None else n
+        if next_tl < q:
+            m = _TL3.search(text, q)
+            next_tl = m.start() if m is not None else n
+        i = min(next_tag, next_bt, next_tl)
+        if i >= n:
             break
-        if pos < start:
-            cleaner.text(text[pos:start])
-        end = m.end()
-        raw = text[start:end]
-        body = m.group("body")
-        if body is None and m.start("sc") < 0:  # opening tag without a closing tag
+        if i != next_tag:
+            run_end = fence_opens(text, i, True, True)
+            if run_end < 0:  # not a fence: its backticks may still pair on the line
+                q = i + 3
+                continue
+            q = pos = fence_closing(text, text[i], run_end - i, run_end)
+            continue
+        line_end = text.find("\n", i)
+        if line_end < 0:
+            line_end = n
+        covered = span_end(text, max(pos, text.rfind("\n", 0, i) + 1), i, line_end, True)
+        if covered > 0:  # the tag is inside an inline code span
+            q = pos = covered
+            continue
+        el = ELEMENT.match(text, i)
+        assert el is not None  # a tag start always matches one branch
+        if i > done:
+            cleaner.text(text[done:i])
+        end = el.end()
+        raw = text[i:end]
+        if el.start("eoftag") >= 0:
             cleaner.text(raw)
             invalid.append(InvalidMarker(InvalidReason.UNTERMINATED, raw,
-                                         "no </memory> closes this tag"))
+                                         "the opening tag is never closed by '>'"))
         else:
-            attrs_full = text[m.start("attrs"):m.end("sc") if body is None else m.end("attrs")]
-            result = build_element(raw, attrs_full, body, max_body_chars)
-            if isinstance(result, MemoryMarker):
-                markers.append(result)
+            body = el.group("body")
+            if body is None and el.start("sc") < 0:  # an opening tag never closed
+                cleaner.text(raw)
+                invalid.append(InvalidMarker(InvalidReason.UNTERMINATED, raw,
+                                             "no </memory> closes this tag"))
             else:
-                invalid.append(result)
-            cleaner.marker()
-        pos = end
+                attrs = text[el.start("attrs"):el.end("sc") if body is None else el.end("attrs")]
+                result = build_element(raw, attrs, body, max_body_chars)
+                if isinstance(result, MemoryMarker):
+                    markers.append(result)
+                else:
+                    invalid.append(result)
+                cleaner.marker()
+        done = q = pos = end
+    if done < n:
+        cleaner.text(text[done:])
     return MarkerExtraction(cleaner.eof(), markers, invalid)

@@ -1,15 +1,16 @@
 """Streaming extraction: the same grammar as ``extract_memory_markers``, fed in deltas.
 
 ``feed(delta)`` returns at once everything that cannot change any more. It holds back
-only a possible tag start (``<mem``...), an open element, the spaces before a
-possible marker, and, rarely, a ``<memory`` tag on a line whose earlier backtick run
-may still turn out to open a code span (decided when the line ends).
+only a possible tag start (``<mem``...), an open element, the blanks before a possible
+marker, a backtick or tilde run at a line start (it may grow into a fence), and,
+rarely, a tag on a line whose earlier backtick run may still close as a code span
+(decided by the end of that line).
 
-Cost: plain text with no ``<``, backtick or tilde takes a fast path (a few string
-operations); an open element is kept as a list of pieces and only the new delta (plus
-a short carry) is searched for ``</memory>``; a fence is followed line by line. No
-buffer is rescanned from its start except the current line while a tag on it waits
-for a code span to close.
+Cost: plain text with no ``<``, backtick or tilde takes a fast path of a few string
+operations. Inline code is not analysed as it streams: the current line is kept as a
+list of pieces and paired only when a tag start appears on it. An open element is a
+list of pieces and only each new delta (plus a short carry) is searched for
+``</memory>``; a fence is followed line by line. Nothing is rescanned from its start.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import re
 
 from kairox_core.markers._cleanup import HWS, Cleaner
+from kairox_core.markers._code import UNKNOWN, is_blank, run_end, span_end
 from kairox_core.markers._grammar import (
     CANDIDATE,
     CLOSER,
@@ -33,20 +35,7 @@ from kairox_core.markers._grammar import (
 
 _NORMAL, _FENCE, _ELEMENT = 0, 1, 2
 _SPECIAL = re.compile(r"[<`~]")
-_SPECIAL_NL = re.compile(r"[<`~\n]")
-_NON_BLANK = re.compile(r"[^ \t]")
-_BACKTICKS = re.compile(r"`+")
-_TILDES = re.compile(r"~+")
-_RUN_CACHE: dict[int, re.Pattern[str]] = {}
 _FENCE_CACHE: dict[tuple[str, int], tuple[re.Pattern[str], re.Pattern[str]]] = {}
-
-
-def _run_of(n: int) -> re.Pattern[str]:
-    """A backtick run of exactly ``n``: the closer of an inline span."""
-    pat = _RUN_CACHE.get(n)
-    if pat is None:
-        pat = _RUN_CACHE[n] = re.compile(r"(?<!`)`{" + str(n) + r"}(?!`)")
-    return pat
 
 
 def _fence_lines(char: str, n: int) -> tuple[re.Pattern[str], re.Pattern[str]]:
@@ -75,19 +64,14 @@ class MarkerStreamParser:
         self._c = Cleaner()
         self._mode = _NORMAL
         self._finished = False
-        # NORMAL / FENCE: unconsumed raw text and positions in it
-        self._pend = ""
-        self._pos = 0
-        self._emitted = 0  # raw text before this index has gone to the cleaner
-        self._line_text = False  # the raw line before _pend[0] has a non-blank character
-        self._tent = -1  # index of a backtick run whose span may still close on this line
-        self._tent_n = 0
-        self._fcand = False  # ... and it may open a backtick fence instead
+        self._pend = ""  # NORMAL: raw text held back (never yet shown)
+        self._ctx: list[str] = []  # the current line from where code spans pair
+        self._blank = True  # the raw line so far is only spaces/tabs
+        self._fcand = 0  # a line-start backtick run that may still open a fence
         self._fchar = "`"
         self._fn = 3
-        self._fdead = True  # the current fence line can no longer be a closing line
-        # ELEMENT: pieces of the open element
-        self._tag_parts: list[str] = []
+        self._fline: str | None = None  # fence: the line so far, while it may close
+        self._tag_parts: list[str] = []  # element: pieces of the open element
         self._tag = ""  # the complete opening tag once seen
         self._body_parts: list[str] = []
         self._carry = ""
@@ -105,36 +89,46 @@ class MarkerStreamParser:
             raise RuntimeError("MarkerStreamParser.feed() called after finish()")
         c = self._c
         if (
-            self._mode == _NORMAL and not self._pend and self._tent < 0 and not c.after
+            self._mode == _NORMAL and not self._pend and not self._fcand and not c.after
             and "<" not in delta and "`" not in delta and "~" not in delta
         ):
-            # Fast path: plain text. Track whether the line has text, hold trailing blanks.
+            # Fast path: plain text. Track the line, hold trailing blanks.
             nl = delta.rfind("\n")
             if nl >= 0:
-                self._line_text = _NON_BLANK.search(delta, nl + 1) is not None
-            elif not self._line_text:
-                self._line_text = _NON_BLANK.search(delta) is not None
+                tail = delta[nl + 1:]
+                self._ctx = [tail]
+                self._blank = not tail.strip(" \t")
+            else:
+                self._ctx.append(delta)
+                if self._blank and delta.strip(" \t"):
+                    self._blank = False
             t = delta.rstrip(HWS)
             if not t:
                 c.held += delta
                 return ""
-            held = delta[len(t):]
-            if c.held:
-                t = c.held + t
-            c.held = held
+            if len(t) == len(delta):
+                if c.held:
+                    t = c.held + t
+                    c.held = ""
+            else:
+                held = delta[len(t):]
+                if c.held:
+                    t = c.held + t
+                c.held = held
             c.out.append(t)
-            c.prev = c.last
-            c.last = t
             return t
         mark = len(c.out)
         if self._mode == _ELEMENT:
             rest = self._element(delta)
             if rest is None:
                 return ""
-            self._set_pend(rest)
+            self._process(rest, False)
+        elif self._mode == _FENCE:
+            self._process(delta, False)
         else:
-            self._pend = self._pend + delta if self._pend else delta
-        self._run(final=False)
+            s = self._pend + delta if self._pend else delta
+            self._pend = ""
+            self._process(s, False)
         return "".join(c.out[mark:])
 
     def finish(self) -> str:
@@ -142,189 +136,162 @@ class MarkerStreamParser:
         if self._finished:
             return ""
         mark = len(self._c.out)
-        while True:
-            if self._mode == _ELEMENT:
-                self._set_pend(self._release())
-            if self._tent >= 0:  # the line is complete now: decide again from the run
-                self._pos = self._tent
-                self._tent = -1
-                self._fcand = False
-            self._run(final=True)
-            if self._mode != _ELEMENT:
-                break
+        if self._mode == _ELEMENT:
+            self._process(self._release(), True)
+        else:
+            s = self._pend
+            self._pend = ""
+            self._process(s, True)
+        while self._mode == _ELEMENT:
+            self._process(self._release(), True)
         self._c.eof()
         self._finished = True
         return "".join(self._c.out[mark:])
 
     # --- scanning -------------------------------------------------------------------
 
-    def _set_pend(self, text: str) -> None:
-        self._mode = _NORMAL
-        self._pend = text
-        self._pos = self._emitted = 0
-        self._line_text = True  # after an element: its '>' is on this line
-        self._tent = -1
-        self._fcand = False
-
-    def _emit_to(self, j: int) -> None:
-        if j > self._emitted:
-            self._c.text(self._pend[self._emitted:j])
-            self._emitted = j
-
-    def _at_line_start(self, i: int) -> bool:
-        pend = self._pend
-        nl = pend.rfind("\n", 0, i)
-        if nl >= 0:
-            return _NON_BLANK.search(pend, nl + 1, i) is None
-        return not self._line_text and _NON_BLANK.search(pend, 0, i) is None
-
-    def _run(self, final: bool) -> None:
-        while True:
+    def _process(self, s: str | None, final: bool) -> None:
+        while s is not None:
             if self._mode == _NORMAL:
-                if not self._normal(final):
-                    break
+                s = self._normal(s, final)
             elif self._mode == _FENCE:
-                if not self._fence(final):
-                    break
+                s = self._fence(s)
             else:
-                return  # an element swallowed the rest
-        self._trim()
+                s = self._element(s)
 
-    def _trim(self) -> None:
-        pend = self._pend
-        keep = self._pos if self._tent < 0 else self._tent
-        if keep <= 0:
-            return
-        nl = pend.rfind("\n", 0, keep)
+    def _at_line_start(self, s: str, i: int) -> bool:
+        nl = s.rfind("\n", 0, i)
         if nl >= 0:
-            self._line_text = _NON_BLANK.search(pend, nl + 1, keep) is not None
-        elif not self._line_text:
-            self._line_text = _NON_BLANK.search(pend, 0, keep) is not None
-        self._pend = pend[keep:]
-        self._pos -= keep
-        self._emitted = max(0, self._emitted - keep)
-        if self._tent >= 0:
-            self._tent -= keep
+            return is_blank(s, nl + 1, i)
+        return self._blank and is_blank(s, 0, i)
 
-    def _normal(self, final: bool) -> bool:
-        """Scan in normal text. False: wait for input; True: the mode changed."""
-        pend = self._pend
-        n = len(pend)
-        pos = self._pos
-        while True:
-            m = (_SPECIAL_NL if self._tent >= 0 else _SPECIAL).search(pend, pos)
-            if m is None:
-                self._emit_to(n)
-                self._pos = n
-                return False
-            i = m.start()
-            ch = pend[i]
-            if ch == "\n":  # the line of a tentative run ended without its closer
-                if self._fcand:
-                    self._emit_to(i + 1)
-                    self._open_fence("`", self._tent_n, i + 1, dead=False)
-                    return True
-                self._tent = -1
-                pos = i + 1
-                continue
-            if ch == "<":
-                if n - i < 8 and not final and PARTIAL_CANDIDATE.match(pend, i):
-                    self._emit_to(i)
-                    self._pos = i
-                    return False
-                if CANDIDATE.match(pend, i) is None:
-                    pos = i + 1
-                    continue
-                if self._tent >= 0:  # in code or not: known when the line ends
-                    self._emit_to(i)
-                    self._pos = self._tent
-                    self._tent = -1
-                    self._fcand = False
-                    return False
-                self._emit_to(i)
-                rest = self._element(pend[i:])
-                if rest is None:
-                    self._pend = ""
-                    self._pos = self._emitted = 0
-                    return False
-                self._set_pend(rest)
-                pend = rest
-                n = len(pend)
-                pos = 0
-                continue
-            run = (_BACKTICKS if ch == "`" else _TILDES).match(pend, i)
-            assert run is not None
-            j = run.end()
-            if j == n and not final:  # the run may grow
-                self._emit_to(i)
-                self._pos = i
-                return False
-            size = j - i
-            if ch == "~":
-                if self._tent < 0 and size >= 3 and self._at_line_start(i):
-                    self._emit_to(j)
-                    self._open_fence("~", size, j, dead=True)
-                    return True
-                pos = j
-                continue
-            if self._tent >= 0:
-                if size == self._tent_n:
-                    self._tent = -1
-                self._fcand = False
-                pos = j
-                continue
-            nl = pend.find("\n", j)
-            line_end = nl if nl >= 0 else n
-            if size >= 3 and self._at_line_start(i) and pend.find("`", j, line_end) < 0:
-                if nl >= 0 or final:
-                    self._emit_to(j)
-                    self._open_fence("`", size, j, dead=True)
-                    return True
-                self._tent = i
-                self._tent_n = size
-                self._fcand = True
-                pos = j
-                continue
-            closer = _run_of(size).search(pend, j, line_end)
-            if closer is not None and (closer.end() < n or nl >= 0 or final):
-                pos = closer.end()  # a complete code span
-                continue
-            if nl >= 0 or final:
-                pos = j  # literal backticks
-                continue
-            self._tent = i
-            self._tent_n = size
-            self._fcand = False
-            pos = j
+    def _context(self, s: str, res: int, i: int, final: bool) -> int:
+        """Is the tag start at ``i`` in an inline code span? See ``span_end``."""
+        ls = s.rfind("\n", 0, i)
+        if ls >= 0 or res > 0:
+            base, off, start = s, 0, max(ls + 1, res)
+        else:
+            prefix = "".join(self._ctx)
+            base, off, start = prefix + s, len(prefix), 0
+        le = base.find("\n", i + off)
+        complete = le >= 0 or final
+        r = span_end(base, start, i + off, le if le >= 0 else len(base), complete)
+        return r - off if r > 0 else r
 
-    def _open_fence(self, char: str, n: int, pos: int, *, dead: bool) -> None:
+    def _open_fence(self, char: str, n: int) -> None:
         self._mode = _FENCE
         self._fchar = char
         self._fn = n
-        self._pos = pos
-        self._fdead = dead
-        self._tent = -1
-        self._fcand = False
+        self._fline = None  # the opening line cannot close the fence
+        self._fcand = 0
 
-    def _fence(self, final: bool) -> bool:
-        """Inside a fence: all text is visible; look for the closing line."""
-        pend = self._pend
-        closing, prefix = _fence_lines(self._fchar, self._fn)
-        pos = self._pos
+    def _normal(self, s: str, final: bool) -> str | None:
+        """Scan normal text; the rest of ``s`` if the mode changed, else None."""
+        c = self._c
+        n = len(s)
+        q = done = res = 0
+        hold = n
         while True:
-            nl = pend.find("\n", pos)
+            if self._fcand:
+                nl = s.find("\n", q)
+                if s.find("`", q, nl if nl >= 0 else n) >= 0:
+                    self._fcand = 0  # a backtick on the line: not a fence
+                elif nl >= 0 or final:
+                    end = nl + 1 if nl >= 0 else n
+                    if end > done:
+                        c.text(s[done:end])
+                    self._open_fence("`", self._fcand)
+                    self._fline = "" if nl >= 0 else None
+                    return s[end:] if end < n else None
+                else:
+                    m = CANDIDATE.search(s, q)
+                    if m is not None:
+                        hold = m.start()
+                    else:
+                        lt = s.rfind("<", max(q, n - 7))
+                        if lt >= 0 and PARTIAL_CANDIDATE.match(s, lt):
+                            hold = lt
+                    break
+            m = _SPECIAL.search(s, q)
+            if m is None:
+                break
+            i = m.start()
+            ch = s[i]
+            if ch == "<":
+                if n - i < 8 and not final and PARTIAL_CANDIDATE.match(s, i):
+                    hold = i
+                    break
+                if CANDIDATE.match(s, i) is None:
+                    q = i + 1
+                    continue
+                covered = self._context(s, res, i, final)
+                if covered == UNKNOWN:
+                    hold = i
+                    break
+                if covered > 0:
+                    q = res = covered
+                    continue
+                if i > done:
+                    c.text(s[done:i])
+                return self._element(s[i:])
+            j = run_end(s, i)
+            if j == n and not final and self._at_line_start(s, i):
+                hold = i  # may grow into a fence
+                break
+            if j - i >= 3 and self._at_line_start(s, i):
+                if ch == "~":
+                    self._emit_open(s, done, j, "~", j - i)
+                    return s[j:] if j < n else None
+                le = s.find("\n", j)
+                if s.find("`", j, le if le >= 0 else n) < 0:
+                    if le >= 0 or final:
+                        self._emit_open(s, done, j, "`", j - i)
+                        return s[j:] if j < n else None
+                    self._fcand = j - i
+            q = j
+        if hold > done:
+            c.text(s[done:hold])
+        nl = s.rfind("\n", 0, hold)
+        if nl >= 0:
+            self._ctx = [s[max(nl + 1, res):hold]]
+            self._blank = is_blank(s, nl + 1, hold)
+        else:
+            if res > 0:
+                self._ctx = [s[res:hold]]
+            else:
+                self._ctx.append(s[:hold])
+            if self._blank:
+                self._blank = is_blank(s, 0, hold)
+        self._pend = s[hold:]
+        return None
+
+    def _emit_open(self, s: str, done: int, j: int, char: str, n: int) -> None:
+        if j > done:
+            self._c.text(s[done:j])
+        self._open_fence(char, n)
+
+    def _fence(self, s: str) -> str | None:
+        """Inside a fence: all text is visible; look for the closing line."""
+        closing, prefix = _fence_lines(self._fchar, self._fn)
+        pos = 0
+        while True:
+            nl = s.find("\n", pos)
             if nl < 0:
-                if not self._fdead and prefix.fullmatch(pend, pos) is None:
-                    self._fdead = True
-                self._emit_to(len(pend))
-                self._pos = len(pend) if self._fdead else pos
-                return False
-            if not self._fdead and closing.fullmatch(pend, pos, nl) is not None:
-                self._emit_to(nl)
+                if self._fline is not None:
+                    self._fline += s[pos:]
+                    if prefix.fullmatch(self._fline) is None:
+                        self._fline = None
+                if s:
+                    self._c.text(s)
+                return None
+            if self._fline is not None and closing.fullmatch(self._fline + s[pos:nl]):
+                if nl:
+                    self._c.text(s[:nl])
                 self._mode = _NORMAL
-                self._pos = nl
-                return True
-            self._fdead = False
+                self._ctx = []
+                self._blank = False
+                return s[nl:]
+            self._fline = ""
             pos = nl + 1
 
     # --- elements -------------------------------------------------------------------
@@ -375,12 +342,19 @@ class MarkerStreamParser:
         else:
             self.invalid.append(result)
         self._c.marker()
+        self._after_element()
+
+    def _after_element(self) -> None:
+        self._mode = _NORMAL
+        self._ctx = []  # code spans pair from the element's end
+        self._blank = False  # its '>' is on this line
 
     def _release(self) -> str:
         """At the end: an unclosed element's opening tag becomes text; the body returns."""
         if not self._tag:
             raw = "".join(self._tag_parts)
             self._tag_parts = []
+            self._after_element()
             self._c.text(raw)
             self.invalid.append(InvalidMarker(InvalidReason.UNTERMINATED, raw,
                                               "the opening tag is never closed by '>'"))
@@ -390,6 +364,7 @@ class MarkerStreamParser:
         self._tag = ""
         self._body_parts = []
         self._carry = ""
+        self._after_element()
         self._c.text(tag)
         self.invalid.append(InvalidMarker(InvalidReason.UNTERMINATED, tag,
                                           "no </memory> closes this tag"))

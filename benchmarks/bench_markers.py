@@ -1,0 +1,189 @@
+"""Benchmark: <memory> marker extraction, whole text and streaming (issue 3).
+
+A deterministic ~1 MB model response (prose paragraphs, inline code, fenced code
+blocks, stray ``<`` and backticks, and 500 markers, about one in ten invalid) is
+processed in the same run by:
+
+- baseline: one ``re.sub`` pass removing ``<memory ...>...</memory>`` from the text;
+- ``extract_memory_markers`` on the whole text (goal: within 3x of the baseline);
+- ``MarkerStreamParser`` fed 4-token deltas (o200k_base, as ``TokenCounter`` counts)
+  (goal: at least 20 MB/s), with microseconds per ``feed()``;
+- plain deltas (no ``<`` or backtick) through ``feed()`` next to appending the same
+  deltas to a list, to show the fast path costs about a string append.
+
+Times are the best of ``--repeat`` runs.
+
+    python benchmarks/bench_markers.py [--size-mb 1] [--markers 500] [--repeat 5] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+import time
+from collections.abc import Callable
+
+from kairox_core.markers import MarkerStreamParser, extract_memory_markers
+from kairox_core.tokens import DEFAULT_ENCODING, get_encoding
+
+WORDS = (
+    "the a we will need to check config file server request model memory context token "
+    "budget user session answer because which value returns list error retry cache index "
+    "database query latency should could might also then after before while during"
+).split()
+BASELINE = re.compile(r"<memory\b[^>]*>.*?</memory>", re.S | re.I)
+
+
+def sentence(rnd: random.Random) -> str:
+    words = [rnd.choice(WORDS) for _ in range(rnd.randint(6, 18))]
+    if rnd.random() < 0.3:
+        words.insert(rnd.randrange(len(words)), f"`{rnd.choice(WORDS)}_{rnd.randint(0, 99)}()`")
+    if rnd.random() < 0.05:
+        words.insert(rnd.randrange(len(words)), "a < b")
+    return " ".join(words).capitalize() + "."
+
+
+def marker(rnd: random.Random, i: int) -> str:
+    body = " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(4, 20)))
+    kind = i % 10
+    if kind == 0:
+        return f'<memory scope="user">{body}</memory>'  # invalid: no key
+    if kind < 4:
+        return f'<memory scope="session">{body}</memory>'
+    if kind < 7:
+        return f'<memory scope="user" key="pref.{i}">{body} &amp; more</memory>'
+    return f"<memory key='ws:{i}'\n  scope='workspace'>\n{body}\n</memory>"
+
+
+def make_response(size: int, n_markers: int, seed: int = 7) -> str:
+    rnd = random.Random(seed)
+    paragraphs: list[str] = []
+    total = 0
+    while total < size:
+        if rnd.random() < 0.08:
+            code = "\n".join(
+                f"    x_{j} = compute({rnd.choice(WORDS)!r}) if a < b else `y`" for j in range(8)
+            )
+            para = f"```python\n{code}\n```"
+        else:
+            para = " ".join(sentence(rnd) for _ in range(rnd.randint(2, 6)))
+        paragraphs.append(para)
+        total += len(para) + 2
+    for i in range(n_markers):
+        at = rnd.randrange(len(paragraphs))
+        if rnd.random() < 0.5 and not paragraphs[at].startswith("```"):
+            paragraphs[at] += " " + marker(rnd, i)
+        else:
+            paragraphs.insert(at, marker(rnd, i))
+    return "\n\n".join(paragraphs)
+
+
+def token_deltas(text: str, per_delta: int = 4) -> list[str]:
+    enc = get_encoding(DEFAULT_ENCODING)
+    tokens = enc.encode(text, disallowed_special=())
+    _, offsets = enc.decode_with_offsets(tokens)
+    cuts = [offsets[i] for i in range(per_delta, len(offsets), per_delta)]
+    bounds = [0, *sorted(set(c for c in cuts if 0 < c < len(text))), len(text)]
+    return [text[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def best(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def stream(deltas: list[str]) -> MarkerStreamParser:
+    parser = MarkerStreamParser()
+    feed = parser.feed
+    for d in deltas:
+        feed(d)
+    parser.finish()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size-mb", type=float, default=1.0)
+    ap.add_argument("--markers", type=int, default=500)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--json", action="store_true", help="print only the JSON result")
+    args = ap.parse_args(argv)
+
+    text = make_response(int(args.size_mb * 1_000_000), args.markers)
+    mb = len(text.encode()) / 1e6
+    deltas = token_deltas(text)
+
+    whole = extract_memory_markers(text)
+    streamed = stream(deltas)
+    assert streamed.visible == whole.visible and streamed.markers == whole.markers
+    assert streamed.invalid == whole.invalid
+    assert len(whole.markers) + len(whole.invalid) == args.markers
+
+    t_sub = best(lambda: BASELINE.sub("", text), args.repeat)
+    t_whole = best(lambda: extract_memory_markers(text), args.repeat)
+    t_stream = best(lambda: stream(deltas), args.repeat)
+
+    plain = [d for d in deltas if "<" not in d and "`" not in d and "~" not in d]
+
+    def feed_plain() -> None:
+        feed = MarkerStreamParser().feed
+        for d in plain:
+            feed(d)
+
+    def append_plain() -> None:
+        out: list[str] = []
+        append = out.append
+        for d in plain:
+            append(d)
+
+    t_plain = best(feed_plain, args.repeat)
+    t_append = best(append_plain, args.repeat)
+
+    result = {
+        "response_mb": round(mb, 3),
+        "markers": len(whole.markers),
+        "invalid": len(whole.invalid),
+        "re_sub_ms": round(t_sub * 1e3, 3),
+        "re_sub_mb_s": round(mb / t_sub, 1),
+        "whole_ms": round(t_whole * 1e3, 3),
+        "whole_mb_s": round(mb / t_whole, 1),
+        "whole_vs_re_sub": round(t_whole / t_sub, 2),
+        "whole_goal_max_ratio": 3.0,
+        "stream_deltas": len(deltas),
+        "stream_ms": round(t_stream * 1e3, 2),
+        "stream_mb_s": round(mb / t_stream, 1),
+        "stream_goal_min_mb_s": 20.0,
+        "stream_us_per_feed": round(t_stream / len(deltas) * 1e6, 3),
+        "plain_feed_us": round(t_plain / len(plain) * 1e6, 3),
+        "plain_append_us": round(t_append / len(plain) * 1e6, 3),
+    }
+    result["whole_ok"] = result["whole_vs_re_sub"] <= 3.0
+    result["stream_ok"] = result["stream_mb_s"] >= 20.0
+    if not args.json:
+        rows = [
+            ("response", f"{mb:.2f} MB, {len(whole.markers)} markers + "
+                         f"{len(whole.invalid)} invalid, {len(deltas)} deltas of 4 tokens"),
+            ("re.sub baseline", f"{result['re_sub_ms']} ms ({result['re_sub_mb_s']} MB/s)"),
+            ("extract_memory_markers", f"{result['whole_ms']} ms ({result['whole_mb_s']} MB/s)"
+                                       f" = {result['whole_vs_re_sub']}x re.sub (goal <= 3x)"),
+            ("MarkerStreamParser", f"{result['stream_ms']} ms = {result['stream_mb_s']} MB/s "
+                                   f"(goal >= 20), {result['stream_us_per_feed']} us/feed"),
+            ("plain feed() vs append", f"{result['plain_feed_us']} us vs "
+                                       f"{result['plain_append_us']} us per delta"),
+        ]
+        width = max(len(r[0]) for r in rows)
+        for name, value in rows:
+            print(f"{name:<{width}}  {value}")
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
