@@ -31,7 +31,6 @@ from kairox_core.compaction.planning import (
     with_folds,
 )
 from kairox_core.compaction.strategies import StrategyOutcome, run_strategy
-from kairox_core.context.history import EventHistory
 from kairox_core.errors import KairoxUserError
 from kairox_core.events import (
     CompactionSummary,
@@ -97,21 +96,6 @@ class Compactor:
 
     # --- the turn-end check ----------------------------------------------------------------
 
-    def history_tokens(self, session: Session, limit: int | None = None) -> int:
-        """What the next turn's history costs: pinned facts, active summaries and the
-        history they do not replace (stored counts; stops once past ``limit``)."""
-        state = session.refresh_compaction()
-        counter = session.assembler().counter
-        total = sum(counter.raw_count(f.text) + 8 for f in state.pinned)
-        total += sum(counter.raw_count(s.text) + 16 for s in state.summaries)
-        history = EventHistory(self.kx.events_store, session.id, counter,
-                               skip=state.covered_ranges())
-        for unit in history.newest_first():
-            total += unit.tokens
-            if limit is not None and total > limit:
-                break
-        return total
-
     def trigger_tokens(self, session: Session) -> int:
         _, profile = self.kx.config.resolve_profile(session.profile)
         return int(profile.compaction_trigger * profile.budget)
@@ -119,7 +103,7 @@ class Compactor:
     async def after_turn(self, session: Session, result: TurnResult | None = None) -> None:
         """Compact before the next input when the next turn would pass the trigger."""
         limit = self.trigger_tokens(session)
-        if self.history_tokens(session, limit) <= limit:
+        if session.history_tokens(limit) <= limit:
             return
         if not self.kx.config.compaction.enabled:
             self._skip(session, "the history passed the compaction trigger but compaction "
