@@ -96,11 +96,11 @@ def test_summaries_replace_their_range_and_before_seq_hides_the_prompt(tmp_path:
 def test_compaction_state_folds_edits_drops_and_pins() -> None:
     state = CompactionState()
     events = [
-        CompactionSummary(session_id="s", seq=10, compaction_id="a", summary="A1. A2.",
+        CompactionSummary(session_id="s", seq=10, compaction_id="a", summary="A1.\nA2.",
                           first_seq=1, last_seq=5, strategy="x"),
         FactPinned(session_id="s", seq=11, fact_id="f1", text="Budget is 5k."),
-        SummaryEdited(session_id="s", seq=12, summary_seq=10, text="A1 edited. A2.",
-                      previous_text="A1. A2."),
+        SummaryEdited(session_id="s", seq=12, summary_seq=10, text="A1 edited.\nA2.",
+                      previous_text="A1.\nA2."),
         CompactionSummary(session_id="s", seq=20, compaction_id="b", summary="B.",
                           first_seq=12, last_seq=15, strategy="x"),
         ChunkDropped(session_id="s", seq=21, summary_seq=10, chunk_index=1, text="A2."),
