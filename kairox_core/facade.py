@@ -4,7 +4,22 @@
 between the event store, the memory store and the approval flow (so an approval's
 memory write and its events commit together). Everything is read from the database
 each turn, never cached across processes: a second process on the same file sees the
-same memories and history on its next turn.
+same memories and history on its next turn (a session handle keeps only the recent end
+of its history in memory and reads whatever was appended since, by anyone).
+
+    from kairox_core import Kairox
+
+    with Kairox.open("kairox.db", "kairox.toml") as kx:
+        session = kx.session(workspace="docs", profile="default")
+        turn = await session.begin_turn("What did we decide about the launch?")
+        async for delta in model.stream(turn.messages):   # any chat model
+            print(turn.feed(delta), end="")                # <memory> markup removed
+        result = await turn.complete()                     # events, proposals, hooks
+        for p in kx.approvals.pending():                   # user/workspace memories
+            kx.approvals.accept(p.id)
+
+    # scripts and tests: session.run_turn_sync(prompt, reply_text), or
+    # begin_turn_sync / feed / complete_sync; `kairox context SESSION` shows the layers.
 """
 
 from __future__ import annotations
