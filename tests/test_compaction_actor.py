@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kairox_core import hookimpl
+from kairox_core.compaction.base import CompactionOutput, CompactionRequest
 from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig
 from kairox_core.context.errors import ContextBudgetExceeded
 from kairox_core.events import (
@@ -28,34 +29,28 @@ from kairox_core.facade import Kairox
 from kairox_core.providers.scripted import ScriptedProvider
 
 
-class Out:
-    def __init__(self, text: str) -> None:
-        self.text, self.model, self.usage = text, None, None
-
-
 class Gated:
     """Summarises only once ``gate`` is set (an asyncio.Event made by the test)."""
 
     gate: asyncio.Event | None = None
     entered: asyncio.Event | None = None
 
-    async def summarise(self, events: Sequence[Event], previous: Sequence[str], *,
-                        target_tokens: int) -> Out:
+    async def summarize(self, request: CompactionRequest) -> CompactionOutput:
         assert Gated.gate is not None and Gated.entered is not None
         Gated.entered.set()
         await Gated.gate.wait()
-        return Out(f"{len(events)} events summarised")
+        return CompactionOutput(f"{len(request.events)} events summarised")
 
 
 class Boom:
-    def summarise(self, *args: Any, **kw: Any) -> Out:
+    async def summarize(self, request: CompactionRequest) -> CompactionOutput:
         raise RuntimeError("strategy exploded")
 
 
 class Plain:
-    def summarise(self, events: Sequence[Event], previous: Sequence[str], *,
-                  target_tokens: int) -> Out:
-        return Out("\n".join([*previous, f"{len(events)} events"]))
+    def summarize(self, request: CompactionRequest) -> CompactionOutput:  # sync is fine too
+        return CompactionOutput("\n".join([*request.previous_summaries,
+                                           f"{len(request.events)} events"]))
 
 
 class StrategyPlugin:

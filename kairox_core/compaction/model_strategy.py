@@ -12,16 +12,10 @@ far), so a small model's context is never overrun. Usage from every call is summ
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from kairox_core.compaction.base import CompactionOutput, CompactionRequest, HistoryItem
 from kairox_core.config import KairoxConfig
-from kairox_core.events import (
-    AssistantMessageCompleted,
-    Event,
-    ToolInvocationCompleted,
-    UserMessageAdded,
-)
 from kairox_core.providers.base import ModelProvider, TokenUsage
 from kairox_core.tokens import TokenCounter
 
@@ -37,25 +31,16 @@ SYSTEM_PROMPT = (
 DEFAULT_MAX_INPUT_TOKENS = 6000
 
 
-@dataclass(frozen=True)
-class ModelSummary:
-    text: str
-    model: str
-    usage: dict[str, int]
-    strategy: str = "model"
-
-
-def render_event(event: Event, limit_chars: int = 4000) -> str:
-    """One transcript line for a conversation event (others render empty)."""
-    if isinstance(event, UserMessageAdded):
-        return f"User: {event.text}"
-    if isinstance(event, AssistantMessageCompleted):
-        return f"Assistant: {event.text}"
-    if isinstance(event, ToolInvocationCompleted):
-        result = event.result if len(event.result) <= limit_chars else (
-            event.result[:limit_chars] + " [...]")
-        return f"Tool {event.tool_name}({event.arguments}) returned: {result}"
-    return ""
+def render_item(item: HistoryItem, limit_chars: int = 4000) -> str:
+    """One transcript line for a history item (a long tool result is cut)."""
+    if item.role == "user":
+        return f"User: {item.text}"
+    if item.role == "assistant":
+        return f"Assistant: {item.text}"
+    if item.role == "tool":
+        text = item.text if len(item.text) <= limit_chars else item.text[:limit_chars] + " [...]"
+        return f"Tool {item.name or 'call'} returned: {text}"
+    return item.text
 
 
 def windows(lines: Sequence[str], max_tokens: int, counter: TokenCounter) -> list[str]:
@@ -104,15 +89,15 @@ class ModelStrategy:
                                           profile=self.profile)
         return self._provider
 
-    async def summarise(
-        self, events: Sequence[Event], previous: Sequence[str] = (), *,
-        target_tokens: int | None = None,
-    ) -> ModelSummary:
-        target = target_tokens or self.config.compaction.target_tokens
-        counter = TokenCounter()
-        lines = [line for line in (render_event(e) for e in events) if line]
-        summary = "\n".join(p.strip() for p in previous if p.strip())
+    async def summarize(self, request: CompactionRequest) -> CompactionOutput:
+        """Summary of ``request.items`` (earlier summaries first) in rolling windows."""
+        target = request.target_tokens
+        counter = request.counter
+        items = request.items
+        summary = "\n".join(i.text.strip() for i in items if i.role == "summary" and i.text)
+        lines = [render_item(i) for i in items if i.role != "summary" and i.text.strip()]
         provider = self.provider()
+        model = provider.model
         prompt_tokens = completion_tokens = 0
         try:
             room = max(256, self.max_input_tokens - counter.count(summary) - target)
@@ -128,14 +113,17 @@ class ModelStrategy:
                 usage: TokenUsage = result.usage
                 prompt_tokens += usage.prompt_tokens
                 completion_tokens += usage.completion_tokens
+                model = result.model or model
         finally:
             if self._owned and self._provider is not None:
                 await self._provider.close()
                 self._provider = None
         if not summary:
             raise ValueError(f"model provider '{provider.name}' returned an empty summary")
-        return ModelSummary(summary, provider.model, {"prompt_tokens": prompt_tokens,
-                                                      "completion_tokens": completion_tokens})
+        return CompactionOutput(
+            summary, model, tokens_in=sum(counter.count(line) for line in lines),
+            tokens_out=counter.count(summary), strategy=self.name,
+            usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
 
 
 def create(**options: Any) -> ModelStrategy:

@@ -54,46 +54,38 @@ async def run_strategy(
 ) -> StrategyOutcome:
     """Summarise ``prepared`` (the originals as the strategy should read them) together
     with the folded summaries' texts; redact; count."""
+    from kairox_core.compaction.base import CompactionRequest, as_output
     from kairox_core.compaction.redaction import redact_secrets
     from kairox_core.tokens import TokenCounter
 
     strategy = build_strategy(config, session)
-    previous = [s.text for s in folded]
-    target = config.compaction.target_tokens
-    summarise = getattr(strategy, "summarise", None)
-    if callable(summarise):  # Kairox's own calling convention (model strategy, tests)
-        output = summarise(list(prepared), previous, target_tokens=target)
-    else:
-        output = strategy.compact(_request(session, prepared, previous, target))
-    if inspect.isawaitable(output):
-        output = await output
-    text = getattr(output, "text", None)
-    if not isinstance(text, str):
-        raise CompactionStrategyError(
-            f"strategy {config.compaction.strategy!r} returned {type(output).__name__}, "
-            f"not a summary with .text")
-    text = redact_secrets(text).strip()
     counter = TokenCounter()
+    request = CompactionRequest(
+        events=list(prepared), previous_summaries=[s.text for s in folded],
+        target_tokens=config.compaction.target_tokens,
+        pinned=[f.text for f in session.compaction.pinned],
+        memory_keys=[m.key for m in session.memories() if m.key], counter=counter,
+    )
+    call = getattr(strategy, "summarize", None) or getattr(strategy, "compact", None)
+    if not callable(call):
+        raise CompactionStrategyError(
+            f"strategy {config.compaction.strategy!r} has no summarize(request) method")
+    raw = call(request)
+    if inspect.isawaitable(raw):
+        raw = await raw
+    try:
+        output = as_output(raw, config.compaction.strategy)
+    except TypeError as exc:
+        raise CompactionStrategyError(str(exc)) from None
+    text = output.text
+    text = redact_secrets(text).strip()
     tokens_in = sum(int(getattr(e, "tokens", 0) or 0) for e in originals)
     tokens_in += sum(counter.count(s.text) for s in folded)
-    usage = getattr(output, "usage", None)
+    usage: Any = output.usage
     if usage is not None and not isinstance(usage, dict):
         usage = usage.as_dict() if hasattr(usage, "as_dict") else dict(usage)
     return StrategyOutcome(
-        text=text, strategy=str(getattr(output, "strategy", None) or
-                                config.compaction.strategy),
-        model=getattr(output, "model", None), tokens_in=tokens_in,
-        tokens_out=counter.count(text), usage=usage,
+        text=text, strategy=output.strategy or config.compaction.strategy,
+        model=output.model, tokens_in=tokens_in, tokens_out=counter.count(text), usage=usage,
     )
 
-
-def _request(session: Session, events: Sequence[Event], previous: list[str],
-             target: int) -> Any:
-    """A ``CompactionRequest`` for strategies written against compaction.base."""
-    from kairox_core.compaction.base import CompactionRequest
-
-    return CompactionRequest(
-        events=list(events), previous_summaries=previous, target_tokens=target,
-        pinned=[f.text for f in session.compaction.pinned],
-        memory_keys=[m.key for m in session.memories() if m.key],
-    )
