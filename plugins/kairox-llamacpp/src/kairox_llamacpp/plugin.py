@@ -1,0 +1,18 @@
+"""Registers the ``llamacpp`` model provider; llama_cpp is imported only when used."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kairox_core.hookspecs import Register, hookimpl
+
+
+def _create(config: Any) -> Any:
+    from kairox_llamacpp.provider import LlamaCppProvider
+
+    return LlamaCppProvider.from_config(config)
+
+
+@hookimpl
+def kairox_register_model_providers(register: Register) -> None:
+    register("llamacpp", _create)
