@@ -28,7 +28,7 @@ PLUGIN_PREINSTALL_NODEPS: dict[str, list[str]] = {
 }
 PLUGIN_ENV: dict[str, dict[str, str]] = {
     # llama.cpp compiled for this CPU family crashes elsewhere: build portable code
-    "kairox-llamacpp": {"CMAKE_ARGS": "-DGGML_NATIVE=OFF"},
+    "kairox-llamacpp": {"CMAKE_ARGS": "-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF"},
 }
 
 # The retrieval plugins side by side in one virtualenv, for the cross-plugin tests in
