@@ -19,6 +19,7 @@ Times are the best of ``--repeat`` runs.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import re
@@ -29,11 +30,12 @@ from collections.abc import Callable
 from kairox_core.markers import MarkerStreamParser, extract_memory_markers
 from kairox_core.tokens import DEFAULT_ENCODING, get_encoding
 
-WORDS = (
+VOCABULARY = (
     "the a we will need to check config file server request model memory context token "
     "budget user session answer because which value returns list error retry cache index "
     "database query latency should could might also then after before while during"
-).split()
+)
+WORDS = VOCABULARY.split(" ")
 BASELINE = re.compile(r"<memory\b[^>]*>.*?</memory>", re.S | re.I)
 
 
@@ -87,7 +89,7 @@ def token_deltas(text: str, per_delta: int = 4) -> list[str]:
     _, offsets = enc.decode_with_offsets(tokens)
     cuts = [offsets[i] for i in range(per_delta, len(offsets), per_delta)]
     bounds = [0, *sorted(set(c for c in cuts if 0 < c < len(text))), len(text)]
-    return [text[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    return [text[a:b] for a, b in itertools.pairwise(bounds) if b > a]
 
 
 def best(fn: Callable[[], object], repeat: int) -> float:

@@ -1,0 +1,100 @@
+"""The compaction strategy interface.
+
+A strategy turns a stretch of old history into one summary. The compactor builds a
+``CompactionRequest`` (the original events, the texts of earlier summaries being
+folded, pinned facts, approved memory keys, a token target and the counter to measure
+it with) and awaits ``strategy.summarize(request)``. A model-based strategy renders
+``request.items`` into a prompt and calls a ``ModelProvider`` (providers/base.py),
+reporting the model and its usage; the built-in ``extractive`` strategy needs no model.
+Secrets are redacted by the compactor from whatever a strategy returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from kairox_core.events import (
+    AssistantMessageCompleted,
+    Event,
+    ToolInvocationCompleted,
+    UserMessageAdded,
+)
+from kairox_core.tokens import TokenCounter
+
+
+@dataclass(frozen=True)
+class HistoryItem:
+    """One message of the stretch being compacted, as a strategy reads it."""
+
+    role: str  # "user", "assistant", "tool" or "summary" (an earlier summary folded in)
+    text: str
+    seq: int | None = None
+    name: str | None = None  # the tool's name for role "tool"
+
+
+def history_items(events: Sequence[Event]) -> list[HistoryItem]:
+    """The conversation events as items (other event types carry no history text)."""
+    items: list[HistoryItem] = []
+    for e in events:
+        if isinstance(e, UserMessageAdded):
+            items.append(HistoryItem("user", e.text, e.seq))
+        elif isinstance(e, AssistantMessageCompleted):
+            items.append(HistoryItem("assistant", e.text, e.seq))
+        elif isinstance(e, ToolInvocationCompleted):
+            items.append(HistoryItem("tool", e.result, e.seq, e.tool_name))
+    return items
+
+
+@dataclass
+class CompactionRequest:
+    """What a strategy is asked to summarise, and how big the summary may be."""
+
+    events: list[Event] = field(default_factory=list)
+    previous_summaries: list[str] = field(default_factory=list)
+    target_tokens: int = 512
+    pinned: list[str] = field(default_factory=list)
+    memory_keys: list[str] = field(default_factory=list)
+    counter: TokenCounter = field(default_factory=TokenCounter)
+    extra_items: list[HistoryItem] = field(default_factory=list)
+
+    @property
+    def items(self) -> list[HistoryItem]:
+        """Earlier summaries first (they cover older turns), then the messages in order."""
+        folded = [HistoryItem("summary", text) for text in self.previous_summaries if text]
+        return folded + history_items(self.events) + list(self.extra_items)
+
+
+@dataclass(frozen=True)
+class CompactionOutput:
+    """A strategy's summary. ``model`` is None when no model wrote it."""
+
+    text: str
+    model: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    usage: dict[str, int] | None = None
+    strategy: str | None = None
+
+
+@runtime_checkable
+class CompactionStrategy(Protocol):
+    """Registered through ``kairox_register_compaction_strategies`` as
+    ``register(name, factory)``; ``factory(**options)`` (``config=``, ``profile=``
+    among them) returns an object with this shape."""
+
+    name: str
+
+    async def summarize(self, request: CompactionRequest) -> CompactionOutput: ...
+
+
+def as_output(value: Any, strategy: str | None = None) -> CompactionOutput:
+    """Accept a ``CompactionOutput`` or anything with ``.text`` (third-party strategies)."""
+    if isinstance(value, CompactionOutput):
+        return value
+    text = getattr(value, "text", None)
+    if not isinstance(text, str):
+        raise TypeError(f"a compaction strategy returned {type(value).__name__}, not a summary")
+    return CompactionOutput(text, getattr(value, "model", None),
+                            usage=getattr(value, "usage", None), strategy=strategy)
