@@ -59,6 +59,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "kairox_core.default_plugins.sqlite_fts",
     "kairox_core.default_plugins.sqlite_memory",
     "kairox_core.default_plugins.openai_provider",
+    "kairox_core.default_plugins.compaction_strategies",
 )
 
 
