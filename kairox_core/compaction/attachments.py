@@ -16,15 +16,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kairox_core.config import KairoxConfig
+from kairox_core.context.history import image_marker
 from kairox_core.events import Event, UserMessageAdded
 from kairox_core.tokens import TokenCounter, get_encoding
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n{2,}")
 _SIGNAL = re.compile(r"\d|\b[A-Z][a-z]+\b|\b(?:decid|agree|must|todo|deadline)", re.I)
-
-
-def image_marker(filename: str) -> str:
-    return f"[Image dropped — was: {filename or 'unnamed'}]"
 
 
 def attachment_name(att: Mapping[str, Any]) -> str:

@@ -31,10 +31,28 @@ FIRST_PAGE = 64
 MAX_PAGE = 256
 
 
+def image_marker(filename: str) -> str:
+    return f"[Image dropped — was: {filename or 'unnamed'}]"
+
+
+def history_user_message(
+    text: str, attachments: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """A user message as an older turn: images never travel again, only their marker
+    (the new prompt still carries them; see compaction/attachments.py)."""
+    images = [a for a in attachments if a.get("kind") == "image"]
+    message = user_message(text, [a for a in attachments if a.get("kind") != "image"])
+    if images:
+        markers = "\n".join(image_marker(str(a.get("filename") or a.get("name") or ""))
+                            for a in images)
+        message["content"] = f"{message['content']}\n\n{markers}"
+    return message
+
+
 def messages_for(type_name: str, payload: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     """The chat message(s) a conversation event renders to in history."""
     if type_name == "UserMessageAdded":
-        return (user_message(payload["text"], payload.get("attachments") or ()),)
+        return (history_user_message(payload["text"], payload.get("attachments") or ()),)
     if type_name == "AssistantMessageCompleted":
         return (assistant_message(payload["text"]),)
     if type_name == "ToolInvocationCompleted":
@@ -97,7 +115,7 @@ def _unit_from_row(row: Any, pc: ProfileCounter) -> HistoryUnit:
     seq, type_name, turn_id, text, atts, call_id, tool, args, result, tokens, scheme = row
     if type_name == "UserMessageAdded":
         attachments = json.loads(atts) if atts and atts != "[]" else ()
-        messages: tuple[dict[str, Any], ...] = (user_message(text, attachments),)
+        messages: tuple[dict[str, Any], ...] = (history_user_message(text, attachments),)
     elif type_name == "AssistantMessageCompleted":
         messages = (assistant_message(text),)
     else:
