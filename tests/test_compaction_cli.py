@@ -1,0 +1,114 @@
+"""``kairox compact``, ``events``, ``pin`` and ``summary show|edit|drop``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from kairox_core import Kairox
+from kairox_core.cli import cli, compaction_cmd, main
+
+compaction_cmd.register(cli)
+
+TOML = """
+[profiles.default]
+model = "gpt-4o"
+context_window = 8000
+reserve = 500
+[compaction]
+strategy = "extractive"
+keep_recent_exchanges = 1
+target_tokens = 200
+"""
+
+
+@pytest.fixture
+def setup(kairox_home: Path, tmp_path: Path) -> tuple[Path, Path, str]:
+    toml = tmp_path / "kairox.toml"
+    toml.write_text(TOML)
+    db = tmp_path / "kx.db"
+    with Kairox.open(db, toml) as kx:
+        s = kx.session(workspace="w1")
+        for i in range(4):
+            s.run_turn_sync(f"Alice booked room {100 + i} for the 3 May workshop.",
+                            f"Booked room {100 + i}; Bob confirmed catering for {20 + i}.")
+        sid = s.id
+    return toml, db, sid
+
+
+def run(setup: tuple[Path, Path, str], *args: str, code: int = 0) -> Result:
+    toml, db, _ = setup
+    result = CliRunner().invoke(cli, ["--config", str(toml), "--db", str(db), *args])
+    assert result.exit_code == code, (result.output, result.exception)
+    return result
+
+
+def fail(setup: tuple[Path, Path, str], capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    toml, db, _ = setup
+    with pytest.raises(SystemExit) as exc:
+        main(["--config", str(toml), "--db", str(db), *args])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.startswith("kairox: error:")
+    return err
+
+
+def test_help_texts() -> None:
+    for name in ("compact", "events", "pin", "summary"):
+        out = CliRunner().invoke(cli, [name, "--help"]).output
+        assert "Usage" in out and len(out.splitlines()) > 4
+    for sub in ("show", "edit", "drop"):
+        assert "Usage" in CliRunner().invoke(cli, ["summary", sub, "--help"]).output
+
+
+def test_compact_then_audit_edit_pin_drop(setup: tuple[Path, Path, str]) -> None:
+    _, db, sid = setup
+    out = run(setup, "compact", sid, "--json").output
+    result = json.loads(out)
+    assert result["status"] == "completed" and result["strategy"] == "extractive"
+    seq = result["summary_seq"]
+    shown = run(setup, "summary", "show", sid).output
+    assert f"summary seq {seq}" in shown and "0: " in shown
+    run(setup, "summary", "edit", sid, str(seq), "--text",
+        "Alice booked rooms 100-102.\nBob handles catering.\nWorkshop on 3 May.")
+    dropped = run(setup, "summary", "drop", sid, str(seq), "1").output
+    assert "Bob handles catering." in dropped
+    pinned = run(setup, "pin", sid, "Budget cap: 4,000 EUR.").output
+    assert pinned.startswith("pinned f-")
+    lines = run(setup, "events", sid, "--json").output.splitlines()
+    kinds = [json.loads(line)["type"] for line in lines]
+    for t in ("ContextCompactionStarted", "CompactionSummary", "ContextCompactionCompleted",
+              "SummaryEdited", "ChunkDropped", "FactPinned"):
+        assert t in kinds
+    assert kinds.count("UserMessageAdded") == 4  # originals stay
+    only = run(setup, "events", sid, "--json", "--type", "CompactionSummary").output
+    assert [json.loads(x)["type"] for x in only.splitlines()] == ["CompactionSummary"]
+    table = run(setup, "events", sid).output
+    assert "CompactionSummary" in table and "first_seq=" in table
+    with Kairox.open(db, setup[0]) as kx:
+        text = "\n".join(str(m.get("content")) for m in
+                         kx.get_session(sid).preview_sync("next").messages)
+    assert "Workshop on 3 May." in text and "Bob handles catering." not in text
+    assert "Budget cap: 4,000 EUR." in text
+
+
+def test_compact_range_and_nothing_left(setup: tuple[Path, Path, str]) -> None:
+    sid = setup[2]
+    out = run(setup, "compact", sid, "--range", "2:4").output
+    assert out.startswith("completed: seqs 2-4")  # the first exchange (user, delta, reply)
+    out = run(setup, "compact", sid, "--range", "2:4").output
+    assert out.startswith("skipped: nothing to compact in seqs 2-4")
+
+
+def test_user_errors_exit_2(setup: tuple[Path, Path, str],
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    sid = setup[2]
+    assert "is not a seq range" in fail(setup, capsys, "compact", sid, "--range", "x")
+    assert "is empty" in fail(setup, capsys, "compact", sid, "--range", "9:3")
+    assert "no session 'nope'" in fail(setup, capsys, "events", "nope")
+    assert "no compaction summary at seq 3" in fail(setup, capsys, "summary", "drop", sid,
+                                                    "3", "0")
+    assert "needs some text" in fail(setup, capsys, "pin", sid, " ")
