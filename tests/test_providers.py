@@ -167,6 +167,19 @@ def test_profile_provider_and_model_override(with_llamacpp: PluginHost) -> None:
     assert choose_provider(config, "llamacpp").config.kind == "llamacpp"
 
 
+def test_profile_naming_the_local_model_runs_it_locally(with_llamacpp: PluginHost) -> None:
+    """The documented example: one OpenAI section, a 'local' profile without a provider."""
+    config = _config(
+        kairox={"default_profile": "gpt"},
+        profiles={"gpt": {"model": "gpt-4o"}, "local": {"model": "smollm2-135m-instruct"}},
+        providers={"openai": {"kind": "openai"}},
+    )
+    gpt = choose_provider(config).config
+    assert (gpt.id, gpt.model) == ("openai", "gpt-4o")
+    local = choose_provider(config, profile="local")
+    assert local.is_default and local.config.kind == "llamacpp"
+
+
 def test_several_providers_and_no_choice(with_llamacpp: PluginHost) -> None:
     config = _config(providers={"a": {"kind": "openai"}, "b": {"kind": "openai"}})
     with pytest.raises(ConfigError, match=r"profiles\.default\.provider") as info:

