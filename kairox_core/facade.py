@@ -34,6 +34,7 @@ from types import TracebackType
 from typing import Any
 
 from kairox_core.compaction.compactor import install as install_compaction
+from kairox_core.compaction.recall import install as install_recall
 from kairox_core.config import KairoxConfig, load_config, load_config_file
 from kairox_core.errors import KairoxError, KairoxUserError
 from kairox_core.events import Event, SessionStarted
@@ -66,6 +67,7 @@ class Kairox:
                                          max_body_chars=config.memory.max_body_chars)
         self.session_hooks: list[SessionHook] = []
         self.compactor = install_compaction(self)  # kairox_core.compaction: on every session
+        self.recall = install_recall(self)  # compacted turns indexed, recalled per prompt
         self._sessions: dict[str, Session] = {}
         self._closed = False
 

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kairox_core.compaction.recall import merge_hits
 from kairox_core.context import (
     AssembledContext,
     CompactionState,
@@ -191,6 +192,7 @@ class Session:
         report = None
         if hits is None:
             hits, report = await self.retrieve(prompt, profile)
+            hits = merge_hits(self.kx.recall.hits(self, prompt), hits)  # compacted turns
         state = self.refresh_compaction()
         history = self._history.source(assembler.counter, before_seq=before_seq,
                                        skip=state.covered_ranges())

@@ -18,10 +18,11 @@ from typing import Any
 from kairox_core.retrieval.base import RetrievalHit
 
 WORKSPACE_SOURCE = "workspace"
+RECALL_SOURCE = "recall"
 
 _TAG = re.compile(r"<(/?)(kairox\s*:)", re.IGNORECASE)
 _LABEL_LINE = re.compile(
-    r"^([ \t]*)\[(?=[ \t]*(?:memory|pinned|summary|workspace|kb:|attachment)\b)",
+    r"^([ \t]*)\[(?=[ \t]*(?:memory|pinned|summary|workspace|kb:|attachment|recalled)\b)",
     re.IGNORECASE | re.MULTILINE,
 )
 _HEADER_BAD = re.compile(r"[\[\]\r\n\t\x00-\x1f]+")
@@ -89,6 +90,10 @@ def hit_header(hit: RetrievalHit) -> str:
         chunk = header_field(hit.chunk_id)
         where = chunk if chunk.startswith(where) else f"{where}#{chunk}"
     score = f" score={hit.score:.3f}" if hit.score == hit.score else ""  # skip NaN
+    if hit.source == RECALL_SOURCE:  # a compacted turn of this session (compaction/recall.py)
+        meta = hit.metadata
+        return (f"recalled turn seq={header_field(meta.get('seq'))} "
+                f"{header_field(meta.get('speaker'))} {header_field(meta.get('date'))}")
     if hit.source == WORKSPACE_SOURCE:
         return f"workspace {where}{score}"
     return f"kb:{header_field(hit.source)} {where}{score}"

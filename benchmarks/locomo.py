@@ -1,0 +1,432 @@
+"""LoCoMo evidence recall: is the evidence for a question in the assembled context?
+
+Each LoCoMo conversation is replayed as one Kairox session on a profile whose whole
+budget is ``--budget`` tokens (o200k_base, exact counts), compacting as it goes through
+the real compactor (the turn-end check after every exchange, extractive strategy, recall
+indexing on ``on_compacted``). Each dialogue turn is one message: speaker_a's turns are
+user messages, speaker_b's assistant messages, so the history alternates as a chat
+model expects; both are people, so each message is written ``"<name>: <text>"`` (who
+said what stays explicit, and questions name the speakers). Each LoCoMo session's date
+becomes the events' ``created_at`` (a minute apart per turn), so recalled turns carry
+their date. Then each question of categories 1-4 is asked as the next prompt without
+recording it (``session.preview``), and we count the evidence turns whose message text
+is present verbatim in the assembled messages (micro-average over question x evidence
+turn pairs; malformed evidence ids such as ``"D8:6; D9:17"`` are split, unknown ids
+skipped and counted).
+
+Baselines, measured in the same run at the same budget (question and reply priming
+included in the count): langchain-core ``trim_messages(strategy="last")`` (recency);
+turns ranked by all-MiniLM-L6-v2 cosine similarity to the question, filling the budget;
+turns ranked by BM25 (rank-bm25), filling the budget.
+
+    python benchmarks/locomo.py --data FILE --budget 4000 [--budget 2000] --json
+        [--backend sentence-transformers|hashing] [--share 0.6] [--keep-recent 2] ...
+
+Needs the sentence-transformers plugin for the MiniLM baseline (and that backend):
+``pip install torch==2.13.0 && pip install -e plugins/kairox-sentence-transformers``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kairox_core import Kairox
+from kairox_core.config import KairoxConfig
+from kairox_core.context.counting import counter_for_profile
+from kairox_core.context.history import with_tokens
+from kairox_core.events import AssistantMessageCompleted, Event, UserMessageAdded
+from kairox_core.tokens import REPLY_PRIMING_TOKENS, TokenCounter
+
+DEFAULT_DATA = "/work/shared/data/locomo/locomo_dev3.json"
+CATEGORIES = (1, 2, 3, 4)
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+_DIA = re.compile(r"D(\d+):(\d+)")
+_WORD = re.compile(r"\w+")
+ENCODING = "o200k_base"
+
+
+# --- data ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Turn:
+    dia_id: str
+    role: str  # "user" (speaker_a) or "assistant" (speaker_b)
+    message: str  # "<name>: <text>", what every method sees
+    created_at: float
+
+
+@dataclass
+class Conversation:
+    name: str
+    turns: list[Turn]
+    questions: list[tuple[str, int, list[str]]]  # (question, category, evidence dia ids)
+    unknown_evidence: int = 0
+
+
+def parse_date(text: str) -> float:
+    """LoCoMo's ``"1:56 pm on 8 May, 2023"`` as a UTC timestamp."""
+    moment = dt.datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
+    return moment.replace(tzinfo=dt.timezone.utc).timestamp()
+
+
+def evidence_ids(raw: Sequence[Any]) -> list[str]:
+    """Normalised dia ids from an evidence list, malformed entries included
+    (``"D8:6; D9:17"``, ``"D30:05"``): every ``D<n>:<m>`` found, in order, once."""
+    out: list[str] = []
+    for item in raw:
+        for a, b in _DIA.findall(str(item)):
+            dia = f"D{int(a)}:{int(b)}"
+            if dia not in out:
+                out.append(dia)
+    return out
+
+
+def load(path: str) -> list[Conversation]:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    conversations = []
+    for n, item in enumerate(data):
+        conv = item["conversation"]
+        a, b = conv["speaker_a"], conv["speaker_b"]
+        turns: list[Turn] = []
+        index = 1
+        while f"session_{index}" in conv:
+            start = parse_date(conv[f"session_{index}_date_time"])
+            for j, t in enumerate(conv[f"session_{index}"]):
+                role = "user" if t["speaker"] == a else "assistant"
+                if t["speaker"] not in (a, b):
+                    raise ValueError(f"unknown speaker {t['speaker']!r} in {t['dia_id']}")
+                did = evidence_ids([t["dia_id"]])[0]
+                turns.append(Turn(did, role, f"{t['speaker']}: {t['text']}", start + 60 * j))
+            index += 1
+        known = {t.dia_id for t in turns}
+        questions = []
+        unknown = 0
+        for qa in item["qa"]:
+            if qa.get("category") not in CATEGORIES:
+                continue
+            ids = evidence_ids(qa.get("evidence", []))
+            unknown += sum(1 for i in ids if i not in known)
+            ids = [i for i in ids if i in known]
+            if ids:
+                questions.append((str(qa["question"]), int(qa["category"]), ids))
+        conversations.append(Conversation(item.get("sample_id", f"conv-{n}"), turns,
+                                          questions, unknown))
+    return conversations
+
+
+# --- scoring -------------------------------------------------------------------------
+
+
+@dataclass
+class Score:
+    found: dict[int, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
+    total: dict[int, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
+
+    def add(self, category: int, evidence: Sequence[str], present: Callable[[str], bool]
+            ) -> None:
+        self.total[category] += len(evidence)
+        self.found[category] += sum(1 for e in evidence if present(e))
+
+    def as_dict(self) -> dict[str, Any]:
+        total = sum(self.total.values())
+        return {
+            "overall": round(sum(self.found.values()) / total, 4) if total else None,
+            "by_category": {str(c): (round(self.found[c] / self.total[c], 4)
+                                     if self.total[c] else None) for c in CATEGORIES},
+        }
+
+
+def context_text(messages: Sequence[dict[str, Any]]) -> str:
+    return "\n".join(str(m.get("content", "")) for m in messages)
+
+
+# --- Kairox ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every knob here is a kairox.toml key (see ``toml``)."""
+
+    backend: str = "sentence-transformers"
+    share: float = 0.65
+    mode: str = "hybrid"
+    keep_recent_exchanges: int = 2
+    recall_k: int = 96
+    target_tokens: int = 160
+    summaries_share: float = 0.1
+    compaction_trigger: float = 0.7
+
+    def config(self, budget: int) -> KairoxConfig:
+        return KairoxConfig.model_validate({
+            "kairox": {"default_profile": "bench"},
+            "profiles": {"bench": {"model": "gpt-4o-mini", "encoding": ENCODING,
+                                   "context_window": budget, "reserve": 0,
+                                   "compaction_trigger": self.compaction_trigger}},
+            "retrieval": {"backend": self.backend, "share": self.share, "mode": self.mode},
+            "compaction": {"strategy": "extractive", "recall": True,
+                           "recall_k": self.recall_k,
+                           "keep_recent_exchanges": self.keep_recent_exchanges,
+                           "target_tokens": self.target_tokens,
+                           "summaries_share": self.summaries_share},
+        })
+
+    def toml(self, budget: int) -> str:
+        return "\n".join([
+            "[profiles.bench]", 'encoding = "o200k_base"', f"context_window = {budget}",
+            "reserve = 0", f"compaction_trigger = {self.compaction_trigger}", "",
+            "[retrieval]", f'backend = "{self.backend}"', f"share = {self.share}",
+            f'mode = "{self.mode}"', "", "[compaction]", 'strategy = "extractive"',
+            "recall = true", f"recall_k = {self.recall_k}",
+            f"keep_recent_exchanges = {self.keep_recent_exchanges}",
+            f"target_tokens = {self.target_tokens}",
+            f"summaries_share = {self.summaries_share}",
+        ])
+
+
+async def replay(kx: Kairox, conv: Conversation) -> Any:
+    """The conversation as a session, through the real turn-end compaction check."""
+    session = kx.session(workspace=f"locomo-{conv.name}", profile="bench")
+    counter = session.assembler().counter
+    store = kx.events_store
+    turn_id = ""
+    open_turn = False
+    for i, turn in enumerate(conv.turns):
+        event: Event
+        if turn.role == "user" or not open_turn:
+            if open_turn:  # the previous exchange is over: the turn-end check
+                await kx.compactor.after_turn(session)
+            turn_id = f"t-{i}"
+            open_turn = True
+        if turn.role == "user":
+            event = UserMessageAdded(session_id=session.id, turn_id=turn_id, text=turn.message,
+                                     created_at=turn.created_at)
+        else:
+            event = AssistantMessageCompleted(session_id=session.id, turn_id=turn_id,
+                                              text=turn.message, created_at=turn.created_at)
+        store.append(with_tokens(event, counter))
+    if open_turn:
+        await kx.compactor.after_turn(session)
+    return session
+
+
+async def kairox_score(conv: Conversation, settings: Settings, budget: int, db: Path,
+                       score: Score, stats: dict[str, Any]) -> None:
+    by_id = {t.dia_id: t for t in conv.turns}
+    config = settings.config(budget)
+    with Kairox.open(db, config) as kx:
+        t0 = time.perf_counter()
+        session = await replay(kx, conv)
+        stats["replay_s"] = stats.get("replay_s", 0.0) + time.perf_counter() - t0
+        summaries = [e for e in kx.events(session.id) if e.type == "CompactionSummary"]
+        stats["compactions"] = stats.get("compactions", 0) + len(summaries)
+        pc = counter_for_profile(config.profiles["bench"])
+        t0 = time.perf_counter()
+        for question, category, evidence in conv.questions:
+            context = await session.preview(question)
+            used = pc.count_messages(context.messages)
+            if used > budget:
+                raise AssertionError(f"assembled context {used} > budget {budget}")
+            text = context_text(context.messages)
+            score.add(category, evidence, lambda e, text=text: by_id[e].message in text)
+        stats["questions_s"] = stats.get("questions_s", 0.0) + time.perf_counter() - t0
+        if session._retriever is not None:
+            await session._retriever.close()
+            session._retriever = None
+
+
+# --- baselines ---------------------------------------------------------------------------
+
+
+class Costs:
+    """Exact o200k costs of chat messages (framing included), cached by text."""
+
+    def __init__(self) -> None:
+        self.counter = TokenCounter(ENCODING)
+        self._cache: dict[tuple[str, str], int] = {}
+
+    def message(self, role: str, text: str) -> int:
+        key = (role, text)
+        n = self._cache.get(key)
+        if n is None:
+            n = self.counter.message_tokens({"role": role, "content": text})
+            self._cache[key] = n
+        return n
+
+
+def recency(conv: Conversation, question: str, budget: int, costs: Costs) -> set[str]:
+    """langchain-core ``trim_messages(strategy="last")`` over the whole conversation."""
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, trim_messages
+
+    cls = {"user": HumanMessage, "assistant": AIMessage}
+    messages: list[BaseMessage] = [cls[t.role](content=t.message, id=t.dia_id)
+                                   for t in conv.turns]
+    messages.append(HumanMessage(content=question, id="question"))
+
+    def count(msgs: Sequence[BaseMessage]) -> int:
+        return sum(costs.message("user" if m.type == "human" else "assistant", str(m.content))
+                   for m in msgs) + REPLY_PRIMING_TOKENS
+
+    kept = trim_messages(messages, max_tokens=budget, strategy="last", token_counter=count)
+    return {str(m.id) for m in kept if m.id != "question"}
+
+
+def fill(conv: Conversation, ranked: Sequence[int], question: str, budget: int,
+         costs: Costs) -> set[str]:
+    """Turns in rank order, each whole, while they fit beside the question."""
+    left = budget - costs.message("user", question) - REPLY_PRIMING_TOKENS
+    chosen = set()
+    for i in ranked:
+        t = conv.turns[i]
+        n = costs.message(t.role, t.message)
+        if n <= left:
+            chosen.add(t.dia_id)
+            left -= n
+    return chosen
+
+
+class MiniLM:
+    def __init__(self) -> None:
+        from kairox_core.retrieval.embeddings import load_embedding_backend
+
+        self.backend = load_embedding_backend("sentence-transformers")
+
+    def rank(self, conv: Conversation, cache: dict[str, Any]) -> Callable[[str], list[int]]:
+        import numpy as np
+
+        if conv.name not in cache:
+            cache[conv.name] = np.asarray(
+                self.backend.embed_documents([t.message for t in conv.turns]), dtype="float32")
+        docs = cache[conv.name]
+        docs = docs / np.maximum(np.linalg.norm(docs, axis=1, keepdims=True), 1e-9)
+
+        def ranked(question: str) -> list[int]:
+            q = np.asarray(self.backend.embed_query(question), dtype="float32")
+            q = q / max(float(np.linalg.norm(q)), 1e-9)
+            return [int(i) for i in np.argsort(-(docs @ q), kind="stable")]
+
+        return ranked
+
+
+def bm25_ranker(conv: Conversation) -> Callable[[str], list[int]]:
+    from rank_bm25 import BM25Okapi
+
+    def tok(text: str) -> list[str]:
+        return _WORD.findall(text.lower())
+
+    bm25 = BM25Okapi([tok(t.message) for t in conv.turns])
+
+    def ranked(question: str) -> list[int]:
+        scores = bm25.get_scores(tok(question))
+        return sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+
+    return ranked
+
+
+# --- the run -----------------------------------------------------------------------------
+
+
+async def run(data: str, budget: int, settings: Settings, conversations: list[Conversation],
+              minilm: MiniLM | None, progress: Callable[[str], None]) -> dict[str, Any]:
+    kairox, rec, bm, ml = Score(), Score(), Score(), Score()
+    stats: dict[str, Any] = {}
+    costs = Costs()
+    emb_cache: dict[str, Any] = {}
+    shm = "/dev/shm" if Path("/dev/shm").is_dir() else None  # no fsync cost in the figure
+    with tempfile.TemporaryDirectory(dir=shm) as tmp:
+        for conv in conversations:
+            progress(f"budget {budget}: {conv.name} ({len(conv.turns)} turns, "
+                     f"{len(conv.questions)} questions)")
+            await kairox_score(conv, settings, budget, Path(tmp) / f"{conv.name}.db",
+                               kairox, stats)
+            bm_rank = bm25_ranker(conv)
+            ml_rank = minilm.rank(conv, emb_cache) if minilm else None
+            for question, category, evidence in conv.questions:
+                kept = recency(conv, question, budget, costs)
+                rec.add(category, evidence, kept.__contains__)
+                kept = fill(conv, bm_rank(question), question, budget, costs)
+                bm.add(category, evidence, kept.__contains__)
+                if ml_rank is not None:
+                    kept = fill(conv, ml_rank(question), question, budget, costs)
+                    ml.add(category, evidence, kept.__contains__)
+    return {
+        "data": data,
+        "budget": budget,
+        "conversations": [c.name for c in conversations],
+        "questions": sum(len(c.questions) for c in conversations),
+        "evidence_turns": sum(kairox.total.values()),
+        "unknown_evidence_ids_skipped": sum(c.unknown_evidence for c in conversations),
+        "categories": {str(c): CATEGORY_NAMES[c] for c in CATEGORIES},
+        "evidence_recall": kairox.as_dict(),
+        "baseline_evidence_recall": {
+            "trim_messages_last": rec.as_dict(),
+            "minilm_turns": ml.as_dict() if minilm else None,
+            "bm25_turns": bm.as_dict(),
+        },
+        "settings": {**settings.__dict__, "kairox_toml": settings.toml(budget)},
+        "seconds": {k: round(v, 1) for k, v in stats.items() if k.endswith("_s")},
+        "compactions": stats.get("compactions", 0),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    d = Settings()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("--data", default=DEFAULT_DATA, help="LoCoMo JSON file")
+    ap.add_argument("--budget", type=int, action="append",
+                    help="profile budget in tokens (repeatable; default 4000)")
+    ap.add_argument("--json", action="store_true", help="print JSON only")
+    ap.add_argument("--backend", default=d.backend, help="[retrieval] backend for Kairox")
+    ap.add_argument("--share", type=float, default=d.share, help="[retrieval] share")
+    ap.add_argument("--mode", default=d.mode, help="[retrieval] mode")
+    ap.add_argument("--keep-recent", type=int, default=d.keep_recent_exchanges,
+                    help="[compaction] keep_recent_exchanges")
+    ap.add_argument("--recall-k", type=int, default=d.recall_k, help="[compaction] recall_k")
+    ap.add_argument("--target-tokens", type=int, default=d.target_tokens,
+                    help="[compaction] target_tokens")
+    ap.add_argument("--summaries-share", type=float, default=d.summaries_share,
+                    help="[compaction] summaries_share")
+    ap.add_argument("--trigger", type=float, default=d.compaction_trigger,
+                    help="[profiles.<name>] compaction_trigger")
+    ap.add_argument("--conversations", type=int, default=None, help="only the first N")
+    ap.add_argument("--no-minilm", action="store_true", help="skip the MiniLM baseline")
+    args = ap.parse_args(argv)
+    settings = Settings(args.backend, args.share, args.mode, args.keep_recent, args.recall_k,
+                        args.target_tokens, args.summaries_share, args.trigger)
+    conversations = load(args.data)[: args.conversations]
+    minilm = None if args.no_minilm else MiniLM()
+
+    def progress(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    results = [asyncio.run(run(args.data, b, settings, conversations, minilm, progress))
+               for b in (args.budget or [4000])]
+    out: Any = results[0] if len(results) == 1 else {"runs": results}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    for r in results:
+        print(f"budget {r['budget']}: {r['questions']} questions, "
+              f"{r['evidence_turns']} evidence turns, {r['compactions']} compactions")
+        rows = [("kairox", r["evidence_recall"])]
+        rows += [(k, v) for k, v in r["baseline_evidence_recall"].items() if v]
+        print(f"  {'method':<20} overall  " + "  ".join(f"cat{c}" for c in CATEGORIES))
+        for name, s in rows:
+            cats = "  ".join(f"{s['by_category'][str(c)] or 0:.2f}" for c in CATEGORIES)
+            print(f"  {name:<20} {s['overall']:.3f}    {cats}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
