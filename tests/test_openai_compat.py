@@ -54,6 +54,13 @@ async def test_streams_text_in_pieces_then_usage(server: FakeOpenAIServer) -> No
     await provider.close()
 
 
+async def test_events_split_across_reads(server: FakeOpenAIServer) -> None:
+    server.script(Action(stream_fault="fragmented", reply="Ünïcode — split “everywhere” ok"))
+    chunks = await drain(make(server))
+    assert "".join(c.text for c in chunks) == "Ünïcode — split “everywhere” ok"
+    assert chunks[-1].usage is not None and not chunks[-1].usage.estimated
+
+
 async def test_complete_returns_text_usage_and_model(server: FakeOpenAIServer) -> None:
     provider = make(server)
     result = await provider.complete(MESSAGES, temperature=0.0)

@@ -31,7 +31,8 @@ class Action:
     ``status``: answer with this HTTP error and an OpenAI-style error body.
     ``stream_fault``: "malformed" (a non-JSON event), "no_done" (the body ends cleanly
     without [DONE] or a finish reason), "cut" (the connection drops mid-stream),
-    "error_event" (an error object inside the stream).
+    "error_event" (an error object inside the stream), "fragmented" (a correct stream
+    whose events are split across many 5-byte HTTP chunks).
     ``delay``: seconds to wait before answering. ``reply``: the text for this request.
     """
 
@@ -123,6 +124,7 @@ class FakeOpenAIServer:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     fake: FakeOpenAIServer
+    _fragment = 0
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output clean
@@ -144,13 +146,20 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(status, {"error": {"message": message, "type": etype, "param": None,
                                       "code": code}}, headers)
 
-    def _chunk(self, text: str) -> None:
-        data = text.encode()
+    def _chunk(self, text: str | bytes) -> None:
+        data = text.encode() if isinstance(text, str) else text
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
 
     def _event(self, payload: Any) -> None:
-        self._chunk(f"data: {payload if isinstance(payload, str) else json.dumps(payload)}\n\n")
+        text = f"data: {payload if isinstance(payload, str) else json.dumps(payload)}\n\n"
+        if self._fragment:
+            # split every event across several HTTP chunks, UTF-8 sequences included
+            data = text.encode()
+            for i in range(0, len(data), self._fragment):
+                self._chunk(data[i:i + self._fragment])
+        else:
+            self._chunk(text)
 
     # --- the API -------------------------------------------------------------------
 
@@ -216,6 +225,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _stream(self, model: str, pieces: list[str], finish: str, usage: dict[str, int],
                 body: dict[str, Any], action: Action) -> None:
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        self._fragment = 5 if action.stream_fault == "fragmented" else 0
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
