@@ -25,7 +25,9 @@ from kairox_core.compaction.planning import (
     CONVERSATION_TYPES,
     Plan,
     align_to_turns,
+    cap_stretch,
     covered,
+    gaps,
     oldest_stretch,
     read_rows,
     with_folds,
@@ -47,6 +49,10 @@ if TYPE_CHECKING:
 
 # A ContextCompactionStarted with no end this old is a crashed run, not a running one.
 STALE_RUN_SECONDS = 600.0
+# One automatic run summarises at most this many budgets' worth of history; a backlog
+# (compaction was failing or disabled) is worked off in up to MAX_RUNS_PER_TURN runs.
+STRETCH_BUDGETS = 4
+MAX_RUNS_PER_TURN = 3
 
 
 @dataclass
@@ -109,7 +115,10 @@ class Compactor:
             self._skip(session, "the history passed the compaction trigger but compaction "
                                 "is disabled ([compaction] enabled = false)", "auto")
             return
-        await self.run(session, trigger="auto")
+        for _ in range(MAX_RUNS_PER_TURN):  # a long backlog (after failures) takes a few
+            outcome = await self.run(session, trigger="auto")
+            if not outcome.ok or session.history_tokens(limit) <= limit:
+                return
 
     # --- one run ----------------------------------------------------------------------------
 
@@ -163,8 +172,9 @@ class Compactor:
         if not stretch:
             return (f"nothing to compact: only the {cfg.keep_recent_exchanges} most recent "
                     f"exchanges ([compaction] keep_recent_exchanges) are uncompacted")
-        lo, hi = stretch[0].first_seq, stretch[-1].last_seq
         _, profile = self.kx.config.resolve_profile(session.profile)
+        stretch = cap_stretch(stretch, STRETCH_BUDGETS * profile.budget)
+        lo, hi = stretch[0].first_seq, stretch[-1].last_seq
         counter = session.assembler().counter
         held = sum(counter.raw_count(s.text) for s in summaries)
         fold = held + cfg.target_tokens > cfg.summaries_share * profile.budget
@@ -212,11 +222,13 @@ class Compactor:
 
     def _originals(self, session: Session, plan: Plan) -> list[Event]:
         """The original conversation events the new summary replaces (not those that
-        folded summaries already replaced)."""
-        events = self.kx.events_store.read(session.id, first_seq=plan.first_seq,
-                                           last_seq=plan.last_seq, types=CONVERSATION_TYPES)
-        inner = [(s.first_seq, s.last_seq) for s in plan.folded]
-        return [e for e in events if not covered(e.seq or 0, inner)]
+        folded summaries already replaced: only the gaps between them are read)."""
+        events: list[Event] = []
+        for lo, hi in gaps(plan.first_seq, plan.last_seq,
+                           [(s.first_seq, s.last_seq) for s in plan.folded]):
+            events += self.kx.events_store.read(session.id, first_seq=lo, last_seq=hi,
+                                                types=CONVERSATION_TYPES)
+        return events
 
     def _store(self, session: Session, cid: str, plan: Plan,
                outcome: StrategyOutcome) -> CompactionSummary:

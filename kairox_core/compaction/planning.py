@@ -65,9 +65,33 @@ def covered(seq: int, ranges: Sequence[tuple[int, int]]) -> bool:
     return any(a <= seq <= b for a, b in ranges)
 
 
+def gaps(lo: int, hi: int, ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of ``lo..hi`` (inclusive) outside ``ranges``, ascending."""
+    out: list[tuple[int, int]] = []
+    cursor = lo
+    for a, b in sorted(ranges):
+        if a > cursor:
+            out.append((cursor, min(a - 1, hi)))
+        cursor = max(cursor, b + 1)
+        if cursor > hi:
+            break
+    if cursor <= hi:
+        out.append((cursor, hi))
+    return [(a, b) for a, b in out if a <= b]
+
+
 def read_rows(store: Any, session_id: str, skip: Sequence[tuple[int, int]] = (),
               *, first_seq: int | None = None, last_seq: int | None = None) -> list[Row]:
-    """Conversation events outside ``skip`` (inclusive ranges), oldest first."""
+    """Conversation events outside ``skip`` (inclusive ranges), oldest first. A skipped
+    range at the start of the session is not scanned at all."""
+    skip = sorted(skip)
+    if skip and first_seq is None:
+        with store.db.lock:
+            (first,) = store.db.conn.execute(
+                "SELECT min(seq) FROM events WHERE session_id = ? AND type IN (?, ?, ?)",
+                (session_id, *CONVERSATION_TYPES)).fetchone()
+        if first is not None and skip[0][0] <= first:
+            first_seq, skip = skip[0][1] + 1, skip[1:]
     sql = ("SELECT seq, type, data ->> '$.payload.turn_id', data ->> '$.payload.tokens' "
            "FROM events WHERE session_id = ? AND type IN (?, ?, ?)")
     params: list[Any] = [session_id, *CONVERSATION_TYPES]
@@ -112,6 +136,18 @@ def oldest_stretch(
             break  # a summary lies between: the stretch ends here
         stretch.append(ex)
     return stretch
+
+
+def cap_stretch(stretch: Sequence[Exchange], max_tokens: int) -> list[Exchange]:
+    """The oldest exchanges of ``stretch`` within ``max_tokens`` (always at least one)."""
+    out: list[Exchange] = []
+    used = 0
+    for ex in stretch:
+        if out and used + ex.tokens > max_tokens:
+            break
+        out.append(ex)
+        used += ex.tokens
+    return out
 
 
 def with_folds(
