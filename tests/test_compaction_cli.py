@@ -112,3 +112,22 @@ def test_user_errors_exit_2(setup: tuple[Path, Path, str],
     assert "no compaction summary at seq 3" in fail(setup, capsys, "summary", "drop", sid,
                                                     "3", "0")
     assert "needs some text" in fail(setup, capsys, "pin", sid, " ")
+
+
+async def test_chat_plain_compact_command(kairox_home: Path, tmp_path: Path) -> None:
+    import io
+
+    from kairox_core.chat.engine import ChatEngine
+    from kairox_core.chat.plain import PlainChat
+    from kairox_core.config import parse_config
+    from kairox_core.providers.scripted import ScriptedProvider
+
+    config = parse_config({"profiles": {"default": {"context_window": 4096, "reserve": 512}},
+                           "compaction": {"keep_recent_exchanges": 1}})
+    engine = ChatEngine.open(config, tmp_path / "k.db",
+                             provider=ScriptedProvider(["Alice booked room 101 on 3 May."]))
+    out, err = io.StringIO(), io.StringIO()
+    chat = PlainChat(engine, io.StringIO("book a room\nand lunch\n/compact\n"), out, err)
+    assert await chat.run() == 0
+    assert "compacted: seqs 2-" in err.getvalue() and "summarised by extractive" in err.getvalue()
+    await engine.close()
