@@ -242,3 +242,20 @@ def test_sync_calls_refuse_while_a_turn_is_open(open_kx: Any) -> None:
             call()
     turn.complete_sync("done")
     assert s.pin_fact_sync("now it works").text == "now it works"
+
+
+async def test_a_cancelled_compaction_is_closed_in_the_audit(open_kx: Any) -> None:
+    kx = open_kx("gated")
+    Gated.gate, Gated.entered = asyncio.Event(), asyncio.Event()
+    s = kx.session(workspace="w")
+    await turns(s, 3)
+    task = asyncio.create_task(s.compact())
+    await asyncio.wait_for(Gated.entered.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    failed = [e for e in kx.events(s.id) if isinstance(e, ContextCompactionFailed)]
+    assert failed and failed[0].reason == "cancelled"
+    assert not s.busy
+    Gated.gate.set()
+    assert (await s.compact()).ok  # not mistaken for a run still going on

@@ -222,3 +222,22 @@ def test_on_compacted_callbacks_get_summary_and_originals(kx: Kairox) -> None:
     assert seen[0][1] == [q for q in conversation if summary.first_seq <= q <= summary.last_seq]
     completed = by_type(kx, s.id, ContextCompactionCompleted)
     assert completed[0].summary_seq == summary.seq
+
+
+def test_secrets_from_any_strategy_are_redacted_before_storing(
+    kairox_home: Path, tmp_path: Path, register_plugin: Callable[[object, str], Any],
+) -> None:
+    class Leaky:
+        async def summarize(self, request: CompactionRequest) -> CompactionOutput:
+            return CompactionOutput("Deploy with token ghp_abcdefghijklmnopqrstuvwxyz0123456789 "
+                                    "to https://bob:hunter2@example.com today.")
+
+    register_plugin(StrategyPlugin("leaky", lambda **kw: Leaky()), "leaky")
+    kx = Kairox.open(tmp_path / "leak.db", small_config("leaky"))
+    s = kx.session(workspace="w")
+    talk(s, 3, words=2)
+    assert kx.compact(s.id).ok
+    stored = by_type(kx, s.id, CompactionSummary)[0].summary
+    assert "ghp_abcdefghijklmnop" not in stored and "hunter2" not in stored
+    assert "Deploy with token" in stored and "today." in stored
+    kx.close()
