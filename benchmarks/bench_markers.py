@@ -11,7 +11,7 @@ processed in the same run by:
 - plain deltas (no ``<`` or backtick) through ``feed()`` next to appending the same
   deltas to a list, to show the fast path costs about a string append.
 
-Times are the best of ``--repeat`` runs.
+Times are the best of ``--repeat`` runs, in CPU time of this process.
 
     python benchmarks/bench_markers.py [--size-mb 1] [--markers 500] [--repeat 5] [--json]
 """
@@ -93,11 +93,13 @@ def token_deltas(text: str, per_delta: int = 4) -> list[str]:
 
 
 def best(fn: Callable[[], object], repeat: int) -> float:
+    """Best of ``repeat`` runs, in CPU seconds of this process (``time.process_time``), so
+    other work on a shared machine does not distort the ratios."""
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = time.process_time()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return min(times)
 
 

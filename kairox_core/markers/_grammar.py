@@ -34,6 +34,8 @@ ELEMENT = re.compile(
     + "}>)?))"
     + r"|(?P<eoftag><(?i:memory)(?=[ \t\r\n\f/>])[^>]*\Z)"
 )
+# The opening tag alone (to its first '>'); the body is found with CLOSER after it.
+OPEN_TAG = re.compile(r"<(?i:memory)(?=[ \t\r\n\f/>])([^>]*)>")
 _ATTR = re.compile(
     _TWS + r"*([A-Za-z_:][-A-Za-z0-9_:.]*)" + _TWS + r"*=" + _TWS
     + r"""*(?:"([^"]*)"|'([^']*)')"""

@@ -21,8 +21,10 @@ from kairox_core.markers._cleanup import Cleaner
 from kairox_core.markers._code import fence_closing, fence_opens, span_end
 from kairox_core.markers._grammar import (
     CANDIDATE,
+    CLOSER,
     DEFAULT_MAX_BODY_CHARS,
-    ELEMENT,
+    OPEN_TAG,
+    TAG_WS,
     InvalidMarker,
     InvalidReason,
     MarkerExtraction,
@@ -56,6 +58,8 @@ def extract_memory_markers(
     pos = 0  # inline code spans are paired from here (after the last element or fence)
     q = 0  # next place to look
     next_tag = next_bt = next_tl = -1  # cached next event of each kind (-1: look again)
+    if "~" not in text:  # one memchr instead of a search that finds nothing
+        next_tl = n
     while True:
         if next_tag < q:
             m = cand(text, q)
@@ -79,34 +83,42 @@ def extract_memory_markers(
         line_end = text.find("\n", i)
         if line_end < 0:
             line_end = n
-        covered = span_end(text, max(pos, text.rfind("\n", 0, i) + 1), i, line_end, True)
+        start = max(pos, text.rfind("\n", 0, i) + 1)
+        covered = span_end(text, start, i, line_end, True) if "`" in text[start:i] else 0
         if covered > 0:  # the tag is inside an inline code span
             q = pos = covered
             continue
-        el = ELEMENT.match(text, i)
-        assert el is not None  # a tag start always matches one branch
         if i > done:
             cleaner.text(text[done:i])
-        end = el.end()
-        raw = text[i:end]
-        if el.start("eoftag") >= 0:
+        tag = OPEN_TAG.match(text, i)
+        if tag is None:  # never closed by '>': the rest of the text is released
+            raw = text[i:]
             cleaner.text(raw)
             invalid.append(InvalidMarker(InvalidReason.UNTERMINATED, raw,
                                          "the opening tag is never closed by '>'"))
+            done = n
+            break
+        attrs = tag.group(1)
+        end = tag.end()
+        if attrs.rstrip(TAG_WS).endswith("/"):
+            result = build_element(text[i:end], attrs, None, max_body_chars)
         else:
-            body = el.group("body")
-            if body is None and el.start("sc") < 0:  # an opening tag never closed
+            closer = CLOSER.search(text, end)
+            if closer is None:  # an opening tag never closed
+                raw = text[i:end]
                 cleaner.text(raw)
                 invalid.append(InvalidMarker(InvalidReason.UNTERMINATED, raw,
                                              "no </memory> closes this tag"))
-            else:
-                attrs = text[el.start("attrs"):el.end("sc") if body is None else el.end("attrs")]
-                result = build_element(raw, attrs, body, max_body_chars)
-                if isinstance(result, MemoryMarker):
-                    markers.append(result)
-                else:
-                    invalid.append(result)
-                cleaner.marker()
+                done = q = pos = end
+                continue
+            result = build_element(text[i:closer.end()], attrs,
+                                   text[end:closer.start()], max_body_chars)
+            end = closer.end()
+        if isinstance(result, MemoryMarker):
+            markers.append(result)
+        else:
+            invalid.append(result)
+        cleaner.marker()
         done = q = pos = end
     if done < n:
         cleaner.text(text[done:])

@@ -64,6 +64,7 @@ class MarkerStreamParser:
         self._c = Cleaner()
         self._mode = _NORMAL
         self._finished = False
+        self._plain = True  # feed() may take the fast path (normal text, nothing held)
         self._pend = ""  # NORMAL: raw text held back (never yet shown)
         self._ctx: list[str] = []  # the current line from where code spans pair
         self._blank = True  # the raw line so far is only spaces/tabs
@@ -85,14 +86,13 @@ class MarkerStreamParser:
 
     def feed(self, delta: str) -> str:
         """Take the next piece of the response; return the visible text now safe to show."""
-        if self._finished:
-            raise RuntimeError("MarkerStreamParser.feed() called after finish()")
-        c = self._c
         if (
-            self._mode == _NORMAL and not self._pend and not self._fcand and not c.after
-            and "<" not in delta and "`" not in delta and "~" not in delta
+            self._plain and "<" not in delta
+            and (("`" not in delta and "~" not in delta) or not (self._blank or "\n" in delta))
         ):
-            # Fast path: plain text. Track the line, hold trailing blanks.
+            # Fast path: plain text (backticks or tildes that cannot start a line need no
+            # look: inline spans are paired only when a tag appears). Track the line,
+            # hold trailing blanks.
             nl = delta.rfind("\n")
             if nl >= 0:
                 tail = delta[nl + 1:]
@@ -102,6 +102,7 @@ class MarkerStreamParser:
                 self._ctx.append(delta)
                 if self._blank and delta.strip(" \t"):
                     self._blank = False
+            c = self._c
             t = delta.rstrip(HWS)
             if not t:
                 c.held += delta
@@ -117,18 +118,25 @@ class MarkerStreamParser:
                 c.held = held
             c.out.append(t)
             return t
+        if self._finished:
+            raise RuntimeError("MarkerStreamParser.feed() called after finish()")
+        c = self._c
+        mode = self._mode
         mark = len(c.out)
-        if self._mode == _ELEMENT:
+        if mode == _FENCE and self._fline is None and "\n" not in delta:
+            c.text(delta)  # inside a fenced line that cannot close it: all visible
+        elif mode == _ELEMENT:
             rest = self._element(delta)
-            if rest is None:
-                return ""
-            self._process(rest, False)
-        elif self._mode == _FENCE:
+            if rest is not None:
+                self._process(rest, False)
+        elif mode == _FENCE:
             self._process(delta, False)
         else:
             s = self._pend + delta if self._pend else delta
             self._pend = ""
             self._process(s, False)
+        self._plain = (self._mode == _NORMAL and not self._pend and not self._fcand
+                       and not c.after)
         return "".join(c.out[mark:])
 
     def finish(self) -> str:
@@ -146,6 +154,7 @@ class MarkerStreamParser:
             self._process(self._release(), True)
         self._c.eof()
         self._finished = True
+        self._plain = False
         return "".join(self._c.out[mark:])
 
     # --- scanning -------------------------------------------------------------------
