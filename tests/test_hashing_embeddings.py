@@ -60,9 +60,19 @@ def test_shared_words_and_morphology_bring_texts_closer() -> None:
         x * y for x, y in zip(q, far, strict=True))
 
 
-def test_unknown_backend_names_the_distribution() -> None:
-    with pytest.raises(UnknownNameError, match="pip install kairox-sentence-transformers"):
-        load_embedding_backend("sentence-transformers")
+def test_unknown_backend_names_the_distribution(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kairox_core.plugins import reset_plugins
+
+    monkeypatch.setenv("KAIROX_LOAD_PLUGINS", "")  # built-ins only, whatever is installed
+    reset_plugins()
+    try:
+        with pytest.raises(UnknownNameError, match="pip install kairox-sentence-transformers"):
+            load_embedding_backend("sentence-transformers")
+        with pytest.raises(UnknownNameError, match="use one of: hashing"):
+            load_embedding_backend("no-such-backend")
+    finally:
+        monkeypatch.delenv("KAIROX_LOAD_PLUGINS")
+        reset_plugins()
 
 
 def test_bad_options_are_a_user_error() -> None:
