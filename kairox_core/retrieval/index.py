@@ -583,7 +583,8 @@ class WorkspaceRagIndex:
                 f"JOIN {table} v ON v.rowid = c.id WHERE c.workspace_id = ?{where} "
                 f"ORDER BY dist LIMIT ?", (blob, self.workspace_id, *args, k * 8)).fetchall()
             return self._collapse(lambda limit: [(r[0], r[1], 1.0 - float(r[2]))
-                                                 for r in rows[:limit]], k)
+                                                 for r in rows[:limit] if r[2] is not None],
+                                  k)  # NULL: a chunk with an all-zero vector (no features)
         vwhere, vargs = push
 
         def fetch(limit: int) -> list[tuple[int, int, float]]:
