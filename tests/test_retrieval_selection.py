@@ -75,8 +75,15 @@ def test_workspaces_are_separate(tmp_path: Path) -> None:
     assert asyncio.run(composite.search("liability", 5)).hits == []
 
 
-def test_unknown_kind_names_the_distribution(tmp_path: Path) -> None:
+def test_unknown_kind_names_the_distribution(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from kairox_core.plugins import reset_plugins
+
+    monkeypatch.setenv("KAIROX_LOAD_PLUGINS", "")  # built-ins only, even if tantivy is installed
+    reset_plugins()
     config = parse_config({"knowledge_bases": {"idx": {"kind": "tantivy", "path": "x"}}})
     with pytest.raises(UnknownNameError, match="pip install kairox-tantivy") as info:
         retriever_for_profile(config, None, tmp_path / "kx.db")
     assert "knowledge_bases.idx" in str(info.value)
+    monkeypatch.delenv("KAIROX_LOAD_PLUGINS")
+    reset_plugins()
