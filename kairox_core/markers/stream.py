@@ -93,9 +93,8 @@ class MarkerStreamParser:
             # Fast path: plain text (backticks or tildes that cannot start a line need no
             # look: inline spans are paired only when a tag appears). Track the line,
             # hold trailing blanks.
-            nl = delta.rfind("\n")
-            if nl >= 0:
-                tail = delta[nl + 1:]
+            if "\n" in delta:
+                tail = delta[delta.rfind("\n") + 1:]
                 self._ctx = [tail]
                 self._blank = not tail.strip(" \t")
             else:
@@ -104,13 +103,13 @@ class MarkerStreamParser:
                     self._blank = False
             c = self._c
             t = delta.rstrip(HWS)
-            if not t:
-                c.held += delta
-                return ""
-            if len(t) == len(delta):
+            if t is delta:  # nothing stripped (str.rstrip returns the same object)
                 if c.held:
                     t = c.held + t
                     c.held = ""
+            elif not t:
+                c.held += delta
+                return ""
             else:
                 held = delta[len(t):]
                 if c.held:
@@ -120,12 +119,16 @@ class MarkerStreamParser:
             return t
         if self._finished:
             raise RuntimeError("MarkerStreamParser.feed() called after finish()")
-        c = self._c
         mode = self._mode
+        if mode == _ELEMENT and self._tag and not self._carry and "<" not in delta:
+            self._body_parts.append(delta)  # inside a body: no closing tag can start here
+            return ""
+        c = self._c
         mark = len(c.out)
         if mode == _FENCE and self._fline is None and "\n" not in delta:
             c.text(delta)  # inside a fenced line that cannot close it: all visible
-        elif mode == _ELEMENT:
+            return c.out[-1] if len(c.out) > mark else ""
+        if mode == _ELEMENT:
             rest = self._element(delta)
             if rest is not None:
                 self._process(rest, False)
