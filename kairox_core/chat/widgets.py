@@ -35,10 +35,9 @@ class ChatMessage(Static):
         self.add_class(role)
 
     def _label(self) -> Text:
-        prefix = {"user": "You", "assistant": "Assistant", "error": "Error",
-                  "note": "·"}.get(self.role, self.role)
-        label = Text(f"{prefix}: ", style="bold")
-        label.append(self.text)
+        prefix = {"user": "You", "assistant": "Assistant", "error": "Error"}.get(self.role)
+        label = Text(f"{prefix}: ", style="bold") if prefix else Text()
+        label.append(self.text, style="italic" if prefix is None else "")
         return label
 
     def on_mount(self) -> None:
@@ -90,6 +89,9 @@ class MemoryCard(Static, can_focus=True):
             text.append("⚠ tainted: this text also appears in a tool result or retrieved "
                         "text of this turn; a document may have steered the model.\n",
                         style="bold red")
+        else:
+            text.append("not tainted: no tool result or retrieved text of this turn "
+                        "contains it\n", style="dim green")
         text.append(status or "a approve · r reject · e edit then approve", style="dim")
         return text
 
