@@ -26,14 +26,6 @@ CANDIDATE = re.compile(r"<(?i:memory)(?=[ \t\r\n\f/>])")
 PARTIAL_CANDIDATE = re.compile(r"<(?i:m(?:e(?:m(?:o(?:r(?:y)?)?)?)?)?)?\Z")
 NESTED = re.compile(r"<(?i:memory)[ \t\r\n\f/>]")
 CLOSER = re.compile(r"</(?i:memory)" + _TWS + "{0," + str(CLOSER_MAX_WS) + "}>")
-# One element from its tag start: complete, self-closing, open (no closer) or a tag
-# never closed by '>' (``eoftag``). Always matches at a CANDIDATE.
-ELEMENT = re.compile(
-    r"(?P<el><(?i:memory)(?=[ \t\r\n\f/>])(?P<attrs>[^>]*?)(?P<sc>/" + _TWS + r"*)?>"
-    r"(?(sc)|(?:(?P<body>(?s:.*?))</(?i:memory)" + _TWS + "{0," + str(CLOSER_MAX_WS)
-    + "}>)?))"
-    + r"|(?P<eoftag><(?i:memory)(?=[ \t\r\n\f/>])[^>]*\Z)"
-)
 # The opening tag alone (to its first '>'); the body is found with CLOSER after it.
 OPEN_TAG = re.compile(r"<(?i:memory)(?=[ \t\r\n\f/>])([^>]*)>")
 _ATTR = re.compile(
