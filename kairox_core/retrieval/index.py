@@ -79,6 +79,28 @@ MIGRATIONS = [
         VALUES ('delete', old.id, old.text, old.heading);
     END;
     """,
+    # 2: the workspace becomes an FTS5 term (column ws_token), so keyword search never
+    # reads rows of other workspaces
+    """
+    DROP TRIGGER rag_chunks_ai;
+    DROP TRIGGER rag_chunks_ad;
+    DROP TABLE rag_fts;
+    ALTER TABLE rag_chunks ADD COLUMN ws_token TEXT
+        GENERATED ALWAYS AS ('kxws' || lower(hex(workspace_id))) VIRTUAL;
+    CREATE VIRTUAL TABLE rag_fts USING fts5(
+        text, heading, ws_token, content='rag_chunks', content_rowid='id',
+        tokenize='porter unicode61 remove_diacritics 2'
+    );
+    INSERT INTO rag_fts(rag_fts) VALUES ('rebuild');
+    CREATE TRIGGER rag_chunks_ai AFTER INSERT ON rag_chunks BEGIN
+        INSERT INTO rag_fts(rowid, text, heading, ws_token)
+        VALUES (new.id, new.text, new.heading, new.ws_token);
+    END;
+    CREATE TRIGGER rag_chunks_ad AFTER DELETE ON rag_chunks BEGIN
+        INSERT INTO rag_fts(rag_fts, rowid, text, heading, ws_token)
+        VALUES ('delete', old.id, old.text, old.heading, old.ws_token);
+    END;
+    """,
 ]
 
 _CODE_EXT = {".py", ".js", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".c", ".h", ".cc",
@@ -552,18 +574,28 @@ class WorkspaceRagIndex:
 
     def _keyword(self, query: str, k: int, where: str,
                  args: list[Any]) -> list[tuple[int, int, float]]:
-        expr = fts_match_expression(query)
-        if expr is None:
+        terms = fts_match_expression(query, columns=["text", "heading"])
+        if terms is None:
             return []
-        join = " JOIN rag_documents d ON d.id = c.document_id" if where else ""
+        # the workspace is a term in its own column (weight 0 in bm25): FTS5 intersects
+        # doclists itself, so no row outside the workspace is ever read
+        token = self.conn.execute("SELECT 'kxws' || lower(hex(?))",
+                                  (self.workspace_id,)).fetchone()[0]
+        expr = f'{terms} AND ws_token : "{token}"'
+        rank = "bm25(rag_fts, 1.0, 1.0, 0.0)"
+        if where:  # other filters need the document row of every match
+            sql = ("SELECT c.id, c.document_id, " + rank + " AS s FROM rag_fts "
+                   "JOIN rag_chunks c ON c.id = rag_fts.rowid "
+                   "JOIN rag_documents d ON d.id = c.document_id "
+                   f"WHERE rag_fts MATCH ?{where} ORDER BY s LIMIT ?")
+        else:  # rank in FTS5 alone, then read only the top rows
+            sql = ("SELECT f.id, c.document_id, f.s FROM (SELECT rowid AS id, " + rank +
+                   " AS s FROM rag_fts WHERE rag_fts MATCH ? ORDER BY s LIMIT ?) f "
+                   "JOIN rag_chunks c ON c.id = f.id ORDER BY f.s")
 
         def fetch(limit: int) -> list[tuple[int, int, float]]:
-            rows = self.conn.execute(
-                "SELECT c.id, c.document_id, bm25(rag_fts) AS s FROM rag_fts "
-                f"JOIN rag_chunks c ON c.id = rag_fts.rowid{join} "
-                f"WHERE rag_fts MATCH ? AND c.workspace_id = ?{where} ORDER BY s LIMIT ?",
-                (expr, self.workspace_id, *args, limit)).fetchall()
-            return [(r[0], r[1], -float(r[2])) for r in rows]
+            params = (expr, *args, limit)
+            return [(r[0], r[1], -float(r[2])) for r in self.conn.execute(sql, params)]
 
         return self._collapse(fetch, k)
 
