@@ -121,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         "index_hybrid": run_index("hybrid"),
     }
     if args.only:
-        cases = {n: f for n, f in cases.items() if args.only in n or "fts" in n and
-                 args.only == "keyword" or "vec" in n and args.only == "vector"}
+        family = {"vector": ("index_vector", "raw_vec"), "keyword": ("index_keyword", "raw_fts")}
+        cases = {n: f for n, f in cases.items() if n.startswith(family[args.only])}
     for fn in cases.values():  # warm the page cache and the statement caches
         fn()
     samples: dict[str, list[float]] = {name: [] for name in cases}
