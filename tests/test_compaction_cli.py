@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -130,4 +131,48 @@ async def test_chat_plain_compact_command(kairox_home: Path, tmp_path: Path) -> 
     chat = PlainChat(engine, io.StringIO("book a room\nand lunch\n/compact\n"), out, err)
     assert await chat.run() == 0
     assert "compacted: seqs 2-" in err.getvalue() and "summarised by extractive" in err.getvalue()
+    await engine.close()
+
+
+async def test_memory_view_compacts_pins_edits_and_drops(kairox_home: Path,
+                                                          tmp_path: Path) -> None:
+    from textual.widgets import TextArea
+
+    from kairox_core.chat.app import ChatApp
+    from kairox_core.chat.engine import ChatEngine
+    from kairox_core.config import parse_config
+    from kairox_core.events import ChunkDropped, FactPinned, SummaryEdited
+    from kairox_core.providers.scripted import ScriptedProvider
+
+    config = parse_config({"profiles": {"default": {"context_window": 4096, "reserve": 512}},
+                           "compaction": {"keep_recent_exchanges": 1}})
+    engine = ChatEngine.open(config, tmp_path / "k.db",
+                             provider=ScriptedProvider(["Alice booked room 101 on 3 May."]))
+    for prompt in ("book a room", "and lunch"):
+        await engine.run_turn(prompt, lambda _: None)
+    app = ChatApp(engine)
+
+    async def edit(pilot: Any, key: str, text: str) -> None:
+        await pilot.press(key)
+        await pilot.pause()
+        app.screen.query_one(TextArea).text = text
+        await pilot.press("ctrl+s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("ctrl+y")
+        await pilot.pause()
+        await pilot.press("c")  # compact now
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert engine.session.refresh_compaction().summaries
+        await edit(pilot, "p", "Room 101 is booked.")
+        await edit(pilot, "s", "line zero\nline one")
+        await edit(pilot, "x", "1")
+    events = engine.kx.events(engine.session_id)
+    assert [e.text for e in events if isinstance(e, FactPinned)] == ["Room 101 is booked."]
+    assert [e.text for e in events if isinstance(e, SummaryEdited)] == ["line zero\nline one"]
+    assert [e.text for e in events if isinstance(e, ChunkDropped)] == ["line one"]
+    assert engine.session.refresh_compaction().summaries[0].text == "line zero"
     await engine.close()
