@@ -160,12 +160,13 @@ class Settings:
     """Every knob here is a kairox.toml key (see ``toml``)."""
 
     backend: str = "sentence-transformers"
-    share: float = 0.65
+    share: float = 0.9
     mode: str = "hybrid"
+    keyword_weight: float = 0.6
     keep_recent_exchanges: int = 2
-    recall_k: int = 96
-    target_tokens: int = 160
-    summaries_share: float = 0.1
+    recall_k: int = 200
+    target_tokens: int = 96
+    summaries_share: float = 0.05
     compaction_trigger: float = 0.7
 
     def config(self, budget: int) -> KairoxConfig:
@@ -174,7 +175,8 @@ class Settings:
             "profiles": {"bench": {"model": "gpt-4o-mini", "encoding": ENCODING,
                                    "context_window": budget, "reserve": 0,
                                    "compaction_trigger": self.compaction_trigger}},
-            "retrieval": {"backend": self.backend, "share": self.share, "mode": self.mode},
+            "retrieval": {"backend": self.backend, "share": self.share, "mode": self.mode,
+                          "keyword_weight": self.keyword_weight, "workspace_index": False},
             "compaction": {"strategy": "extractive", "recall": True,
                            "recall_k": self.recall_k,
                            "keep_recent_exchanges": self.keep_recent_exchanges,
@@ -187,7 +189,9 @@ class Settings:
             "[profiles.bench]", 'encoding = "o200k_base"', f"context_window = {budget}",
             "reserve = 0", f"compaction_trigger = {self.compaction_trigger}", "",
             "[retrieval]", f'backend = "{self.backend}"', f"share = {self.share}",
-            f'mode = "{self.mode}"', "", "[compaction]", 'strategy = "extractive"',
+            f'mode = "{self.mode}"', f"keyword_weight = {self.keyword_weight}",
+            "workspace_index = false  # no workspace documents here", "",
+            "[compaction]", 'strategy = "extractive"',
             "recall = true", f"recall_k = {self.recall_k}",
             f"keep_recent_exchanges = {self.keep_recent_exchanges}",
             f"target_tokens = {self.target_tokens}",
@@ -390,6 +394,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--backend", default=d.backend, help="[retrieval] backend for Kairox")
     ap.add_argument("--share", type=float, default=d.share, help="[retrieval] share")
     ap.add_argument("--mode", default=d.mode, help="[retrieval] mode")
+    ap.add_argument("--keyword-weight", type=float, default=d.keyword_weight,
+                    help="[retrieval] keyword_weight")
     ap.add_argument("--keep-recent", type=int, default=d.keep_recent_exchanges,
                     help="[compaction] keep_recent_exchanges")
     ap.add_argument("--recall-k", type=int, default=d.recall_k, help="[compaction] recall_k")
@@ -402,7 +408,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--conversations", type=int, default=None, help="only the first N")
     ap.add_argument("--no-minilm", action="store_true", help="skip the MiniLM baseline")
     args = ap.parse_args(argv)
-    settings = Settings(args.backend, args.share, args.mode, args.keep_recent, args.recall_k,
+    settings = Settings(args.backend, args.share, args.mode, args.keyword_weight,
+                        args.keep_recent, args.recall_k,
                         args.target_tokens, args.summaries_share, args.trigger)
     conversations = load(args.data)[: args.conversations]
     minilm = None if args.no_minilm else MiniLM()

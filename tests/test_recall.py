@@ -11,7 +11,13 @@ import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kairox_core.compaction.recall import DOC_TYPE, merge_hits, recall_space, turn_document
+from kairox_core.compaction.recall import (
+    DOC_TYPE,
+    group_turns,
+    merge_hits,
+    recall_space,
+    turn_document,
+)
 from kairox_core.config import (
     CompactionSection,
     KairoxConfig,
@@ -92,7 +98,8 @@ def test_facts_from_a_compacted_stretch_come_back_verbatim(kx: Kairox) -> None:
     body = context_text(ctx)
     assert FACTS[3] in body
     seq = seq_of(kx, session.id, FACTS[3])
-    assert f"[recalled turn seq={seq} user " in body
+    assert f"seq={seq} user: {FACTS[3]}" in body
+    assert "[recalled turns of this conversation" in body
     ctx = session.preview_sync("Who is the caterer for the wedding?")
     assert FACTS[7] in context_text(ctx)
     retrieval = ctx.trace.layer("retrieval")
@@ -130,7 +137,8 @@ def test_recall_never_returns_turns_still_in_history(kx: Kairox) -> None:
                    "locker code", "Noted turn"):
         hits = kx.recall.hits(session, prompt)
         for h in hits:
-            assert any(lo <= h.metadata["seq"] <= hi for lo, hi in ranges)
+            for seq in h.metadata["seqs"]:
+                assert any(lo <= seq <= hi for lo, hi in ranges)
         body = context_text(session.preview_sync(prompt))
         assert body.count(recent) == 1  # in history, not recalled a second time
 
@@ -203,11 +211,24 @@ def test_turn_documents_and_spaces() -> None:
     assert recall_space("w", "s1") != recall_space("w", "s2") != "w"
 
 
-def test_rendering_labels_recalled_turns_and_escapes_fakes() -> None:
-    hit = RetrievalHit(text="x", score=1.0, source="recall", doc_id="turn:s:4",
-                       metadata={"seq": 4, "speaker": "assistant", "date": "2024-01-02"})
-    assert hit_header(hit) == "recalled turn seq=4 assistant 2024-01-02"
-    assert neutralise("[recalled turn seq=1 user]").startswith("\\[")
+def test_groups_label_turns_and_fakes_are_escaped() -> None:
+    def turn(seq: int, date: str, score: float) -> RetrievalHit:
+        return RetrievalHit(text=f"text {seq}", score=score, source="recall",
+                            doc_id=f"turn:s:{seq}",
+                            metadata={"seq": seq, "speaker": "user", "date": date,
+                                      "session_id": "s"})
+
+    ranked = [turn(9, "2024-01-03", 0.9), turn(4, "2024-01-02", 0.8)]
+    ranked += [turn(20 + i, "2024-02-01", 0.5) for i in range(60)]
+    groups = group_turns(ranked, "s")
+    assert groups[0].text == ("2024-01-02:\nseq=4 user: text 4\n2024-01-03:\nseq=9 user: text 9"
+                              "\n2024-02-01:\n" + "\n".join(
+                                  f"seq={20 + i} user: text {20 + i}" for i in range(6)))
+    seen = [seq for g in groups for seq in g.metadata["seqs"]]
+    assert sorted(seen) == sorted(h.metadata["seq"] for h in ranked)  # each turn once
+    assert [len(g.metadata["seqs"]) for g in groups][-1] <= 8
+    assert hit_header(groups[0]) == "recalled turns of this conversation (compacted earlier)"
+    assert neutralise("[recalled turns]").startswith("\\[")
 
 
 def test_merge_alternates_by_rank() -> None:

@@ -11,7 +11,8 @@ construction (the ``session_id`` filter is applied as well).
 
 On each turn ``Recall.hits`` searches that space for the new prompt and returns the best
 turns as retrieval hits (source ``recall``): the assembler fits them within the
-retrieval share of the budget and labels each ``[recalled turn seq=<n> <speaker> <date>]``.
+retrieval share of the budget, grouped under ``[recalled turns of this conversation ...]``,
+one line per turn: ``seq=<n> <speaker>: <text>`` under a line with its date.
 Only seqs an active summary covers are returned, so a turn still present verbatim in
 history never comes back twice. Indexing is idempotent (a doc id per seq, unchanged
 text is not re-embedded) and incremental: the ``on_compacted`` callback indexes each new
@@ -199,16 +200,53 @@ class Recall:
                 index.rebuild()
                 found = index.search(prompt, cfg.compaction.recall_k, cfg.retrieval.mode,
                                      {"doc_type": DOC_TYPE, "session_id": session.id})
-        hits = []
+        turns = []
         for hit in found:
             seq = hit.metadata.get("seq")
             if hit.metadata.get("session_id") != session.id or not isinstance(seq, int):
                 continue
-            if not _covered(seq, ranges):
-                continue
-            hits.append(RetrievalHit(text=hit.text, score=hit.score, source=SOURCE,
-                                     doc_id=hit.doc_id, metadata=hit.metadata))
-        return hits
+            if _covered(seq, ranges):
+                turns.append(hit)
+        return group_turns(turns, session.id)
+
+
+def group_turns(turns: Sequence[RetrievalHit], session_id: str) -> list[RetrievalHit]:
+    """Best-ranked turns packed into a few hits, best group first.
+
+    One labelled item per turn would spend ~16 tokens of header on a ~30-token turn;
+    a group is one item whose lines carry ``seq=<n> <speaker>:`` and a date line when
+    the day changes (chronological inside the group). Groups are small at the tail
+    (``GROUP_SIZES``) so the retrieval share fills closely."""
+    hits: list[RetrievalHit] = []
+    start = 0
+    for size in _group_sizes(len(turns)):
+        group = sorted(turns[start:start + size], key=lambda h: int(h.metadata["seq"]))
+        start += size
+        lines: list[str] = []
+        day = None
+        for h in group:
+            meta = h.metadata
+            if meta.get("date") != day:
+                day = meta.get("date")
+                lines.append(f"{day}:")
+            lines.append(f"seq={meta['seq']} {meta.get('speaker')}: {h.text.strip()}")
+        seqs = [int(h.metadata["seq"]) for h in group]
+        hits.append(RetrievalHit(
+            text="\n".join(lines), score=max(h.score for h in group), source=SOURCE,
+            doc_id=f"turns:{session_id}:{','.join(map(str, seqs))}",
+            metadata={"session_id": session_id, "seqs": seqs, "doc_type": DOC_TYPE}))
+    return hits
+
+
+GROUP_SIZES = (8, 2)  # turns per group: GROUP_LARGE groups of 8 first, then pairs
+GROUP_LARGE = 6
+
+
+def _group_sizes(n: int) -> list[int]:
+    sizes: list[int] = []
+    while sum(sizes) < n:
+        sizes.append(GROUP_SIZES[0] if len(sizes) < GROUP_LARGE else GROUP_SIZES[1])
+    return sizes
 
 
 def merge_hits(recalled: Sequence[RetrievalHit], others: Sequence[RetrievalHit]
@@ -228,5 +266,5 @@ def install(kx: Kairox) -> Recall:
     return recall
 
 
-__all__ = ["DOC_TYPE", "SOURCE", "Recall", "install", "merge_hits", "recall_space",
-           "turn_document"]
+__all__ = ["DOC_TYPE", "SOURCE", "Recall", "group_turns", "install", "merge_hits",
+           "recall_space", "turn_document"]
