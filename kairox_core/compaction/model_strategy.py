@@ -5,8 +5,8 @@ unset, the session profile's provider is used, so compaction may run on a cheape
 than chat). The prompt asks for a faithful summary, one fact per line, that keeps names,
 numbers, dates, decisions and open tasks and leaves out secrets, paths and tokens; the
 compactor still redacts secrets from whatever comes back. A transcript longer than
-``max_input_tokens`` is summarised in rolling windows (each window sees the summary so
-far), so a small model's context is never overrun. Usage from every call is summed.
+``[compaction] max_input_tokens`` is summarised in rolling windows (each window sees the
+summary so far), so a small model's context is never overrun. Usage of all calls is summed.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ SYSTEM_PROMPT = (
     "passwords, tokens, credentials, private keys, and file system paths; write "
     "'[secret omitted]' or '[path omitted]' in their place. No preamble, no headings."
 )
-DEFAULT_MAX_INPUT_TOKENS = 6000
 
 
 def render_item(item: HistoryItem, limit_chars: int = 4000) -> str:
@@ -71,10 +70,11 @@ class ModelStrategy:
 
     def __init__(
         self, *, config: KairoxConfig | None = None, profile: str | None = None,
-        provider: ModelProvider | None = None, max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS,
+        provider: ModelProvider | None = None, max_input_tokens: int | None = None,
         temperature: float | None = 0.0, **_: Any,
     ) -> None:
         self.config = config or KairoxConfig()
+        max_input_tokens = max_input_tokens or self.config.compaction.max_input_tokens
         self.profile = profile
         self._provider = provider
         self._owned = provider is None  # built here: closed after each run
