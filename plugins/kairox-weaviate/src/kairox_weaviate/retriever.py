@@ -94,7 +94,9 @@ class WeaviateRetriever:
         return self._collection
 
     async def _connect(self) -> None:
-        _import_weaviate()
+        # The first import of weaviate-client takes seconds; in a thread, it does not
+        # stall the event loop, so the other knowledge bases of a turn keep their time.
+        await asyncio.to_thread(_import_weaviate)
         import weaviate
         from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 
