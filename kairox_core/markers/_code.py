@@ -10,6 +10,14 @@ _BACKTICKS = _RUNS["`"]
 _EXACT: dict[int, re.Pattern[str]] = {}
 _CLOSING: dict[tuple[str, int], re.Pattern[str]] = {}
 
+# A fence's opening run (when it starts its line, which the caller checks): group 1 is
+# the run; a backtick fence's info string holds no backtick. ``fence_closing`` from its
+# end finds where it closes.
+FENCE_OPEN = {
+    "`": re.compile(r"(`{3,}+)[^`\n]*+(?=\n|\Z)"),
+    "~": re.compile(r"(~{3,}+)"),
+}
+
 UNKNOWN = -1  # span_end / fence_opens: the line is not complete yet
 
 

@@ -122,13 +122,20 @@ def parse_attributes(attrs: str) -> dict[str, str] | InvalidMarker:
     return out
 
 
-_SCOPES = {s.value: s for s in MemoryScope}
+SCOPES = {s.value: s for s in MemoryScope}
 # The usual spellings, read in one step: scope then optional key, or key then scope.
 _COMMON_ATTRS = re.compile(
     r"[ \t\r\n\f]+(?:scope=([\"'])(session|user|workspace)\1"
     r"(?:[ \t\r\n\f]+key=([\"'])([A-Za-z0-9_.:-]{1,128})\3)?"
     r"|key=([\"'])([A-Za-z0-9_.:-]{1,128})\5[ \t\r\n\f]+scope=([\"'])(session|user|workspace)\7)"
     r"[ \t\r\n\f]*"
+)
+# A whole element in that spelling with a body free of '<' (so nothing nested, and its
+# first '<' starts the closer): the common case, matched in one step. Groups as above;
+# 9 is the body.
+ELEMENT = re.compile(
+    r"<(?i:memory)" + _COMMON_ATTRS.pattern + r">([^<]*+)</(?i:memory)" + _TWS + "{0,"
+    + str(CLOSER_MAX_WS) + "}>"
 )
 
 
@@ -142,9 +149,9 @@ def build_element(
             body = (html.unescape(body_raw) if "&" in body_raw else body_raw).strip()
             if body and len(body) <= max_body_chars:
                 if fast.group(2) is not None:
-                    known, key = _SCOPES[fast.group(2)], fast.group(4)
+                    known, key = SCOPES[fast.group(2)], fast.group(4)
                 else:
-                    known, key = _SCOPES[fast.group(8)], fast.group(6)
+                    known, key = SCOPES[fast.group(8)], fast.group(6)
                 if key is not None or known is MemoryScope.SESSION:
                     return MemoryMarker(known, key, body, raw)
     attrs = attrs_full.rstrip(TAG_WS)[:-1] if body_raw is None else attrs_full
@@ -157,7 +164,7 @@ def build_element(
     if scope_value is None:
         return InvalidMarker(InvalidReason.MISSING_SCOPE, raw,
                              'add scope="session", "user" or "workspace"')
-    scope = _SCOPES.get(scope_value.strip().lower())
+    scope = SCOPES.get(scope_value.strip().lower())
     if scope is None:
         return InvalidMarker(InvalidReason.UNKNOWN_SCOPE, raw,
                              f"scope {scope_value!r} is not session, user or workspace")

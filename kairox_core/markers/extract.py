@@ -16,14 +16,17 @@ Code rules (CommonMark-like; each is decided by the end of the line):
 from __future__ import annotations
 
 import re
+from html import unescape
 
 from kairox_core.markers._cleanup import Cleaner
-from kairox_core.markers._code import fence_closing, fence_opens, span_end
+from kairox_core.markers._code import FENCE_OPEN, fence_closing, is_blank, span_end
 from kairox_core.markers._grammar import (
     CANDIDATE,
     CLOSER,
     DEFAULT_MAX_BODY_CHARS,
+    ELEMENT,
     OPEN_TAG,
+    SCOPES,
     TAG_WS,
     InvalidMarker,
     InvalidReason,
@@ -50,6 +53,8 @@ def extract_memory_markers(
     if "<" not in text:  # no tag can start: nothing to do
         return MarkerExtraction(text, [], [])
     cleaner = Cleaner()
+    text_, marker_ = cleaner.text, cleaner.marker
+    element = ELEMENT.match
     markers: list[MemoryMarker] = []
     invalid: list[InvalidMarker] = []
     cand = CANDIDATE.search
@@ -70,30 +75,47 @@ def extract_memory_markers(
         if next_tl < q:
             m = _TL3.search(text, q)
             next_tl = m.start() if m is not None else n
-        i = min(next_tag, next_bt, next_tl)
+        i = next_tag if next_tag < next_bt and next_tag < next_tl else min(next_bt, next_tl)
         if i >= n:
             break
         if i != next_tag:
-            run_end = fence_opens(text, i, True, True)
-            if run_end < 0:  # not a fence: its backticks may still pair on the line
+            nl = text.rfind("\n", 0, i) + 1
+            ch = text[i]
+            fence = FENCE_OPEN[ch].match(text, i) if nl == i or is_blank(text, nl, i) else None
+            if fence is None:  # not a fence: its backticks may still pair on the line
                 q = i + 3
                 continue
-            q = pos = fence_closing(text, text[i], run_end - i, run_end)
+            q = pos = fence_closing(text, ch, fence.end(1) - i, fence.end())
             continue
-        line_end = text.find("\n", i)
-        if line_end < 0:
-            line_end = n
-        start = max(pos, text.rfind("\n", 0, i) + 1)
-        covered = span_end(text, start, i, line_end, True) if "`" in text[start:i] else 0
-        if covered > 0:  # the tag is inside an inline code span
-            q = pos = covered
-            continue
+        start = text.rfind("\n", pos, i) + 1 or pos
+        if text.find("`", start, i) >= 0:
+            line_end = text.find("\n", i)
+            covered = span_end(text, start, i, n if line_end < 0 else line_end, True)
+            if covered > 0:  # the tag is inside an inline code span
+                q = pos = covered
+                continue
         if i > done:
-            cleaner.text(text[done:i])
+            text_(text[done:i])
+        el = element(text, i)
+        if el is not None:  # the usual spelling: judged here without more searches
+            end = el.end()
+            scope, key, key2, scope2, body_raw = el.group(2, 4, 6, 8, 9)
+            body = (unescape(body_raw) if "&" in body_raw else body_raw).strip()
+            scope = scope or scope2
+            key = key or key2
+            if body and len(body) <= max_body_chars and (key or scope == "session"):
+                markers.append(MemoryMarker(SCOPES[scope], key, body, text[i:end]))
+            else:
+                result = build_element(text[i:end], text[i + 7:el.start(9) - 1], body_raw,
+                                       max_body_chars)
+                (markers if isinstance(result, MemoryMarker) else invalid).append(result)
+            marker_()
+            done = q = pos = end
+            continue
         tag = OPEN_TAG.match(text, i)
         if tag is None:  # never closed by '>': the rest of the text is released
             raw = text[i:]
-            cleaner.text(raw)
+            text_(raw)
             invalid.append(InvalidMarker(InvalidReason.UNTERMINATED, raw,
                                          "the opening tag is never closed by '>'"))
             done = n
@@ -106,7 +128,7 @@ def extract_memory_markers(
             closer = CLOSER.search(text, end)
             if closer is None:  # an opening tag never closed
                 raw = text[i:end]
-                cleaner.text(raw)
+                text_(raw)
                 invalid.append(InvalidMarker(InvalidReason.UNTERMINATED, raw,
                                              "no </memory> closes this tag"))
                 done = q = pos = end
@@ -118,8 +140,8 @@ def extract_memory_markers(
             markers.append(result)
         else:
             invalid.append(result)
-        cleaner.marker()
+        marker_()
         done = q = pos = end
     if done < n:
-        cleaner.text(text[done:])
+        text_(text[done:])
     return MarkerExtraction(cleaner.eof(), markers, invalid)
