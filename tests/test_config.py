@@ -207,3 +207,16 @@ def test_default_config_is_frozen() -> None:
     config = KairoxConfig()
     with pytest.raises(Exception):  # noqa: B017 - pydantic raises ValidationError
         config.kairox.default_profile = "x"  # type: ignore[misc]
+
+
+def test_kb_list_reports_a_missing_kind_instead_of_failing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kairox_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KAIROX_LOAD_PLUGINS", "")
+    path = write(tmp_path / "k.toml", "[knowledge_bases.vec]\nkind = 'tantivy'\n")
+    code, out, _ = run_main(["--config", str(path), "kb", "list", "--json"], capsys)
+    assert code == 0
+    assert "missing" in out and "pip install kairox-tantivy" in out
+    code, _, err = run_main(["--config", str(path), "config", "check"], capsys)
+    assert code == 2 and "pip install kairox-tantivy" in err

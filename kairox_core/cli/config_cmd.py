@@ -20,7 +20,7 @@ def config_group() -> None:
 @pass_cli
 def show(cli_ctx: CliContext, as_json: bool) -> None:
     """Print the effective configuration, secrets redacted."""
-    config = cli_ctx.config
+    config = cli_ctx.config_unchecked
     data = config.redacted()
     if as_json:
         click.echo(json.dumps(data, indent=2))

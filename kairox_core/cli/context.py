@@ -17,13 +17,23 @@ class CliContext:
     config_path: str | None = None
     db_path: str | None = None
     _config: KairoxConfig | None = field(default=None, init=False, repr=False)
+    _checked: bool = field(default=False, init=False, repr=False)
 
     @property
     def config(self) -> KairoxConfig:
-        if self._config is None:
-            config = load_config(self.config_path)
+        """The validated configuration; every kind it names must be installed."""
+        config = self.config_unchecked
+        if not self._checked:
             check_plugin_names(config)
-            self._config = config
+            self._checked = True
+        return config
+
+    @property
+    def config_unchecked(self) -> KairoxConfig:
+        """The validated configuration, even if a plugin it names is not installed: for
+        commands that report what is missing (``kb list``, ``config show``)."""
+        if self._config is None:
+            self._config = load_config(self.config_path)
         return self._config
 
     @property

@@ -210,7 +210,7 @@ def kb_list(cli_ctx: CliContext, as_json: bool) -> None:
     from kairox_core.plugins import get_plugins
 
     rows: list[dict[str, Any]] = []
-    for kb_id, kb in sorted(cli_ctx.config.knowledge_bases.items()):
+    for kb_id, kb in sorted(cli_ctx.config_unchecked.knowledge_bases.items()):
         try:
             reg = get_plugins().get("retrievers", kb.kind)
             provider = f"{reg.plugin} ({reg.distribution})"
