@@ -259,9 +259,14 @@ class KairoxConfig(_Strict):
         for pname, profile in self.profiles.items():
             if wanted in profile.aliases:
                 return pname, profile
+        import difflib
+
+        labels = sorted({*self.profiles, *(a for p in self.profiles.values() for a in p.aliases)})
+        close = difflib.get_close_matches(wanted, labels, n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
         raise ConfigError(
             f"no profile or alias named '{wanted}'", file=self.source, key="profiles",
-            fix=f"use one of: {', '.join(sorted(self.profiles))}",
+            fix=f"{hint}profiles and aliases: {', '.join(labels)}",
         )
 
     def knowledge_bases_for(self, profile: str) -> list[KnowledgeBaseConfig]:

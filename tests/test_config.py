@@ -220,3 +220,11 @@ def test_kb_list_reports_a_missing_kind_instead_of_failing(
     assert "missing" in out and "pip install kairox-tantivy" in out
     code, _, err = run_main(["--config", str(path), "config", "check"], capsys)
     assert code == 2 and "pip install kairox-tantivy" in err
+
+
+def test_unknown_profile_suggests_and_lists_aliases(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path / "kairox.toml", FULL))
+    with pytest.raises(ConfigError) as info:
+        config.resolve_profile("locl")
+    message = str(info.value)
+    assert "did you mean 'local'" in message and "fast" in message and "4o" in message
