@@ -561,7 +561,7 @@ class WorkspaceRagIndex:
     def _collapse(self, fetch: Callable[[int], list[tuple[int, int, float]]],
                   k: int) -> list[tuple[int, int, float]]:
         """Best chunk per document from a ranked chunk list, over-fetching as needed."""
-        limit = max(k * 3, 16)
+        limit = k * 2 + 4
         while True:
             rows = fetch(limit)
             seen: dict[int, tuple[int, int, float]] = {}
@@ -574,28 +574,39 @@ class WorkspaceRagIndex:
 
     def _keyword(self, query: str, k: int, where: str,
                  args: list[Any]) -> list[tuple[int, int, float]]:
-        terms = fts_match_expression(query, columns=["text", "heading"])
+        terms = fts_match_expression(query)
         if terms is None:
             return []
         # the workspace is a term in its own column (weight 0 in bm25): FTS5 intersects
         # doclists itself, so no row outside the workspace is ever read
-        token = self.conn.execute("SELECT 'kxws' || lower(hex(?))",
-                                  (self.workspace_id,)).fetchone()[0]
-        expr = f'{terms} AND ws_token : "{token}"'
+        others = self.conn.execute("SELECT 1 FROM rag_spaces WHERE workspace_id != ? LIMIT 1",
+                                   (self.workspace_id,)).fetchone()
+        if others is None:  # the only workspace here: the workspace term would filter nothing
+            expr = terms  # (a "kxws..." token in a prompt may match ws_token: weight 0)
+        else:
+            token = self.conn.execute("SELECT 'kxws' || lower(hex(?))",
+                                      (self.workspace_id,)).fetchone()[0]
+            cols = fts_match_expression(query, columns=["text", "heading"])
+            expr = f'{cols} AND ws_token : "{token}"'
         rank = "bm25(rag_fts, 1.0, 1.0, 0.0)"
         if where:  # other filters need the document row of every match
             sql = ("SELECT c.id, c.document_id, " + rank + " AS s FROM rag_fts "
                    "JOIN rag_chunks c ON c.id = rag_fts.rowid "
                    "JOIN rag_documents d ON d.id = c.document_id "
                    f"WHERE rag_fts MATCH ?{where} ORDER BY s LIMIT ?")
-        else:  # rank in FTS5 alone, then read only the top rows
-            sql = ("SELECT f.id, c.document_id, f.s FROM (SELECT rowid AS id, " + rank +
-                   " AS s FROM rag_fts WHERE rag_fts MATCH ? ORDER BY s LIMIT ?) f "
-                   "JOIN rag_chunks c ON c.id = f.id ORDER BY f.s")
+        else:  # rank in FTS5 alone (the raw query), then read only the top rows
+            sql = f"SELECT rowid, {rank} AS s FROM rag_fts WHERE rag_fts MATCH ? ORDER BY s LIMIT ?"
 
         def fetch(limit: int) -> list[tuple[int, int, float]]:
             params = (expr, *args, limit)
-            return [(r[0], r[1], -float(r[2])) for r in self.conn.execute(sql, params)]
+            rows = self.conn.execute(sql, params).fetchall()
+            if where:
+                return [(r[0], r[1], -float(r[2])) for r in rows]
+            ids = [r[0] for r in rows]
+            docs = dict(self.conn.execute(
+                f"SELECT id, document_id FROM rag_chunks WHERE id IN ({','.join('?' * len(ids))})",
+                ids)) if ids else {}
+            return [(r[0], docs[r[0]], -float(r[1])) for r in rows]
 
         return self._collapse(fetch, k)
 
