@@ -47,6 +47,11 @@ ATOMS = [
     "&#65;",
     "`code`",
     "<b>",
+    "````",
+    "``",
+    "`a`",
+    "~~~~",
+    "  ```\n",
 ]
 
 texts = st.lists(
@@ -59,7 +64,7 @@ def stream(text: str, cuts: list[int]) -> MarkerExtraction:
     parser = MarkerStreamParser()
     out = []
     prev = 0
-    for cut in [*sorted(set(cuts)), len(text)]:
+    for cut in [*sorted(cuts), len(text)]:  # a repeated cut feeds an empty delta
         out.append(parser.feed(text[prev:cut]))
         prev = cut
     out.append(parser.finish())
@@ -73,7 +78,7 @@ def same(a: MarkerExtraction, b: MarkerExtraction) -> None:
     assert a.invalid == b.invalid
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), text=texts)
 def test_any_split_equals_whole_text(data: st.DataObject, text: str) -> None:
     whole = extract_memory_markers(text)
@@ -98,3 +103,10 @@ def test_visible_text_never_grows_and_markers_come_from_the_text(text: str) -> N
     assert len(result.visible) <= len(text)
     for item in [*result.markers, *result.invalid]:
         assert item.raw and item.raw in text
+
+
+def test_an_empty_delta_releases_nothing_held() -> None:
+    text = 'foo  <memory scope="session">x</memory>'
+    parser = MarkerStreamParser()
+    shown = parser.feed("foo  ") + parser.feed("") + parser.feed(text[5:]) + parser.finish()
+    assert shown == extract_memory_markers(text).visible == "foo"

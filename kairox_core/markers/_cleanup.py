@@ -59,11 +59,36 @@ class Cleaner:
         else:
             self.held += s
 
+    def cut(self, s: str) -> None:
+        """``text(s)`` then ``marker()`` (``s`` not empty): the whole-text extractor's
+        step, in one call with the usual cases inlined."""
+        if self.after:
+            stripped = s.lstrip(WS)
+            if not stripped:
+                self.ws += s
+                self.marker()
+                return
+            self.ws += s[: len(s) - len(stripped)]
+            s = stripped
+            self._resolve(s[0])
+        t = s.rstrip(HWS)
+        out = self.out
+        if t:
+            held = self.held
+            out.append(held + t if held else t)
+            self.held = s[len(t):]
+        else:
+            self.held += s
+        self.after = True
+        self.ws = ""
+        self.lstart = out[-1][-1] == "\n" if out else True
+
     def marker(self) -> None:
         if not self.after:
             self.after = True
             self.ws = ""
-            self.lstart = self._tail2().endswith("\n")
+            out = self.out
+            self.lstart = out[-1][-1] == "\n" if out else True
             return
         if "\n" in self.ws:
             self._resolve("<")

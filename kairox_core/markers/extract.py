@@ -19,7 +19,7 @@ import re
 from html import unescape
 
 from kairox_core.markers._cleanup import Cleaner
-from kairox_core.markers._code import FENCE_OPEN, fence_closing, is_blank, span_end
+from kairox_core.markers._code import FENCE_OPEN, exact_run, fence_closing, is_blank, span_end
 from kairox_core.markers._grammar import (
     CANDIDATE,
     CLOSER,
@@ -38,6 +38,7 @@ from kairox_core.markers._grammar import (
 
 _BT3 = re.compile("```")
 _TL3 = re.compile("~~~")
+_SINGLE = exact_run(1).search
 
 
 def extract_memory_markers(
@@ -53,7 +54,7 @@ def extract_memory_markers(
     if "<" not in text:  # no tag can start: nothing to do
         return MarkerExtraction(text, [], [])
     cleaner = Cleaner()
-    text_, marker_ = cleaner.text, cleaner.marker
+    text_, marker_, cut = cleaner.text, cleaner.marker, cleaner.cut
     element = ELEMENT.match
     markers: list[MemoryMarker] = []
     invalid: list[InvalidMarker] = []
@@ -90,12 +91,19 @@ def extract_memory_markers(
         start = text.rfind("\n", pos, i) + 1 or pos
         if text.find("`", start, i) >= 0:
             line_end = text.find("\n", i)
-            covered = span_end(text, start, i, n if line_end < 0 else line_end, True)
+            if line_end < 0:
+                line_end = n
+            if text.find("``", start, i) < 0:  # single backticks pair up in order
+                covered = 0
+                if text.count("`", start, i) & 1:  # the last one before the tag opens
+                    c = _SINGLE(text, i, line_end)
+                    covered = c.end() if c is not None else 0
+            else:
+                covered = span_end(text, start, i, line_end, True)
             if covered > 0:  # the tag is inside an inline code span
                 q = pos = covered
                 continue
-        if i > done:
-            text_(text[done:i])
+        seg = text[done:i] if i > done else ""
         el = element(text, i)
         if el is not None:  # the usual spelling: judged here without more searches
             end = el.end()
@@ -108,10 +116,18 @@ def extract_memory_markers(
             else:
                 result = build_element(text[i:end], text[i + 7:el.start(9) - 1], body_raw,
                                        max_body_chars)
-                (markers if isinstance(result, MemoryMarker) else invalid).append(result)
-            marker_()
+                if isinstance(result, MemoryMarker):
+                    markers.append(result)
+                else:
+                    invalid.append(result)
+            if seg:
+                cut(seg)
+            else:
+                marker_()
             done = q = pos = end
             continue
+        if seg:
+            text_(seg)
         tag = OPEN_TAG.match(text, i)
         if tag is None:  # never closed by '>': the rest of the text is released
             raw = text[i:]

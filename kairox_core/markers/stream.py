@@ -86,24 +86,28 @@ class MarkerStreamParser:
 
     def feed(self, delta: str) -> str:
         """Take the next piece of the response; return the visible text now safe to show."""
-        if (
-            self._plain and "<" not in delta
-            and (("`" not in delta and "~" not in delta) or not (self._blank or "\n" in delta))
-        ):
+        if self._plain and "<" not in delta:
             # Fast path: plain text (backticks or tildes that cannot start a line need no
             # look: inline spans are paired only when a tag appears). Track the line,
             # hold trailing blanks.
-            if "\n" in delta:
+            if "\n" not in delta:
+                if self._blank:
+                    if "`" in delta or "~" in delta:
+                        return self._slow(delta)
+                    if delta.strip(" \t"):
+                        self._blank = False
+                self._ctx.append(delta)
+            elif "`" in delta or "~" in delta:
+                return self._slow(delta)
+            else:
                 tail = delta[delta.rfind("\n") + 1:]
                 self._ctx = [tail]
                 self._blank = not tail.strip(" \t")
-            else:
-                self._ctx.append(delta)
-                if self._blank and delta.strip(" \t"):
-                    self._blank = False
             c = self._c
             t = delta.rstrip(HWS)
             if t is delta:  # nothing stripped (str.rstrip returns the same object)
+                if not t:
+                    return ""  # an empty delta: held blanks stay held
                 if c.held:
                     t = c.held + t
                     c.held = ""
@@ -117,6 +121,9 @@ class MarkerStreamParser:
                 c.held = held
             c.out.append(t)
             return t
+        return self._slow(delta)
+
+    def _slow(self, delta: str) -> str:
         if self._finished:
             raise RuntimeError("MarkerStreamParser.feed() called after finish()")
         mode = self._mode
