@@ -144,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         "goal": GOAL,
         "within_goal": all(v <= GOAL for v in ratios.values()),
         "index_build_seconds": round(build_seconds, 1),
-        "hashing_chunks_per_second": round(chunks / build_seconds, 1),
+        "embedded_chunks": index.embedded_chunks,  # 0 when --db reused an existing index
+        "hashing_chunks_per_second": (round(index.embedded_chunks / build_seconds, 1)
+                                      if index.embedded_chunks else None),
     }
     index.close()
     tmp.cleanup()
