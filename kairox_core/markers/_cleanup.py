@@ -109,15 +109,17 @@ class Cleaner:
         nl = ws.find("\n")
         if nl >= 0:
             rest = ws[nl + 1:]
-            if self.lstart:
-                if self._tail2() == "\n\n":
-                    rest = rest[rest.rfind("\n") + 1:]
-                self.held = ""
-                if rest:
-                    self.text(rest)
+            if not self.lstart:
+                rest = "\n" + rest
+            elif self._tail2() == "\n\n":
+                rest = rest[rest.rfind("\n") + 1:]
+            # ``text(rest)`` with nothing held, inlined: ``rest`` is only whitespace
+            t = rest.rstrip(HWS)
+            if t:
+                self.out.append(t)
+                self.held = rest[len(t):]
             else:
-                self.held = ""
-                self.text("\n" + rest)
+                self.held = rest
             return
         if not nxt:
             self.held = ""

@@ -16,7 +16,6 @@ Code rules (CommonMark-like; each is decided by the end of the line):
 from __future__ import annotations
 
 import re
-from html import unescape
 
 from kairox_core.markers._cleanup import Cleaner
 from kairox_core.markers._code import FENCE_OPEN, exact_run, fence_closing, is_blank, span_end
@@ -34,6 +33,8 @@ from kairox_core.markers._grammar import (
     MemoryMarker,
     build_element,
     check_limit,
+    decode,
+    new_marker,
 )
 
 _BT3 = re.compile("```")
@@ -108,11 +109,11 @@ def extract_memory_markers(
         if el is not None:  # the usual spelling: judged here without more searches
             end = el.end()
             scope, key, key2, scope2, body_raw = el.group(2, 4, 6, 8, 9)
-            body = (unescape(body_raw) if "&" in body_raw else body_raw).strip()
+            body = (decode(body_raw) if "&" in body_raw else body_raw).strip()
             scope = scope or scope2
             key = key or key2
             if body and len(body) <= max_body_chars and (key or scope == "session"):
-                markers.append(MemoryMarker(SCOPES[scope], key, body, text[i:end]))
+                markers.append(new_marker(SCOPES[scope], key, body, text[i:end]))
             else:
                 result = build_element(text[i:end], text[i + 7:el.start(9) - 1], body_raw,
                                        max_body_chars)
