@@ -150,12 +150,13 @@ _COMMON_ATTRS = re.compile(
     r"|key=([\"'])([A-Za-z0-9_.:-]{1,128})\5[ \t\r\n\f]+scope=([\"'])(session|user|workspace)\7)"
     r"[ \t\r\n\f]*"
 )
-# A whole element in that spelling with a body free of '<' (so nothing nested, and its
-# first '<' starts the closer): the common case, matched in one step. Groups as above;
-# 9 is the body.
-ELEMENT = re.compile(
-    r"<(?i:memory)" + _COMMON_ATTRS.pattern + r">([^<]*+)</(?i:memory)" + _TWS + "{0,"
-    + str(CLOSER_MAX_WS) + "}>"
+# A tag start (as CANDIDATE) that, when the element is in that usual spelling with a
+# body free of '<' (so nothing nested, and its first '<' starts the closer), matches the
+# whole element: one search finds and reads the common case. Groups as above; 9 is the
+# body, None for a bare tag start.
+TAG_OR_ELEMENT = re.compile(
+    r"<(?i:memory)(?:" + _COMMON_ATTRS.pattern + r">([^<]*+)</(?i:memory)" + _TWS + "{0,"
+    + str(CLOSER_MAX_WS) + r"}>|(?=[ \t\r\n\f/>]))"
 )
 
 

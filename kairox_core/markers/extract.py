@@ -20,12 +20,11 @@ import re
 from kairox_core.markers._cleanup import Cleaner
 from kairox_core.markers._code import FENCE_OPEN, exact_run, fence_closing, is_blank, span_end
 from kairox_core.markers._grammar import (
-    CANDIDATE,
     CLOSER,
     DEFAULT_MAX_BODY_CHARS,
-    ELEMENT,
     OPEN_TAG,
     SCOPES,
+    TAG_OR_ELEMENT,
     TAG_WS,
     InvalidMarker,
     InvalidReason,
@@ -56,10 +55,10 @@ def extract_memory_markers(
         return MarkerExtraction(text, [], [])
     cleaner = Cleaner()
     text_, marker_, cut = cleaner.text, cleaner.marker, cleaner.cut
-    element = ELEMENT.match
     markers: list[MemoryMarker] = []
     invalid: list[InvalidMarker] = []
-    cand = CANDIDATE.search
+    cand = TAG_OR_ELEMENT.search
+    m_tag = None
     n = len(text)
     done = 0  # text before this has gone to the cleaner
     pos = 0  # inline code spans are paired from here (after the last element or fence)
@@ -69,8 +68,8 @@ def extract_memory_markers(
         next_tl = n
     while True:
         if next_tag < q:
-            m = cand(text, q)
-            next_tag = m.start() if m is not None else n
+            m_tag = cand(text, q)
+            next_tag = m_tag.start() if m_tag is not None else n
         if next_bt < q:
             m = _BT3.search(text, q)  # a literal-prefix regex search beats str.find here
             next_bt = m.start() if m is not None else n
@@ -105,17 +104,17 @@ def extract_memory_markers(
                 q = pos = covered
                 continue
         seg = text[done:i] if i > done else ""
-        el = element(text, i)
-        if el is not None:  # the usual spelling: judged here without more searches
-            end = el.end()
-            scope, key, key2, scope2, body_raw = el.group(2, 4, 6, 8, 9)
+        assert m_tag is not None
+        scope, key, key2, scope2, body_raw = m_tag.group(2, 4, 6, 8, 9)
+        if body_raw is not None:  # the usual spelling: judged here without more searches
+            end = m_tag.end()
             body = (decode(body_raw) if "&" in body_raw else body_raw).strip()
             scope = scope or scope2
             key = key or key2
             if body and len(body) <= max_body_chars and (key or scope == "session"):
                 markers.append(new_marker(SCOPES[scope], key, body, text[i:end]))
             else:
-                result = build_element(text[i:end], text[i + 7:el.start(9) - 1], body_raw,
+                result = build_element(text[i:end], text[i + 7:m_tag.start(9) - 1], body_raw,
                                        max_body_chars)
                 if isinstance(result, MemoryMarker):
                     markers.append(result)
