@@ -15,9 +15,12 @@ whitespace after a marker, so they can run on a stream:
 
 from __future__ import annotations
 
+import re
+
 HWS = " \t\r"
 WS = " \t\r\n"
 _CLOSING_PUNCT = frozenset(".,;:!?)]}")
+_NON_WS = re.compile(r"[^ \t\r\n]").search
 
 
 class Cleaner:
@@ -59,28 +62,42 @@ class Cleaner:
         else:
             self.held += s
 
-    def cut(self, s: str) -> None:
-        """``text(s)`` then ``marker()`` (``s`` not empty): the whole-text extractor's
-        step, in one call with the usual cases inlined."""
+    def text_range(self, src: str, a: int, b: int) -> bool:
+        """``text(src[a:b])`` (``a < b``) copying only what is output, once: the
+        whole-text extractor passes ranges of the response instead of slices, as
+        ``lstrip``/``rstrip``/concatenation would each copy the text again. Returns
+        False when the range was only whitespace after a marker (nothing settled)."""
         if self.after:
-            stripped = s.lstrip(WS)
-            if not stripped:
-                self.ws += s
-                self.marker()
-                return
-            self.ws += s[: len(s) - len(stripped)]
-            s = stripped
-            self._resolve(s[0])
-        t = s.rstrip(HWS)
-        out = self.out
-        if t:
-            held = self.held
-            out.append(held + t if held else t)
-            self.held = s[len(t):]
+            m = _NON_WS(src, a, b)
+            if m is None:
+                self.ws += src[a:b]
+                return False
+            j = m.start()
+            if j > a:
+                self.ws += src[a:j]
+                a = j
+            self._resolve(src[a])
+        e = b
+        while e > a and src[e - 1] in HWS:
+            e -= 1
+        if e > a:
+            out = self.out
+            if self.held:
+                out.append(self.held)
+            out.append(src[a:e])
+            self.held = src[e:b] if e < b else ""
         else:
-            self.held += s
+            self.held += src[a:b]
+        return True
+
+    def cut(self, src: str, a: int, b: int) -> None:
+        """``text(src[a:b])`` then ``marker()``, as ``text_range``: the whole-text step."""
+        if not self.text_range(src, a, b):
+            self.marker()
+            return
         self.after = True
         self.ws = ""
+        out = self.out
         self.lstart = out[-1][-1] == "\n" if out else True
 
     def marker(self) -> None:

@@ -55,6 +55,7 @@ def extract_memory_markers(
         return MarkerExtraction(text, [], [])
     cleaner = Cleaner()
     text_, marker_, cut = cleaner.text, cleaner.marker, cleaner.cut
+    text_range = cleaner.text_range
     markers: list[MemoryMarker] = []
     invalid: list[InvalidMarker] = []
     cand = TAG_OR_ELEMENT.search
@@ -103,7 +104,6 @@ def extract_memory_markers(
             if covered > 0:  # the tag is inside an inline code span
                 q = pos = covered
                 continue
-        seg = text[done:i] if i > done else ""
         assert m_tag is not None
         scope, key, key2, scope2, body_raw = m_tag.group(2, 4, 6, 8, 9)
         if body_raw is not None:  # the usual spelling: judged here without more searches
@@ -120,14 +120,14 @@ def extract_memory_markers(
                     markers.append(result)
                 else:
                     invalid.append(result)
-            if seg:
-                cut(seg)
+            if i > done:
+                cut(text, done, i)
             else:
                 marker_()
             done = q = pos = end
             continue
-        if seg:
-            text_(seg)
+        if i > done:
+            text_range(text, done, i)
         tag = OPEN_TAG.match(text, i)
         if tag is None:  # never closed by '>': the rest of the text is released
             raw = text[i:]
@@ -159,5 +159,5 @@ def extract_memory_markers(
         marker_()
         done = q = pos = end
     if done < n:
-        text_(text[done:])
+        text_range(text, done, n)
     return MarkerExtraction(cleaner.eof(), markers, invalid)
