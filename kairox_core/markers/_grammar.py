@@ -190,14 +190,21 @@ def build_element(
         return InvalidMarker(InvalidReason.UNKNOWN_SCOPE, raw,
                              f"scope {scope_value!r} is not session, user or workspace")
     key = parsed.get("key")
-    if key is None:
-        if scope is not MemoryScope.SESSION:
-            return InvalidMarker(InvalidReason.MISSING_KEY, raw,
-                                 f"a {scope.value} memory needs a key")
-    elif not KEY_RE.fullmatch(key):
+    if key is not None and not KEY_RE.fullmatch(key):
         return InvalidMarker(InvalidReason.MALFORMED_KEY, raw,
                              f"key {key[:40]!r} must match [A-Za-z0-9_.:-]{{1,128}}")
     body = _unescape(body_raw).strip() if body_raw else ""
+    return judge(scope, key, body, raw, max_body_chars)
+
+
+def judge(scope: MemoryScope, key: str | None, body: str, raw: str,
+          max_body_chars: int) -> MemoryMarker | InvalidMarker:
+    """The last checks of an element whose attributes read well (``key`` well formed
+    if given, ``body`` decoded and trimmed): the whole-text extractor's fast path
+    ends here too."""
+    if key is None and scope is not MemoryScope.SESSION:
+        return InvalidMarker(InvalidReason.MISSING_KEY, raw,
+                             f"a {scope.value} memory needs a key")
     if not body:
         return InvalidMarker(InvalidReason.EMPTY_BODY, raw, "the memory has no text")
     if len(body) > max_body_chars:

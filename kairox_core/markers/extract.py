@@ -33,6 +33,7 @@ from kairox_core.markers._grammar import (
     build_element,
     check_limit,
     decode,
+    judge,
     new_marker,
 )
 
@@ -113,9 +114,8 @@ def extract_memory_markers(
             key = key or key2
             if body and len(body) <= max_body_chars and (key or scope == "session"):
                 markers.append(new_marker(SCOPES[scope], key, body, text[i:end]))
-            else:
-                result = build_element(text[i:end], text[i + 7:m_tag.start(9) - 1], body_raw,
-                                       max_body_chars)
+            else:  # read well, but fails a check: say which
+                result = judge(SCOPES[scope], key, body, text[i:end], max_body_chars)
                 if isinstance(result, MemoryMarker):
                     markers.append(result)
                 else:
