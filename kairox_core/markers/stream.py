@@ -131,10 +131,19 @@ class MarkerStreamParser:
             self._body_parts.append(delta)  # inside a body: no closing tag can start here
             return ""
         c = self._c
+        if mode == _FENCE and self._fline is None and "\n" not in delta and not c.after:
+            # inside a fenced line that cannot close it: all visible (``c.text`` inlined)
+            t = delta.rstrip(HWS)
+            if not t:
+                c.held += delta
+                return ""
+            held = delta[len(t):]
+            if c.held:
+                t = c.held + t
+            c.held = held
+            c.out.append(t)
+            return t
         mark = len(c.out)
-        if mode == _FENCE and self._fline is None and "\n" not in delta:
-            c.text(delta)  # inside a fenced line that cannot close it: all visible
-            return c.out[-1] if len(c.out) > mark else ""
         if mode == _ELEMENT:
             rest = self._element(delta)
             if rest is not None:
