@@ -91,13 +91,46 @@ class Cleaner:
         return True
 
     def cut(self, src: str, a: int, b: int) -> None:
-        """``text(src[a:b])`` then ``marker()``, as ``text_range``: the whole-text step."""
-        if not self.text_range(src, a, b):
-            self.marker()
-            return
+        """``text_range(src, a, b)`` then ``marker()``: the whole-text step, with the usual
+        case (whitespace holding a newline after the previous marker) settled inline."""
+        out = self.out
+        if self.after:
+            m = _NON_WS(src, a, b)
+            if m is None:
+                self.ws += src[a:b]
+                self.marker()
+                return
+            j = m.start()
+            ws = self.ws + src[a:j] if j > a else self.ws
+            a = j
+            nl = ws.find("\n")
+            if nl >= 0:  # ``_resolve`` for this case, inlined
+                rest = ws[nl + 1:]
+                if not self.lstart:
+                    rest = "\n" + rest
+                elif self._tail2() == "\n\n":
+                    rest = rest[rest.rfind("\n") + 1:]
+                t = rest.rstrip(HWS)
+                if t:
+                    out.append(t)
+                    self.held = rest[len(t):]
+                else:
+                    self.held = rest
+            else:
+                self.ws = ws
+                self._resolve(src[a])
+        e = b
+        while e > a and src[e - 1] in HWS:
+            e -= 1
+        if e > a:
+            if self.held:
+                out.append(self.held)
+            out.append(src[a:e])
+            self.held = src[e:b] if e < b else ""
+        else:
+            self.held += src[a:b]
         self.after = True
         self.ws = ""
-        out = self.out
         self.lstart = out[-1][-1] == "\n" if out else True
 
     def marker(self) -> None:
