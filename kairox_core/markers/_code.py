@@ -18,7 +18,7 @@ FENCE_OPEN = {
     "~": re.compile(r"(~{3,}+)"),
 }
 
-UNKNOWN = -1  # span_end / fence_opens: the line is not complete yet
+UNKNOWN = -1  # span_end: the line is not complete yet
 
 
 def is_blank(text: str, start: int = 0, end: int | None = None) -> bool:
@@ -56,29 +56,6 @@ def fence_closing(text: str, char: str, n: int, start: int) -> int:
     """Where the fence opened before ``start`` ends: its closing line's end, or the end."""
     m = closing_line(char, n).search(text, start)
     return m.end() if m is not None else len(text)
-
-
-def fence_opens(text: str, i: int, line_blank_before: bool, complete: bool) -> int:
-    """End of the opening run if a fence opens at run start ``i``, else -1 (or UNKNOWN
-    while a backtick fence's line is incomplete). ``line_blank_before``: the line before
-    ``text`` (when ``text`` holds no newline before ``i``) is blank."""
-    ch = text[i]
-    j = run_end(text, i)
-    if j - i < 3:
-        return -2
-    nl = text.rfind("\n", 0, i)
-    if nl >= 0:
-        if not is_blank(text, nl + 1, i):
-            return -2
-    elif not (line_blank_before and is_blank(text, 0, i)):
-        return -2
-    if ch == "`":
-        le = text.find("\n", j)
-        if text.find("`", j, le if le >= 0 else len(text)) >= 0:
-            return -2
-        if le < 0 and not complete:
-            return UNKNOWN
-    return j
 
 
 def span_end(text: str, start: int, i: int, line_end: int, complete: bool) -> int:
