@@ -199,3 +199,31 @@ async def test_the_system_prompt_teaches_the_memory_protocol(
     assert system["role"] == "system"
     assert '<memory scope="user" key=' in system["content"]
     await engine.close()
+
+
+async def test_unreachable_provider_is_a_readable_error_and_session_intact(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    import socket
+
+    from kairox_core.config import ProviderConfig
+    from kairox_core.events import AssistantMessageCompleted, UserMessageAdded
+    from kairox_core.providers.openai_compat import create
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    provider = create(ProviderConfig(id="local", kind="openai", model="m",
+                                     base_url=f"http://127.0.0.1:{port}/v1", max_retries=0))
+    config = parse_config({})
+    engine = ChatEngine.open(config, tmp_path / "k.db", provider=provider)
+    app = ChatApp(engine)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(app, pilot, "hello?")
+        errors = [m.text for m in app.query(ChatMessage) if m.role == "error"]
+        assert errors and "local" in errors[-1] and "Traceback" not in errors[-1]
+    events = engine.kx.events(engine.session_id)
+    assert [e.text for e in events if isinstance(e, UserMessageAdded)] == ["hello?"]
+    assert not [e for e in events if isinstance(e, AssistantMessageCompleted)]
+    assert not engine.session.busy  # the turn was released: the next one can run
+    await engine.close()
