@@ -417,8 +417,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     def progress(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    results = [asyncio.run(run(args.data, b, settings, conversations, minilm, progress))
-               for b in (args.budget or [4000])]
+    results = []
+    for b in args.budget or [4000]:
+        results.append(asyncio.run(run(args.data, b, settings, conversations, minilm,
+                                       progress)))
+        progress(json.dumps({k: results[-1][k] for k in
+                             ("budget", "evidence_recall", "baseline_evidence_recall")}))
     out: Any = results[0] if len(results) == 1 else {"runs": results}
     if args.json:
         print(json.dumps(out, indent=2))
