@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import count
-from typing import Any
+from typing import Any, TypeVar
 
 from kairox_core.store.connection import Connection, connect
+from kairox_core.store.migrations import migrate
 
 _registry: dict[int, Database] = {}
 _registry_lock = threading.Lock()
@@ -114,3 +115,35 @@ class Database:
             with _registry_lock:
                 if _registry.get(id(self.conn)) is self:
                     del _registry[id(self.conn)]
+
+
+_S = TypeVar("_S", bound="DatabaseStore")
+
+
+class DatabaseStore:
+    """Base of a store living in the shared database: opens (or joins) the ``Database``,
+    brings the store's schema up to date, and releases its share on ``close``."""
+
+    def __init__(
+        self, path_or_conn: str | os.PathLike[str] | Database | Any, component: str,
+        migrations: Sequence[str],
+    ) -> None:
+        self.db = Database.open(path_or_conn)
+        self._closed = False
+        with self.db.lock:
+            migrate(self.db.conn, component, migrations)
+
+    @property
+    def conn(self) -> Any:
+        return self.db.conn
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.db.release()
+
+    def __enter__(self: _S) -> _S:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

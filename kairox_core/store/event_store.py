@@ -26,8 +26,7 @@ from kairox_core.events import (
     SessionStarted,
     event_from_dict,
 )
-from kairox_core.store.database import Database
-from kairox_core.store.migrations import migrate
+from kairox_core.store.database import Database, DatabaseStore
 
 COMPONENT = "events"
 MIGRATIONS: tuple[str, ...] = (
@@ -101,19 +100,12 @@ def _emit(events: Sequence[Event]) -> Callable[[], None]:
     return run
 
 
-class EventStore:
+class EventStore(DatabaseStore):
     """Append and read events. ``EventStore(path)`` opens the file; pass a ``Database``
     (or a connection from ``kairox_core.store.connect``) to share it with other stores."""
 
     def __init__(self, path_or_conn: str | os.PathLike[str] | Database | Any) -> None:
-        self.db = Database.open(path_or_conn)
-        self._closed = False
-        with self.db.lock:
-            migrate(self.db.conn, COMPONENT, MIGRATIONS)
-
-    @property
-    def conn(self) -> Any:
-        return self.db.conn
+        super().__init__(path_or_conn, COMPONENT, MIGRATIONS)
 
     # --- writing -------------------------------------------------------------------
 
@@ -253,16 +245,6 @@ class EventStore:
             ).fetchone()
         return _session_info(row) if row is not None else None
 
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self.db.release()
-
-    def __enter__(self) -> EventStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _session_info(row: Any) -> SessionInfo:

@@ -25,8 +25,7 @@ from kairox_core.memory.records import (
     owner_of,
     parse_scope,
 )
-from kairox_core.store.database import Database
-from kairox_core.store.migrations import migrate
+from kairox_core.store.database import Database, DatabaseStore
 
 COMPONENT = "memory"
 MIGRATIONS: tuple[str, ...] = (
@@ -76,7 +75,7 @@ _COLUMNS = (
 )
 
 
-class SqliteMemoryStore:
+class SqliteMemoryStore(DatabaseStore):
     """The built-in ``MemoryStore``. ``SqliteMemoryStore(path)`` opens (and migrates) the
     database; pass the ``Database`` of an ``EventStore`` to share its connection, so an
     approval's memory write and its events commit together."""
@@ -87,15 +86,8 @@ class SqliteMemoryStore:
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.db = Database.open(path_or_conn)
+        super().__init__(path_or_conn, COMPONENT, MIGRATIONS)
         self.clock = clock
-        self._closed = False
-        with self.db.lock:
-            migrate(self.db.conn, COMPONENT, MIGRATIONS)
-
-    @property
-    def conn(self) -> Any:
-        return self.db.conn
 
     # --- writes ----------------------------------------------------------------------
 
@@ -306,16 +298,6 @@ class SqliteMemoryStore:
             ))
         return versions
 
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self.db.release()
-
-    def __enter__(self) -> SqliteMemoryStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _provenance(row: Any) -> Provenance:
