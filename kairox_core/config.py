@@ -190,7 +190,7 @@ class CompactionSection(_Strict):
     attachment_max_tokens: int = Field(400, gt=0)
     # the model strategy sends at most this much transcript per call (rolling windows)
     max_input_tokens: int = Field(6000, ge=512)
-    recall: bool = True  # index compacted turns; recall the best per prompt (recall.py)
+    recall: bool = True  # index every turn; recall the best history lacks (recall.py)
     recall_k: int = Field(32, gt=0)  # recalled turns offered per prompt ([retrieval] share caps)
 
 

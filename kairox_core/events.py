@@ -332,6 +332,16 @@ class FactPinned(Event):
 
 @register_event
 @dataclass(frozen=True, kw_only=True)
+class FactUnpinned(Event):
+    """A pinned fact is released: later turns no longer include it (it stays in the
+    audit trail, and in any summary or recalled turn that holds its words)."""
+
+    fact_id: str
+    text: str
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
 class ChunkDropped(Event):
     summary_seq: int
     chunk_index: int

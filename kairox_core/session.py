@@ -21,7 +21,6 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kairox_core.compaction.recall import merge_hits
 from kairox_core.context import (
     AssembledContext,
     CompactionState,
@@ -187,12 +186,16 @@ class Session:
         before_seq: int | None = None,
         after_prompt: Sequence[HistoryUnit] = (),
         hits: Sequence[Any] | None = None,
-    ) -> tuple[AssembledContext, list[Any]]:
+        recalled: Sequence[Any] | None = None,
+    ) -> tuple[AssembledContext, list[Any], list[Any]]:
+        """The context for ``prompt``; ``hits``/``recalled`` (None: search now) are
+        the retrieval hits and this session's recalled past turns, also returned."""
         assembler = self.assembler(profile)
         report = None
         if hits is None:
             hits, report = await self.retrieve(prompt, profile)
-            hits = merge_hits(self.kx.recall.hits(self, prompt), hits)  # compacted turns
+        if recalled is None:
+            recalled = self.kx.recall.turns(self, prompt, before_seq=before_seq)
         state = self.refresh_compaction()
         history = self._history.source(assembler.counter, before_seq=before_seq,
                                        skip=state.covered_ranges())
@@ -201,7 +204,7 @@ class Session:
             prompt, system_prompt=system, instructions=instructions,
             memories=self.memories(), pinned=state.pinned, summaries=state.summaries,
             hits=list(hits), history=history, attachments=attachments,
-            after_prompt=after_prompt,
+            after_prompt=after_prompt, recalled=list(recalled),
         )
         self._history.trim(2 * assembler.budget)
         if report is not None:
@@ -209,14 +212,15 @@ class Session:
             for src in report.sources:
                 if not src.ok:
                     layer.notes.append(f"source {src.name} failed: {src.error}")
-        return context, list(hits)
+        return context, list(hits), list(recalled)
 
     async def preview(
         self, prompt: str = "", *, profile: str | None = None,
         attachments: Sequence[Mapping[str, Any]] = (),
     ) -> AssembledContext:
         """What the next turn would send for ``prompt``; writes nothing."""
-        context, _ = await self._assemble(prompt, attachments=attachments, profile=profile)
+        context, _, _ = await self._assemble(prompt, attachments=attachments,
+                                             profile=profile)
         return context
 
     def preview_sync(self, prompt: str = "", *, profile: str | None = None) -> AssembledContext:
@@ -239,7 +243,7 @@ class Session:
         await self._lock.acquire()
         try:
             atts = tuple(dict(a) for a in attachments or ())
-            context, used_hits = await self._assemble(
+            context, used_hits, recalled = await self._assemble(
                 prompt, attachments=atts, instructions=instructions, hits=hits)
             turn_id = f"t-{uuid.uuid4().hex[:12]}"
             counter = self.assembler().counter
@@ -251,6 +255,7 @@ class Session:
             self._lock.release()
             raise
         return Turn(self, turn_id, prompt, stored.seq or 0, context, used_hits,
+                    recalled=recalled,
                     instructions=tuple(instructions), attachments=atts)
 
     def begin_turn_sync(
@@ -325,6 +330,13 @@ class Session:
         async with self._lock:
             return edits.pin_fact(self, text, source_seq=source_seq)
 
+    async def unpin_fact(self, fact_id: str) -> Any:
+        """Release a pinned fact: later turns no longer include it."""
+        from kairox_core.compaction import edits
+
+        async with self._lock:
+            return edits.unpin_fact(self, fact_id)
+
     async def edit_summary(self, summary_seq: int, text: str) -> Any:
         """Replace an active summary's text (the original stays in the audit trail)."""
         from kairox_core.compaction import edits
@@ -342,6 +354,10 @@ class Session:
     def pin_fact_sync(self, text: str, *, source_seq: int | None = None) -> Any:
         self._check_idle()
         return run_sync(self.pin_fact(text, source_seq=source_seq))
+
+    def unpin_fact_sync(self, fact_id: str) -> Any:
+        self._check_idle()
+        return run_sync(self.unpin_fact(fact_id))
 
     def edit_summary_sync(self, summary_seq: int, text: str) -> Any:
         self._check_idle()
@@ -388,7 +404,8 @@ class Turn:
 
     def __init__(
         self, session: Session, turn_id: str, prompt: str, prompt_seq: int,
-        context: AssembledContext, hits: list[Any], *, instructions: tuple[str, ...] = (),
+        context: AssembledContext, hits: list[Any], *, recalled: Sequence[Any] = (),
+        instructions: tuple[str, ...] = (),
         attachments: tuple[dict[str, Any], ...] = (),
     ) -> None:
         from kairox_core.markers import MarkerStreamParser
@@ -399,6 +416,7 @@ class Turn:
         self.prompt_seq = prompt_seq
         self.context = context
         self.hits = hits
+        self.recalled = recalled
         self.instructions = instructions
         self.attachments = attachments
         self.started = time.perf_counter()
@@ -477,9 +495,10 @@ class Turn:
         counter = session.assembler().counter
         tail = [u for u in (unit_from_event(e, counter) for e in self._tool_events)
                 if u is not None]
-        context, _ = await session._assemble(
+        context, _, _ = await session._assemble(
             self.prompt, attachments=self.attachments, instructions=self.instructions,
-            before_seq=self.prompt_seq, after_prompt=tail, hits=self.hits)
+            before_seq=self.prompt_seq, after_prompt=tail, hits=self.hits,
+            recalled=self.recalled)
         self.context = context
         return context
 
@@ -514,7 +533,8 @@ class Turn:
                 stored = kx.events_store.append_many(batch)[-1]
                 if markers:
                     untrusted = [e.result for e in self._tool_events]
-                    untrusted += [getattr(h, "text", "") for h in self.hits]
+                    untrusted += [getattr(h, "text", "")
+                                  for h in (*self.hits, *self.recalled)]
                     proposals = self._route(markers, untrusted)
             result = TurnResult(turn_id=self.turn_id, text=visible,
                                 assistant_seq=stored.seq or 0, markers=markers,

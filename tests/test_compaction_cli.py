@@ -58,7 +58,7 @@ def fail(setup: tuple[Path, Path, str], capsys: pytest.CaptureFixture[str], *arg
 
 
 def test_help_texts() -> None:
-    for name in ("compact", "events", "pin", "summary"):
+    for name in ("compact", "events", "pin", "unpin", "summary"):
         out = CliRunner().invoke(cli, [name, "--help"]).output
         assert "Usage" in out and len(out.splitlines()) > 4
     for sub in ("show", "edit", "drop"):
@@ -94,6 +94,34 @@ def test_compact_then_audit_edit_pin_drop(setup: tuple[Path, Path, str]) -> None
                          kx.get_session(sid).preview_sync("next").messages)
     assert "Workshop on 3 May." in text and "Bob handles catering." not in text
     assert "Budget cap: 4,000 EUR." in text
+    fact_id = pinned.split()[1]
+    assert run(setup, "unpin", sid, fact_id).output.startswith(f"unpinned {fact_id} at seq ")
+    with Kairox.open(db, setup[0]) as kx:
+        session = kx.get_session(sid)
+        assert session.refresh_compaction().pinned == []
+        text = "\n".join(str(m.get("content")) for m in session.preview_sync("next").messages)
+        kinds = [e.type for e in kx.events(sid)]
+    assert "Budget cap: 4,000 EUR." not in text
+    assert kinds.index("FactPinned") < kinds.index("FactUnpinned")  # both in the audit
+
+
+def test_pinned_facts_are_mandatory(setup: tuple[Path, Path, str],
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A pin is never dropped for room: if the pins do not fit, the turn is refused."""
+    from kairox_core.context import ContextBudgetExceeded
+
+    toml, db, sid = setup
+    with Kairox.open(db, toml) as kx:
+        session = kx.get_session(sid)
+        fact = session.pin_fact_sync("The vault code is 7-7-1. " * 3)
+        for prompt in ("hi", "Alice booked room " * 200):
+            assert fact.text in "\n".join(str(m.get("content"))
+                                           for m in session.preview_sync(prompt).messages)
+        session.pin_fact_sync("filler " * 9000)
+        with pytest.raises(ContextBudgetExceeded) as exc:
+            session.preview_sync("hi")
+        assert "pinned facts" in exc.value.parts and "kairox unpin" in str(exc.value)
+    assert "no pinned fact 'f-nope'" in fail(setup, capsys, "unpin", sid, "f-nope")
 
 
 def test_compact_range_and_nothing_left(setup: tuple[Path, Path, str]) -> None:

@@ -269,7 +269,17 @@ def test_property_never_over_budget_memories_kept_tool_pairs_whole(sc: dict) -> 
                   history=ListHistory(tuple(units)))
     system = [{"role": "system", "content": sc["system"].strip()}] if sc["system"].strip() else []
     prompt = {"role": "user", "content": sc["prompt"]}
-    mandatory = fresh_count([*system, prompt], pc.encoding, pc.margin)
+    from kairox_core.context.rendering import (
+        block_content,
+        item_unit,
+        memory_header,
+        pinned_header,
+    )
+
+    pins = [{"role": "system", "content": block_content("pinned", [
+        item_unit(pinned_header(f.fact_id), f.text) for f in sc["pinned"]])}
+            ] if sc["pinned"] else []
+    mandatory = fresh_count([*system, *pins, prompt], pc.encoding, pc.margin)
     try:
         ctx = a.assemble(sc["prompt"], **kwargs)
     except ContextBudgetExceeded as err:
@@ -284,16 +294,17 @@ def test_property_never_over_budget_memories_kept_tool_pairs_whole(sc: dict) -> 
         assert tiktoken_count(msgs) == ctx.trace.total
     # 2. the prompt is last and verbatim
     assert msgs[-1] == prompt
-    # 3. memories present whenever system + prompt + all memories fit
+    # 3. pinned facts always there, verbatim; memories present whenever system + pins +
+    # prompt + all memories fit
+    for pin in pins:
+        assert pin in msgs
     if sc["memories"]:
-        from kairox_core.context.rendering import block_content, item_unit, memory_header
-
         ordered = sorted(sc["memories"], key=lambda m: ({"user": 0, "workspace": 1}.get(
             m.scope, 2), m.key or "", m.id))
         block = {"role": "system", "content": block_content(
             "memories", [item_unit(memory_header(m.scope, m.key, m.id), m.body)
                          for m in ordered])}
-        if fresh_count([*system, block, prompt], pc.encoding, pc.margin) <= prof.budget:
+        if fresh_count([*system, *pins, block, prompt], pc.encoding, pc.margin) <= prof.budget:
             assert block in msgs
     # 4. tool pairs whole; history never opens with an orphan unless it is complete
     history = [m for m in msgs[:-1] if m["role"] != "system"]

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from kairox_core import Kairox
 from kairox_core.config import KairoxConfig
 from kairox_core.context import ContextBudgetExceeded
+from kairox_core.context.rendering import block_content, item_unit, pinned_header
 from kairox_core.events import CompactionSummary, FactPinned
 from kairox_core.tokens import TokenCounter
 
@@ -39,18 +40,24 @@ def test_generated_sessions_never_overflow(tmp_path_factory, turns, window, rese
     with Kairox.open(db, cfg) as kx:
         s = kx.session(workspace="w")
         counter = s.assembler().counter
+        extras = [t[4] for t in turns]
         fresh = TokenCounter(counter.encoding, margin=counter.margin, cache_size=1)
         for i, (prompt, tools, reply, mark, extra) in enumerate(turns):
+            pins = [{"role": "system", "content": block_content("pinned", [
+                item_unit(pinned_header(f.fact_id), f.text)
+                for f in s.refresh_compaction().pinned])}] if "pin" in extras[:i] else []
             try:
                 turn = s.begin_turn_sync(prompt)
             except ContextBudgetExceeded as err:
                 mandatory = fresh.count_messages([
-                    {"role": "system", "content": "Be brief."},
+                    {"role": "system", "content": "Be brief."}, *pins,
                     {"role": "user", "content": prompt}])
                 assert mandatory > budget and err.total == mandatory
                 continue
             assert fresh.count_messages(turn.messages) == turn.trace.total <= budget
             assert turn.messages[-1] == {"role": "user", "content": prompt}
+            for pin in pins:  # every pinned fact, verbatim, in every later turn
+                assert pin in turn.messages
             for j, result in enumerate(tools):
                 turn.add_tool_result(f"c{i}.{j}", "tool", "{}", result)
             turn.complete_sync(reply + mark.format(f"item {i}"))
@@ -64,5 +71,9 @@ def test_generated_sessions_never_overflow(tmp_path_factory, turns, window, rese
                 kx.events_store.append(CompactionSummary(
                     session_id=s.id, compaction_id=f"c{i}", summary=f"summary {i}",
                     first_seq=1, last_seq=max(1, last - 2), strategy="test"))
-        preview = s.preview_sync("")
+        try:
+            preview = s.preview_sync("")
+        except ContextBudgetExceeded as err:  # pins are mandatory: refused, not dropped
+            assert "pinned facts" in err.parts and err.total > budget
+            return
         assert fresh.count_messages(preview.messages) == preview.trace.total <= budget

@@ -128,6 +128,19 @@ def pin_command(cli_ctx: CliContext, session_id: str, text: str) -> None:
     click.echo(f"pinned {event.fact_id} at seq {event.seq}")
 
 
+@click.command("unpin")
+@click.argument("session_id", metavar="SESSION")
+@click.argument("fact_id", metavar="FACT_ID")
+@pass_cli
+def unpin_command(cli_ctx: CliContext, session_id: str, fact_id: str) -> None:
+    """Release pinned fact FACT_ID (as `kairox pin` printed it, or `kairox events
+    SESSION --type FactPinned`) of SESSION: later turns no longer include it
+    (a FactUnpinned event)."""
+    with _session(cli_ctx, session_id) as session:
+        event = session.unpin_fact_sync(fact_id)
+    click.echo(f"unpinned {event.fact_id} at seq {event.seq}: {event.text}")
+
+
 @click.group("summary")
 def summary_group() -> None:
     """Look at and correct compaction summaries (each change is an event)."""
@@ -185,5 +198,6 @@ def summary_drop(cli_ctx: CliContext, session_id: str, seq: int, chunk: int) -> 
 
 
 def register(cli: click.Group) -> None:
-    for command in (compact_command, events_command, pin_command, summary_group):
+    for command in (compact_command, events_command, pin_command, unpin_command,
+                    summary_group):
         cli.add_command(command)

@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING
 
 from kairox_core.context.sources import SummaryItem
 from kairox_core.errors import KairoxUserError
-from kairox_core.events import ChunkDropped, CompactionSummary, FactPinned, SummaryEdited
+from kairox_core.events import (
+    ChunkDropped,
+    CompactionSummary,
+    FactPinned,
+    FactUnpinned,
+    SummaryEdited,
+)
 
 if TYPE_CHECKING:
     from kairox_core.session import Session
@@ -50,6 +56,20 @@ def pin_fact(session: Session, text: str, *, source_seq: int | None = None) -> F
         source_seq=source_seq))
     session.refresh_compaction()
     assert isinstance(event, FactPinned)
+    return event
+
+
+def unpin_fact(session: Session, fact_id: str) -> FactUnpinned:
+    pinned = {f.fact_id: f for f in session.refresh_compaction().pinned}
+    fact = pinned.get(fact_id)
+    if fact is None:
+        known = ", ".join(pinned) or "none"
+        raise KairoxUserError(f"no pinned fact '{fact_id}' in session {session.id} "
+                              f"(pinned: {known}); `kairox context {session.id}` lists them")
+    event = session.kx.events_store.append(FactUnpinned(
+        session_id=session.id, fact_id=fact_id, text=fact.text))
+    session.refresh_compaction()
+    assert isinstance(event, FactUnpinned)
     return event
 
 

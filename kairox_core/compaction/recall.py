@@ -1,23 +1,23 @@
-"""Recall of compacted history: compacted turns stay searchable, verbatim.
+"""Recall of past turns: every turn of a session stays searchable, verbatim.
 
-A summary keeps the thread, not every fact. So when a compaction stores a summary, the
-original turns it replaced (user and assistant messages, tool results) are indexed, one
-document each, into the workspace retrieval index (the same tables, FTS5 + sqlite-vec,
-the configured ``[retrieval]`` backend), in a space of their own per session
+A summary keeps the thread, not every fact; and with a small window even uncompacted
+turns fall out of the history the assembler can hold. So every conversation event
+(user and assistant messages, tool results) is indexed, one document each, into the
+workspace retrieval index (the same tables, FTS5 + sqlite-vec, the configured
+``[retrieval]`` backend), in a space of its own per session
 (``<workspace>#session:<id>``, doc_type ``conversation``, metadata ``session_id``,
 ``seq``, ``speaker``, ``date``). A space per session keeps past conversations out of
 the workspace's document search and makes another session's turns unreachable by
-construction (the ``session_id`` filter is applied as well).
+construction (the ``session_id`` filter is applied as well). Each turn is embedded with
+the turn before it as context (``DocumentInput.context``): "Yes, last May!" is found by
+the question it answers.
 
-On each turn ``Recall.hits`` searches that space for the new prompt and returns the best
-turns as retrieval hits (source ``recall``): the assembler fits them within the
-retrieval share of the budget, grouped under ``[recalled turns of this conversation ...]``,
-one line per turn: ``seq=<n> <speaker>: <text>`` under a line with its date.
-Only seqs an active summary covers are returned, so a turn still present verbatim in
-history never comes back twice. Indexing is idempotent (a doc id per seq, unchanged
-text is not re-embedded) and incremental: the ``on_compacted`` callback indexes each new
-summary's originals, and a catch-up before each search indexes any summary it has not
-seen (compacted by another process, or before recall was enabled).
+Indexing is incremental and idempotent: before each search, ``catch_up`` indexes the
+events written since the last one it saw (``recall_progress`` records it; a doc id per
+seq, so a repeat changes nothing), whichever process wrote them. ``turns`` then returns
+the best turns for the new prompt, one hit each (source ``recall``); the assembler
+skips those its history holds verbatim and fits the rest, turn by turn, within the
+retrieval share (context/recalled.py renders them).
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kairox_core.compaction.planning import CONVERSATION_TYPES
-from kairox_core.context.sources import read_compaction_events
+from kairox_core.context.recalled import DOC_TYPE, SOURCE, turn_seq
 from kairox_core.events import (
     AssistantMessageCompleted,
     CompactionSummary,
@@ -44,9 +45,8 @@ if TYPE_CHECKING:
     from kairox_core.facade import Kairox
     from kairox_core.session import Session
 
-DOC_TYPE = "conversation"
-SOURCE = "recall"
 COMPONENT = "recall"
+CONTEXT_CHARS = 600  # the previous turn's tail embedded with a turn (the model reads ~256 tokens)
 MIGRATIONS = [
     """
     CREATE TABLE recall_indexed (
@@ -56,11 +56,19 @@ MIGRATIONS = [
         PRIMARY KEY (session_id, summary_seq)
     );
     """,
+    # 2: every turn is indexed, not only compacted ones: one watermark per session
+    """
+    DROP TABLE recall_indexed;
+    CREATE TABLE recall_progress (
+        session_id TEXT PRIMARY KEY,
+        last_seq INTEGER NOT NULL
+    );
+    """,
 ]
 
 
 def recall_space(workspace_id: str, session_id: str) -> str:
-    """The index space (``workspace_id`` column) holding one session's compacted turns."""
+    """The index space (``workspace_id`` column) holding one session's turns."""
     return f"{workspace_id}#session:{session_id}"
 
 
@@ -70,36 +78,41 @@ def turn_date(event: Event) -> str:
     return moment.strftime("%Y-%m-%d")
 
 
-def turn_document(event: Event) -> DocumentInput | None:
-    """One compacted conversation event as a document (None: nothing to index)."""
+def turn_text(event: Event) -> tuple[str, str] | None:
+    """(speaker, text) of a conversation event; None for other events."""
     if isinstance(event, UserMessageAdded):
-        speaker, text = "user", event.text
-    elif isinstance(event, AssistantMessageCompleted):
-        speaker, text = "assistant", event.text
-    elif isinstance(event, ToolInvocationCompleted):
-        speaker, text = f"tool {event.tool_name}", event.result
-    else:
+        return "user", event.text
+    if isinstance(event, AssistantMessageCompleted):
+        return "assistant", event.text
+    if isinstance(event, ToolInvocationCompleted):
+        return f"tool {event.tool_name}", event.result
+    return None
+
+
+def turn_document(event: Event, previous: Event | None = None) -> DocumentInput | None:
+    """One conversation event as a document (None: nothing to index); ``previous``, the
+    event before it, is embedded with it as context."""
+    said = turn_text(event)
+    if said is None or event.seq is None or not said[1].strip():
         return None
-    if event.seq is None or not text.strip():
-        return None
+    assert isinstance(event, UserMessageAdded | AssistantMessageCompleted
+                      | ToolInvocationCompleted)
+    speaker, text = said
+    before = turn_text(previous) if previous is not None else None
+    context = before[1].strip()[-CONTEXT_CHARS:] if before else ""
     meta = {"session_id": event.session_id, "seq": event.seq, "speaker": speaker,
             "date": turn_date(event), "turn_id": event.turn_id}
     return DocumentInput(doc_id=f"turn:{event.session_id}:{event.seq}", text=text,
-                         doc_type=DOC_TYPE, metadata=meta)
-
-
-def _covered(seq: int, ranges: Sequence[tuple[int, int]]) -> bool:
-    return any(lo <= seq <= hi for lo, hi in ranges)
+                         doc_type=DOC_TYPE, metadata=meta, context=context)
 
 
 class Recall:
-    """One per ``Kairox``: indexes compacted turns and finds them again for a prompt."""
+    """One per ``Kairox``: indexes a session's turns and finds them again for a prompt."""
 
     def __init__(self, kx: Kairox) -> None:
         self.kx = kx
         self._backend: Any = None
         self._indexes: dict[str, WorkspaceRagIndex] = {}
-        self._seen: dict[str, int] = {}  # session id -> compaction events checked up to
         self._lock = threading.RLock()
         with kx.db.lock:
             migrate(kx.db.conn, COMPONENT, MIGRATIONS)
@@ -127,21 +140,43 @@ class Recall:
 
     async def on_compacted(self, session: Session, summary: CompactionSummary,
                            originals: Sequence[Event]) -> None:
-        """The compactor's callback: index the turns ``summary`` just replaced."""
-        if self.enabled and summary.seq is not None:
-            self.index_originals(session, summary.seq, originals)
+        """The compactor's callback: bring the index up to date while the session waits
+        for its compaction anyway (the next search then has nothing to embed)."""
+        if self.enabled:
+            self.catch_up(session)
 
-    def index_originals(self, session: Session, summary_seq: int,
-                        originals: Sequence[Event]) -> list[str]:
-        """Index ``originals`` (idempotent) and record ``summary_seq`` as handled."""
-        docs = [d for d in (turn_document(e) for e in originals) if d is not None]
+    def indexed_up_to(self, session_id: str) -> int:
+        """The highest seq of ``session_id`` already looked at (0: none)."""
+        with self.kx.db.lock:
+            row = self.kx.db.conn.execute(
+                "SELECT last_seq FROM recall_progress WHERE session_id = ?",
+                (session_id,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def catch_up(self, session: Session) -> int:
+        """Index the session's conversation events written since the last call (by any
+        process); returns how many documents were added or updated."""
+        last = self.indexed_up_to(session.id)
+        events = self.kx.events_store.read(session.id, first_seq=last or None,
+                                           types=CONVERSATION_TYPES)
+        new = [e for e in events if (e.seq or 0) > last]
+        if not new:
+            return 0
+        docs = []
+        previous = events[0] if (events[0].seq or 0) <= last else None
+        for event in new:
+            doc = turn_document(event, previous)
+            if doc is not None:
+                docs.append(doc)
+            previous = event
         statuses = self._add(session, docs)
         db = self.kx.db
         with db.lock, db.atomic():
             db.conn.execute(
-                "INSERT OR REPLACE INTO recall_indexed(session_id, summary_seq, documents) "
-                "VALUES (?, ?, ?)", (session.id, summary_seq, len(docs)))
-        return statuses
+                "INSERT INTO recall_progress(session_id, last_seq) VALUES (?, ?) "
+                "ON CONFLICT(session_id) DO UPDATE SET last_seq = excluded.last_seq",
+                (session.id, max(e.seq or 0 for e in new)))
+        return sum(1 for s in statuses if s != "unchanged")
 
     def _add(self, session: Session, docs: list[DocumentInput]) -> list[str]:
         if not docs:
@@ -155,116 +190,42 @@ class Recall:
                 index.rebuild()
                 return index.add_documents(docs)
 
-    def catch_up(self, session: Session) -> int:
-        """Index every summary's turns not indexed yet; returns how many summaries."""
-        store = self.kx.events_store
-        after = self._seen.get(session.id, 0)
-        events = read_compaction_events(store, session.id, after)
-        summaries = [e for e in events if isinstance(e, CompactionSummary) and e.seq]
-        if events:
-            self._seen[session.id] = max(e.seq or 0 for e in events)
-        if not summaries:
-            return 0
-        with self.kx.db.lock:
-            done = {int(r[0]) for r in self.kx.db.conn.execute(
-                "SELECT summary_seq FROM recall_indexed WHERE session_id = ?", (session.id,))}
-        handled = 0
-        for summary in summaries:
-            assert summary.seq is not None
-            if summary.seq in done:
-                continue
-            originals = store.read(session.id, first_seq=summary.first_seq,
-                                   last_seq=summary.last_seq, types=CONVERSATION_TYPES)
-            self.index_originals(session, summary.seq, originals)
-            handled += 1
-        return handled
-
     # --- recalling ---------------------------------------------------------------------
 
-    def hits(self, session: Session, prompt: str) -> list[RetrievalHit]:
-        """This session's compacted turns that best match ``prompt``, best first; only
-        seqs an active summary replaces (never a turn still in history)."""
+    def turns(self, session: Session, prompt: str, *, before_seq: int | None = None
+              ) -> list[RetrievalHit]:
+        """The session's past turns that best match ``prompt``, one hit each, best
+        first (at most ``[compaction] recall_k``); only seqs below ``before_seq``."""
         if not self.enabled or not prompt.strip():
             return []
         self.catch_up(session)
-        ranges = session.refresh_compaction().covered_ranges()
-        if not ranges:
-            return []
         cfg = self.kx.config
         index = self.index(session)
+        filters = {"doc_type": DOC_TYPE, "session_id": session.id}
         with self.kx.db.lock:
             try:
                 found = index.search(prompt, cfg.compaction.recall_k, cfg.retrieval.mode,
-                                     {"doc_type": DOC_TYPE, "session_id": session.id})
+                                     filters)
             except IndexBackendMismatch:
                 index.rebuild()
                 found = index.search(prompt, cfg.compaction.recall_k, cfg.retrieval.mode,
-                                     {"doc_type": DOC_TYPE, "session_id": session.id})
-        turns = []
+                                     filters)
+        hits = []
         for hit in found:
-            seq = hit.metadata.get("seq")
-            if hit.metadata.get("session_id") != session.id or not isinstance(seq, int):
+            seq = turn_seq(hit)
+            if hit.metadata.get("session_id") != session.id or seq is None:
                 continue
-            if _covered(seq, ranges):
-                turns.append(hit)
-        return group_turns(turns, session.id)
-
-
-def group_turns(turns: Sequence[RetrievalHit], session_id: str) -> list[RetrievalHit]:
-    """Best-ranked turns packed into a few hits, best group first.
-
-    One labelled item per turn would spend ~16 tokens of header on a ~30-token turn;
-    a group is one item whose lines carry ``seq=<n> <speaker>:`` and a date line when
-    the day changes (chronological inside the group). Groups are small at the tail
-    (``GROUP_SIZES``) so the retrieval share fills closely."""
-    hits: list[RetrievalHit] = []
-    start = 0
-    for size in _group_sizes(len(turns)):
-        group = sorted(turns[start:start + size], key=lambda h: int(h.metadata["seq"]))
-        start += size
-        lines: list[str] = []
-        day = None
-        for h in group:
-            meta = h.metadata
-            if meta.get("date") != day:
-                day = meta.get("date")
-                lines.append(f"{day}:")
-            lines.append(f"seq={meta['seq']} {meta.get('speaker')}: {h.text.strip()}")
-        seqs = [int(h.metadata["seq"]) for h in group]
-        hits.append(RetrievalHit(
-            text="\n".join(lines), score=max(h.score for h in group), source=SOURCE,
-            doc_id=f"turns:{session_id}:{','.join(map(str, seqs))}",
-            metadata={"session_id": session_id, "seqs": seqs, "doc_type": DOC_TYPE}))
-    return hits
-
-
-GROUP_SIZES = (8, 2)  # turns per group: GROUP_LARGE groups of 8 first, then pairs
-GROUP_LARGE = 6
-
-
-def _group_sizes(n: int) -> list[int]:
-    sizes: list[int] = []
-    while sum(sizes) < n:
-        sizes.append(GROUP_SIZES[0] if len(sizes) < GROUP_LARGE else GROUP_SIZES[1])
-    return sizes
-
-
-def merge_hits(recalled: Sequence[RetrievalHit], others: Sequence[RetrievalHit]
-               ) -> list[RetrievalHit]:
-    """Recalled turns and the other sources' hits, alternating by rank (recall first):
-    neither crowds the other out of the retrieval share."""
-    merged: list[RetrievalHit] = []
-    for i in range(max(len(recalled), len(others))):
-        merged += [h[i] for h in (recalled, others) if i < len(h)]
-    return merged
+            if before_seq is None or seq < before_seq:
+                hits.append(replace(hit, source=SOURCE))
+        return hits
 
 
 def install(kx: Kairox) -> Recall:
-    """Give ``kx`` recall: its compactor hands every new summary's turns to it."""
+    """Give ``kx`` recall (its compactor's callback keeps the index warm)."""
     recall = Recall(kx)
     kx.compactor.on_compacted.append(recall.on_compacted)
     return recall
 
 
-__all__ = ["DOC_TYPE", "SOURCE", "Recall", "group_turns", "install", "merge_hits",
-           "recall_space", "turn_document"]
+__all__ = ["DOC_TYPE", "SOURCE", "Recall", "install", "recall_space", "turn_document",
+           "turn_text"]

@@ -1,11 +1,12 @@
 """ContextAssembler: rebuild a turn's prompt from scratch under the token budget.
 
-Precedence: the system prompt and the new prompt are mandatory (too big: the turn is
-refused with ``ContextBudgetExceeded``). Then approved memories (they outrank old
-history; when they do not all fit they are ranked by key and body match against the
-prompt, then recency, within ``memory_share`` of the budget), pinned facts, compaction
-summaries, retrieval hits (capped at ``retrieval_share`` of the budget so history keeps
-room) and finally history newest-first, whole units, until the next one does not fit.
+Precedence: the system prompt, the new prompt and the user's pinned facts are mandatory
+(too big: the turn is refused with ``ContextBudgetExceeded``). Then approved memories
+(they outrank old history; when they do not all fit they are ranked by key and body
+match against the prompt, then recency, within ``memory_share`` of the budget),
+compaction summaries, retrieval hits and recalled past turns (capped at
+``retrieval_share`` of the budget so history keeps room) and finally history
+newest-first, whole units, until the next one does not fit.
 Every count is exact (see counting.py), so the messages recounted from scratch never
 exceed ``context_window - reserve``. Pure and deterministic: same inputs, same output.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,9 @@ from kairox_core.context.counting import (
     counter_for_profile,
 )
 from kairox_core.context.errors import ContextBudgetExceeded
+from kairox_core.context.recalled import HEADER, TurnPack, turn_seq
 from kairox_core.context.rendering import (
+    RECALL_SOURCE,
     block_close,
     block_content,
     block_open,
@@ -119,10 +122,13 @@ class ContextAssembler:
         history: HistorySource | Iterable[HistoryUnit] = (),
         attachments: Sequence[Mapping[str, Any]] = (),
         after_prompt: Sequence[HistoryUnit] = (),
+        recalled: Sequence[RetrievalHit] = (),
     ) -> AssembledContext:
         """Assemble one turn. ``history`` is newest first (a ``HistorySource`` or any
         iterable of units); ``after_prompt`` holds this turn's tool call/result units,
-        which belong after the prompt and are mandatory like it."""
+        which belong after the prompt and are mandatory like it. ``recalled``: past
+        turns of this session, one hit each, best first (compaction/recall.py); those
+        the history surely holds are skipped, the rest join ``hits``."""
         pc = self.counter
         budget = self.budget
         trace = ContextTrace(
@@ -144,6 +150,11 @@ class ContextAssembler:
         parts = {"system prompt": system_tokens, "new prompt": prompt_tokens}
         if after_prompt:
             parts["this turn's tool results"] = tail_tokens
+        pins = [_Candidate(f.fact_id, "pinned fact", item_unit(pinned_header(f.fact_id), f.text))
+                for f in pinned]
+        pins_cost = self._block_cost("pinned", pins) if pins else 0
+        if pins:  # the user pinned them: always included verbatim, never silently dropped
+            parts["pinned facts"] = pins_cost
         parts["reply priming"] = REPLY_PRIMING_TOKENS
         if sum(parts.values()) > budget:
             raise ContextBudgetExceeded(
@@ -196,13 +207,12 @@ class ContextAssembler:
                 chosen = [c for c in mem_candidates if c.id in keep]  # stable display order
             remaining -= self._emit(blocks, "memories", chosen, cost, mem_layer, limit=None)
 
-        # --- pinned facts (verbatim), then summaries (newest first when tight) ---
-        pin_layer = trace.layer("pinned")
-        pins = [_Candidate(f.fact_id, "pinned fact", item_unit(pinned_header(f.fact_id), f.text))
-                for f in pinned]
+        # --- pinned facts (verbatim, all of them: paid for with the mandatory parts),
+        # then summaries (newest first when tight) ---
         if pins:
-            chosen, cost = self._fill("pinned", pins, remaining, pin_layer, "no room left")
-            remaining -= self._emit(blocks, "pinned", chosen, cost, pin_layer, limit=None)
+            self._emit(blocks, "pinned", pins, pins_cost, trace.layer("pinned"), limit=None)
+        else:
+            trace.layer("pinned")
 
         sum_layer = trace.layer("summaries")
         if summaries:
@@ -215,25 +225,23 @@ class ContextAssembler:
             chosen.reverse()  # chronological
             remaining -= self._emit(blocks, "summaries", chosen, cost, sum_layer, limit=None)
 
-        # --- retrieval: workspace and knowledge-base hits, capped at retrieval_share ---
+        # --- retrieval: recalled turns and workspace/knowledge-base hits, capped at
+        # retrieval_share (history keeps the rest) ---
         ret_layer = trace.layer("retrieval")
-        if hits:
-            limit = min(remaining, math.floor(self.retrieval_share * budget))
-            seen: set[str] = set()
-            cands = []
-            for hit in hits:
-                key = hit_key(hit)
-                if key in seen:
-                    continue
-                seen.add(key)
-                header = hit_header(hit)
-                cands.append(_Candidate(key, header.split(" score=")[0],
-                                        item_unit(header, hit.text), hit.source))
-            chosen, cost = self._fill(
-                "retrieved", cands, limit, ret_layer,
-                f"over the retrieval share ({self.retrieval_share:.0%} of the budget)",
-            )
-            remaining -= self._emit(blocks, "retrieved", chosen, cost, ret_layer, limit=limit)
+        limit = min(remaining, math.floor(self.retrieval_share * budget))
+        history_units = _Replay(history.newest_first() if hasattr(history, "newest_first")
+                                else iter(history))
+        turns: list[RetrievalHit] = []
+        if recalled:
+            # History gets at least what retrieval leaves at its cap: the turns that fit
+            # there are in the context anyway, so they are not recalled a second time.
+            held = {u.seq for u in _newest_that_fit(history_units.replay(), remaining - limit)}
+            turns = [h for h in recalled if turn_seq(h) not in held]
+            if len(turns) < len(recalled):
+                ret_layer.notes.append(f"{len(recalled) - len(turns)} recalled turns "
+                                       f"skipped: history holds them verbatim")
+        if hits or turns:
+            remaining -= self._retrieval(blocks, hits, turns, limit, ret_layer)
 
         # --- history, newest first, whole units, stop at the first that does not fit ---
         hist_layer = trace.layer("history")
@@ -241,8 +249,7 @@ class ContextAssembler:
         units: list[HistoryUnit] = []
         used = 0
         stopped = False
-        source = history.newest_first() if hasattr(history, "newest_first") else iter(history)
-        for unit in source:
+        for unit in history_units.replay():
             if used + unit.tokens > remaining:
                 stopped = True
                 hist_layer.dropped.append(TraceItem(
@@ -286,6 +293,62 @@ class ContextAssembler:
 
     # --- blocks ------------------------------------------------------------------------
 
+    def _retrieval(self, blocks: list[dict[str, Any]], hits: Sequence[RetrievalHit],
+                   turns: Sequence[RetrievalHit], limit: int, layer: LayerTrace) -> int:
+        """Fill the retrieved block: recalled turns and other hits alternate by rank
+        (neither crowds the other out), each taken while it fits within ``limit``.
+        Returns the block's cost."""
+        pc = self.counter
+        over = f"over the retrieval share ({self.retrieval_share:.0%} of the budget)"
+        seen: set[str] = set()
+        others = []
+        for hit in hits:
+            key = hit_key(hit)
+            if key not in seen:
+                seen.add(key)
+                header = hit_header(hit)
+                others.append(_Candidate(key, header.split(" score=")[0],
+                                         item_unit(header, hit.text), hit.source))
+        pack = TurnPack(pc)
+        chosen: list[_Candidate] = []
+        raw = pc.raw_count(block_open("retrieved")) + pc.raw_count(block_close("retrieved"))
+        for i in range(max(len(turns), len(others))):
+            if i < len(turns):
+                n = pack.cost_of(turns[i])
+                if pc.block_message("system", raw + n) <= limit:
+                    pack.add(turns[i], n)
+                    raw += n
+                else:
+                    layer.dropped.append(_turn_trace(turns[i], pc.scale(n), over))
+            if i < len(others):
+                n = pc.raw_count(others[i].unit)
+                if pc.block_message("system", raw + n) <= limit:
+                    chosen.append(others[i])
+                    raw += n
+                else:
+                    layer.dropped.append(TraceItem(others[i].id, others[i].label, pc.scale(n),
+                                                   source=others[i].source, reason=over))
+        while pack.turns:  # the estimate was a sum of parts: check the exact text
+            if self._block_cost("retrieved", [_recall_candidate(pack), *chosen]) <= limit:
+                break
+            cost = pack.costs[-1]
+            layer.dropped.append(_turn_trace(pack.pop(), pc.scale(cost), over))
+        items = ([_recall_candidate(pack)] if pack.turns else []) + chosen
+        layer.limit = limit
+        if not items:
+            return 0
+        cost = self._block_cost("retrieved", items)
+        blocks.append({"role": "system",
+                       "content": block_content("retrieved", [c.unit for c in items])})
+        for hit, n in sorted(zip(pack.turns, pack.costs, strict=True),
+                             key=lambda t: turn_seq(t[0]) or 0):
+            layer.included.append(_turn_trace(hit, pc.scale(n)))
+        for c in chosen:
+            layer.included.append(TraceItem(c.id, c.label, pc.scale(pc.raw_count(c.unit)),
+                                            source=c.source))
+        layer.tokens, layer.messages = cost, 1
+        return cost
+
     def _block_cost(self, name: str, cands: Sequence[_Candidate]) -> int:
         pc = self.counter
         raw = pc.raw_count(block_open(name)) + pc.raw_count(block_close(name))
@@ -327,6 +390,47 @@ class ContextAssembler:
                                             source=c.source))
         layer.tokens, layer.messages = cost, 1
         return cost
+
+
+class _Replay:
+    """A lazy unit iterator that can be walked again from the start (each unit read once
+    from the source): the recall filter and the history layer read the same units."""
+
+    def __init__(self, source: Iterator[HistoryUnit]) -> None:
+        self._source = source
+        self._read: list[HistoryUnit] = []
+
+    def replay(self) -> Iterator[HistoryUnit]:
+        yield from self._read
+        for unit in self._source:
+            self._read.append(unit)
+            yield unit
+
+
+def _newest_that_fit(units: Iterator[HistoryUnit], room: int) -> list[HistoryUnit]:
+    """The units the history layer includes with ``room`` tokens (same rule: newest
+    first, stop at the first that does not fit, never open with an orphan)."""
+    taken: list[HistoryUnit] = []
+    used = 0
+    for unit in units:
+        if used + unit.tokens > room:
+            while taken and taken[-1].kind != "user":
+                taken.pop()
+            break
+        taken.append(unit)
+        used += unit.tokens
+    return taken
+
+
+def _recall_candidate(pack: TurnPack) -> _Candidate:
+    return _Candidate("recalled turns", HEADER, pack.unit(), RECALL_SOURCE)
+
+
+def _turn_trace(hit: RetrievalHit, tokens: int, reason: str | None = None) -> TraceItem:
+    meta = hit.metadata
+    return TraceItem(f"seq {turn_seq(hit)}",
+                     f"recalled turn ({meta.get('speaker')}, {meta.get('date')})", tokens,
+                     source=RECALL_SOURCE, reason=reason)
 
 
 def _memory_order(m: MemoryItem) -> tuple[int, str, str]:

@@ -8,7 +8,8 @@ from kairox_core.errors import KairoxUserError
 
 
 class ContextBudgetExceeded(KairoxUserError):
-    """System prompt + new prompt (+ reply priming) exceed the budget; nothing is sent.
+    """The mandatory parts (system prompt, new prompt, pinned facts, reply priming) exceed
+    the budget; nothing is sent.
 
     ``parts`` maps each mandatory part to its size in tokens, framing included, so the
     message says which part to shorten.
@@ -31,9 +32,12 @@ class ContextBudgetExceeded(KairoxUserError):
         self.total = sum(self.parts.values())
         sizes = " + ".join(f"{name} {n}" for name, n in self.parts.items())
         where = f"profile '{profile}'" if profile else "this profile"
+        unpin = (", unpin facts (`kairox unpin SESSION FACT_ID`)" if "pinned facts" in self.parts
+                 else "")
         super().__init__(
             f"the turn does not fit the context budget of {where}: {sizes} = {self.total} "
             f"tokens, but the budget is {budget} (context_window {context_window} - reserve "
             f"{reserve}); nothing was sent.\n  fix: shorten the prompt or the system prompt/"
-            f"instructions, or use a profile with a larger context_window or smaller reserve"
+            f"instructions{unpin}, or use a profile with a larger context_window or smaller "
+            f"reserve"
         )

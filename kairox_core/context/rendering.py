@@ -90,8 +90,8 @@ def hit_header(hit: RetrievalHit) -> str:
         chunk = header_field(hit.chunk_id)
         where = chunk if chunk.startswith(where) else f"{where}#{chunk}"
     score = f" score={hit.score:.3f}" if hit.score == hit.score else ""  # skip NaN
-    if hit.source == RECALL_SOURCE:  # compacted turns of this session (compaction/recall.py)
-        return "recalled turns of this conversation (compacted earlier)"
+    if hit.source == RECALL_SOURCE:  # past turns of this session (compaction/recall.py)
+        return "recalled turns of this conversation"
     if hit.source == WORKSPACE_SOURCE:
         return f"workspace {where}{score}"
     return f"kb:{header_field(hit.source)} {where}{score}"

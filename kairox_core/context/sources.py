@@ -17,10 +17,12 @@ from kairox_core.events import (
     CompactionSummary,
     Event,
     FactPinned,
+    FactUnpinned,
     SummaryEdited,
 )
 
-COMPACTION_EVENT_TYPES = ("FactPinned", "CompactionSummary", "SummaryEdited", "ChunkDropped")
+COMPACTION_EVENT_TYPES = ("FactPinned", "FactUnpinned", "CompactionSummary", "SummaryEdited",
+                          "ChunkDropped")
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,8 @@ class CompactionState:
                     fact_id=event.fact_id, text=event.text, seq=event.seq or 0,
                     source_seq=event.source_seq,
                 )
+            elif isinstance(event, FactUnpinned):
+                self._pinned.pop(event.fact_id, None)
             elif isinstance(event, CompactionSummary) and event.seq is not None:
                 self._summaries[event.seq] = event
                 self._folded.update(event.folded_summaries)

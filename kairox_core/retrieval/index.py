@@ -10,19 +10,20 @@ batch, so a crash leaves the previous state, never half a document.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kairox_core.errors import KairoxUserError
 from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit, RetrieverError
-from kairox_core.retrieval.chunking import Chunker, content_hash
+from kairox_core.retrieval.chunking import Chunk, Chunker, content_hash
 from kairox_core.retrieval.fts import fts_match_expression
 from kairox_core.store.connection import connect, transaction
 from kairox_core.store.migrations import migrate
@@ -101,6 +102,8 @@ MIGRATIONS = [
         VALUES ('delete', old.id, old.text, old.heading, old.ws_token);
     END;
     """,
+    # 3: text embedded with a chunk but never shown or keyword-indexed (DocumentInput.context)
+    "ALTER TABLE rag_chunks ADD COLUMN context TEXT NOT NULL DEFAULT '';",
 ]
 
 _CODE_EXT = {".py", ".js", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".c", ".h", ".cc",
@@ -132,7 +135,13 @@ class IndexBackendMismatch(KairoxUserError):
 
 @dataclass(frozen=True)
 class DocumentInput:
-    """One document to index: a file's text or any string (e.g. a conversation turn)."""
+    """One document to index: a file's text or any string (e.g. a conversation turn).
+
+    ``context``: text that leads up to this one (a conversation's previous turn). Each
+    chunk's vector is then the mean of its own embedding and that of context + chunk,
+    so a short reply ("Yes, last May!") is found by what it answers, while the chunk's
+    own text still dominates. Context is neither shown nor keyword-indexed.
+    """
 
     doc_id: str
     text: str
@@ -143,6 +152,7 @@ class DocumentInput:
     origin: str = "text"  # "file" for files: those are removed when gone from disk
     mtime: float | None = None
     size: int | None = None
+    context: str = ""
 
 
 @dataclass(frozen=True)
@@ -169,7 +179,26 @@ def pack_vector(vector: Sequence[float]) -> bytes:
 
 
 def _doc_hash(doc: DocumentInput) -> str:
-    return content_hash(f"{doc.title}\x00{doc.text}")
+    context = f"\x00context\x00{doc.context}" if doc.context else ""
+    return content_hash(f"{doc.title}\x00{doc.text}{context}")
+
+
+def _with_context(chunk: Chunk, context: str) -> Chunk:
+    """The chunk keyed by its text and context: its vector depends on both."""
+    if not context:
+        return chunk
+    return replace(chunk, content_hash=content_hash(f"{chunk.content_hash}\x00{context}"))
+
+
+def _mean_vector(vectors: Sequence[Sequence[float]]) -> list[float]:
+    """The normalised sum of normalised vectors (cosine-equivalent to the mean)."""
+    total = [0.0] * len(vectors[0])
+    for v in vectors:
+        norm = math.sqrt(sum(x * x for x in v)) or 1.0
+        for i, x in enumerate(v):
+            total[i] += x / norm
+    norm = math.sqrt(sum(x * x for x in total)) or 1.0
+    return [x / norm for x in total]
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -278,13 +307,24 @@ class WorkspaceRagIndex:
         return self.conn.execute(
             "SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is not None
 
-    def _embed(self, texts: list[str]) -> list[bytes]:
-        if not texts:
+    def _embed(self, items: Sequence[tuple[str, str, str]]) -> list[bytes]:
+        """Vectors for (text, heading, context) chunks, in one backend call."""
+        if not items:
             return []
+        texts: list[str] = []
+        for text, heading, context in items:
+            texts.append(self._embed_text(text, heading))
+            if context:
+                texts.append(f"{context}\n{text}")
         self.embed_calls += 1
-        self.embedded_chunks += len(texts)
-        vectors = self.backend.embed_documents(texts)
-        return [pack_vector(v) for v in vectors]
+        self.embedded_chunks += len(items)
+        vectors = iter(self.backend.embed_documents(texts))
+        out = []
+        for _, _, context in items:
+            own = list(next(vectors))
+            out.append(pack_vector(_mean_vector([own, list(next(vectors))]) if context
+                                   else own))
+        return out
 
     # --- writing ---------------------------------------------------------------------
 
@@ -354,16 +394,17 @@ class WorkspaceRagIndex:
                     plan.append((doc, dhash, None if same else []))
                     continue
                 statuses.append("updated" if old is not None else "added")
-                plan.append((doc, dhash, self.chunker.chunk(doc.text) if doc.text.strip()
-                             else []))
+                plan.append((doc, dhash, [_with_context(c, doc.context)
+                                          for c in self.chunker.chunk(doc.text)]
+                             if doc.text.strip() else []))
             # vectors already embedded for identical chunk text are reused, not recomputed
             wanted = {c.content_hash for _, _, chunks in plan if chunks for c in chunks}
             known = self._vectors_by_hash(wanted)
-            missing: dict[str, str] = {}
-            for _, _, chunks in plan:
-                for c in chunks or []:
+            missing: dict[str, tuple[str, str, str]] = {}
+            for doc, _, planned in plan:
+                for c in planned or []:
                     if c.content_hash not in known:
-                        missing.setdefault(c.content_hash, self._embed_text(c.text, c.heading))
+                        missing.setdefault(c.content_hash, (c.text, c.heading, doc.context))
             fresh = self._embed(list(missing.values()))
             known.update(zip(missing, fresh, strict=True))
             with transaction(self.conn):
@@ -447,9 +488,9 @@ class WorkspaceRagIndex:
         for ord_, c in enumerate(chunks):
             chunk_id = self.conn.execute(
                 "INSERT INTO rag_chunks(document_id, workspace_id, ord, text, heading, tokens, "
-                "content_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "content_hash, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (document_id, self.workspace_id, ord_, c.text, c.heading, c.tokens,
-                 c.content_hash)).lastrowid
+                 c.content_hash, doc.context)).lastrowid
             self.conn.execute(
                 f"INSERT INTO {self._vec_table}(rowid, workspace_id, embedding, doc_type, path) "
                 f"VALUES (?, ?, ?, ?, ?)",
@@ -501,13 +542,13 @@ class WorkspaceRagIndex:
         """Re-embed every chunk of the workspace with the current backend; returns chunks."""
         with self._lock:
             rows = self.conn.execute(
-                "SELECT c.id, c.text, c.heading, d.doc_type, d.path FROM rag_chunks c "
+                "SELECT c.id, c.text, c.heading, d.doc_type, d.path, c.context FROM rag_chunks c "
                 "JOIN rag_documents d ON d.id = c.document_id WHERE c.workspace_id = ? "
                 "ORDER BY c.id", (self.workspace_id,)).fetchall()
             blobs: list[bytes] = []
             for start in range(0, len(rows), batch_size):
                 part = rows[start : start + batch_size]
-                blobs += self._embed([self._embed_text(r[1], r[2]) for r in part])
+                blobs += self._embed([(r[1], r[2], r[5]) for r in part])
                 if progress:
                     progress(min(start + batch_size, len(rows)), len(rows))
             old = self.recorded_backend()

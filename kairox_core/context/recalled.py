@@ -1,0 +1,92 @@
+"""Recalled turns in the retrieval block: one item, packed turn by turn.
+
+Recall (compaction/recall.py) returns one hit per past turn of the session, best first,
+with ``seq``, ``speaker`` and ``date`` in its metadata. The assembler skips the turns
+its history holds, then adds the rest one at a time (alternating with the workspace and
+knowledge-base hits) while the retrieval share has room. All chosen turns render as a
+single item, chronological, ``<speaker>: <text>`` per line under a date line for each
+day: a header per turn would cost a third of a typical turn, and a date per turn more.
+The seqs are in the trace (one entry per turn).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kairox_core.context.counting import ProfileCounter
+from kairox_core.context.rendering import item_unit, neutralise
+from kairox_core.retrieval.base import RetrievalHit
+
+SOURCE = "recall"
+DOC_TYPE = "conversation"
+HEADER = "recalled turns of this conversation"
+
+
+def turn_seq(hit: RetrievalHit) -> int | None:
+    seq = hit.metadata.get("seq")
+    return seq if isinstance(seq, int) else None
+
+
+def turn_line(hit: RetrievalHit) -> str:
+    return f"{hit.metadata.get('speaker')}: {hit.text.strip()}"
+
+
+def render_turns(turns: list[RetrievalHit]) -> str:
+    """The item: turns in seq order, a ``YYYY-MM-DD:`` line whenever the day changes."""
+    lines: list[str] = []
+    day = None
+    for hit in sorted(turns, key=lambda h: turn_seq(h) or 0):
+        if hit.metadata.get("date") != day:
+            day = hit.metadata.get("date")
+            lines.append(f"{day}:")
+        lines.append(turn_line(hit))
+    return item_unit(HEADER, "\n".join(lines))
+
+
+@dataclass
+class TurnPack:
+    """The recalled turns chosen so far, with an estimate of their item's raw tokens
+    (sum of the parts; ``unit`` gives the exact text to count)."""
+
+    counter: ProfileCounter
+    turns: list[RetrievalHit] = field(default_factory=list)
+    costs: list[int] = field(default_factory=list)
+    days: dict[str, int] = field(default_factory=dict)  # day -> turns chosen on it
+
+    @property
+    def estimate(self) -> int:
+        return sum(self.costs)
+
+    def cost_of(self, hit: RetrievalHit) -> int:
+        """Raw tokens ``hit`` would add: its line, a date line for a new day, and the
+        item's header for the first turn."""
+        pc = self.counter
+        n = pc.raw_count(neutralise(turn_line(hit)) + "\n")
+        if str(hit.metadata.get("date")) not in self.days:
+            n += pc.raw_count(f"{hit.metadata.get('date')}:\n")
+        if not self.turns:
+            n += pc.raw_count(item_unit(HEADER, ""))
+        return n
+
+    def add(self, hit: RetrievalHit, cost: int) -> None:
+        self.turns.append(hit)
+        self.costs.append(cost)
+        day = str(hit.metadata.get("date"))
+        self.days[day] = self.days.get(day, 0) + 1
+
+    def pop(self) -> RetrievalHit:
+        """Take back the last (lowest-ranked) turn added."""
+        hit = self.turns.pop()
+        self.costs.pop()
+        day = str(hit.metadata.get("date"))
+        self.days[day] -= 1
+        if not self.days[day]:
+            del self.days[day]
+        return hit
+
+    def unit(self) -> str:
+        return render_turns(self.turns)
+
+
+__all__ = ["DOC_TYPE", "HEADER", "SOURCE", "TurnPack", "render_turns", "turn_line",
+           "turn_seq"]
