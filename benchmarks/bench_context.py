@@ -11,7 +11,10 @@ synthetic session is written to a fresh database, then timed in the same run:
   database; later turns read only what was appended since). The workspace index is on
   (the default config), empty. Turn-end hooks other engines install (the compaction
   check of issue 7) are left out of the figure and timed apart
-  (``turn_with_turn_end_hooks_ms``), with compaction disabled.
+  (``turn_with_turn_end_hooks_ms``), with compaction disabled. Recall of past turns
+  (issue 7: a hybrid search over the session's own turns every turn) is off for the
+  figure and timed apart: ``recall_first_turn_ms`` (indexing the whole backlog of a
+  session written without it) and ``recall_turn_ms`` (a steady turn with it on).
 - Baseline: ``trim_messages(strategy="last", token_counter=<tiktoken o200k counter>)``
   over the same messages as LangChain messages, to the same budget.
 
@@ -171,14 +174,38 @@ async def one_turn(session: Any, prompt: str, deltas: list[str]) -> dict[str, fl
             "context_tokens": turn.trace.total}
 
 
-def bench_size(n: int, turns: int, baseline_repeats: int, workdir: Path) -> dict[str, Any]:
-    config = KairoxConfig.model_validate({
+def bench_config(recall: bool) -> KairoxConfig:
+    return KairoxConfig.model_validate({
         "profiles": {"default": {"model": "gpt-4o", "context_window": WINDOW,
                                  "reserve": RESERVE}},
         # The synthetic session is over the compaction trigger on purpose (a full window):
         # compacting it is issue 7's benchmark, not this one's.
-        "compaction": {"enabled": False},
+        "compaction": {"enabled": False, "recall": recall},
     })
+
+
+def bench_recall(db: Path, session_id: str, system: str, turns: int) -> dict[str, float]:
+    """The same session with recall on: the first turn indexes every past turn."""
+    kx = Kairox.open(db, bench_config(recall=True))
+    session = kx.session(session_id=session_id, system_prompt=system)
+    session.after_turn_hooks.clear()
+    rng = random.Random(7)
+
+    async def drive() -> tuple[float, list[float]]:
+        first = (await one_turn(session, "what is the deadline?", reply_deltas(rng)))["total"]
+        runs = [(await one_turn(session, f"recall {i}: {words(rng, 5, 40)}",
+                                reply_deltas(rng)))["total"] for i in range(turns)]
+        await kx.aclose()
+        return first, runs
+
+    first, runs = asyncio.run(drive())
+    return {"recall_first_turn_ms": round(first * 1000, 1),
+            "recall_turn_ms": round(statistics.median(runs) * 1000, 3)}
+
+
+def bench_size(n: int, turns: int, baseline_repeats: int, workdir: Path,
+               recall: bool = False) -> dict[str, Any]:
+    config = bench_config(recall=False)
     system = "You are a helpful assistant for the bench project."
     db = workdir / f"bench-{n}.db"
     items = synthetic(n)
@@ -239,6 +266,8 @@ def bench_size(n: int, turns: int, baseline_repeats: int, workdir: Path) -> dict
         result["trim_messages_ms"] = round(base["seconds"] * 1000, 1)
         result["trim_messages_kept"] = base["kept_messages"]
         result["speedup_vs_trim_messages"] = round(base["seconds"] / med["total"], 1)
+    if recall:
+        result.update(bench_recall(db, session.id, system, max(3, turns // 3)))
     return result
 
 
@@ -248,16 +277,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=15, help="timed turns per size")
     parser.add_argument("--baseline-repeats", type=int, default=3,
                         help="trim_messages calls per size (0: skip)")
+    parser.add_argument("--recall-sizes", default="1000,10000",
+                        help="sizes also timed with recall on (its first turn indexes the "
+                             "whole session: minutes at 100k)")
     parser.add_argument("--json", action="store_true", help="print only JSON")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    recall_sizes = {int(s) for s in args.recall_sizes.split(",") if s}
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         # One-time process start-up (imports, encodings, index tables) outside the figures.
         bench_size(50, 1, 0, Path(tmp))
         for n in sizes:
             repeats = args.baseline_repeats if n <= 10_000 else min(args.baseline_repeats, 1)
-            results.append(bench_size(n, args.turns, repeats, Path(tmp)))
+            results.append(bench_size(n, args.turns, repeats, Path(tmp),
+                                      recall=n in recall_sizes))
             if not args.json:
                 print(f"  {n} messages done", file=sys.stderr)
     by_n = {r["messages"]: r for r in results}
@@ -276,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
 
         table = Table(title=f"a whole turn, {WINDOW // 1000}k window (median)")
         for col in ("messages", "turn ms", "begin", "stream", "complete", "first turn",
-                    "in context", "trim_messages ms", "speedup"):
+                    "in context", "trim_messages ms", "speedup", "with recall ms"):
             table.add_column(col, justify="right")
         for r in results:
             table.add_row(
@@ -285,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['history_messages_in_context']:,}",
                 f"{r.get('trim_messages_ms', float('nan')):.0f}",
                 f"{r.get('speedup_vs_trim_messages', float('nan')):.0f}x",
+                f"{r.get('recall_turn_ms', float('nan')):.2f}",
             )
         Console(stderr=True).print(table)
     print(json.dumps(summary, indent=2))

@@ -160,9 +160,9 @@ class Settings:
     """Every knob here is a kairox.toml key (see ``toml``)."""
 
     backend: str = "sentence-transformers"
-    share: float = 0.9
+    share: float = 0.95
     mode: str = "hybrid"
-    keyword_weight: float = 0.6
+    keyword_weight: float = 0.3
     keep_recent_exchanges: int = 2
     recall_k: int = 200
     target_tokens: int = 96

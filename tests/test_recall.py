@@ -146,16 +146,22 @@ def test_a_turn_in_history_is_not_recalled_a_second_time(kx: Kairox) -> None:
 
 
 def test_uncompacted_turns_out_of_history_are_recalled(tmp_path: Path) -> None:
-    """Share near 1: history holds only the newest exchange, nothing is compacted yet,
-    and a fact from a few turns back still comes back verbatim."""
-    cfg = config(window=4000, share=0.9)
+    """Share near 1 and no compaction: history holds only the newest exchanges, and a
+    fact from long before still comes back verbatim."""
+    base = config(window=2000, share=0.9)
+    cfg = base.model_copy(update={"compaction": base.compaction.model_copy(
+        update={"enabled": False, "recall_k": 64})})
     with Kairox.open(tmp_path / "kx.db", cfg) as k:
         session = k.session()
-        chat(session, 8)
+        chat(session, 30)
         assert not covered(k, session)  # no compaction: all of it is raw history
         ctx = session.preview_sync("What is my locker code at the gym?")
         assert context_text(ctx).count(FACTS[3]) == 1
-        assert any(i.source == "recall" for i in ctx.trace.layer("retrieval").included)
+        seq = seq_of(k, session.id, FACTS[3])
+        recalled = [i.id for i in ctx.trace.layer("retrieval").included if i.source == "recall"]
+        assert f"seq {seq}" in recalled
+        history = ctx.trace.layer("history").included[0].id  # "seq A-B"
+        assert int(history.split()[1].split("-")[0]) > seq
 
 
 def test_a_turn_is_embedded_with_the_turn_it_answers(tmp_path: Path) -> None:
@@ -314,3 +320,23 @@ def test_recalled_turns_never_overflow_the_budget(texts: list[str], share: float
     assert fresh_count(ctx.messages) == ctx.tokens <= a.budget
     layer = ctx.trace.layer("retrieval")
     assert len(layer.included) + len(layer.dropped) == len(recalled)
+
+
+def test_a_turn_history_takes_in_is_not_repeated_when_retrieval_underfills() -> None:
+    """Retrieval leaves room unused, so history reaches further back than the room it
+    was sure of: the recalled copies of those turns are taken out of the block."""
+    a = ContextAssembler(ProfileConfig(model="gpt-4o", encoding="o200k_base",
+                                       context_window=1000, reserve=0), retrieval_share=0.5)
+    said = {seq: f"turn {seq} about the garden and beans, " + "tomatoes " * 20
+            for seq in range(1, 21)}  # ~700 tokens: more than retrieval leaves at its cap
+    units = [unit_from(seq, "UserMessageAdded" if seq % 2 else "AssistantMessageCompleted",
+                       {"text": said[seq], "turn_id": "t"}, a.counter) for seq in said]
+    recalled = [recalled_turn(seq, said[seq]) for seq in (1, 2, 3)]
+    ctx = a.assemble("beans?", recalled=recalled, history=ListHistory(tuple(units)))
+    text = context_text(ctx)
+    for seq in (1, 2, 3):
+        assert text.count(f"turn {seq} about") == 1
+    layer = ctx.trace.layer("retrieval")
+    assert layer.included == [] and layer.tokens == 0
+    assert any("history took them in" in n for n in layer.notes)
+    assert fresh_count(ctx.messages) == ctx.tokens <= a.budget

@@ -201,7 +201,9 @@ class Recall:
         self.catch_up(session)
         cfg = self.kx.config
         index = self.index(session)
-        filters = {"doc_type": DOC_TYPE, "session_id": session.id}
+        # No filters: the space holds this session's turns only, and a filter would cost a
+        # document-row read per keyword match and an exact vector scan (no vec0 KNN).
+        filters: dict[str, str] = {}
         with self.kx.db.lock:
             try:
                 found = index.search(prompt, cfg.compaction.recall_k, cfg.retrieval.mode,

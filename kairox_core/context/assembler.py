@@ -240,8 +240,11 @@ class ContextAssembler:
             if len(turns) < len(recalled):
                 ret_layer.notes.append(f"{len(recalled) - len(turns)} recalled turns "
                                        f"skipped: history holds them verbatim")
-        if hits or turns:
-            remaining -= self._retrieval(blocks, hits, turns, limit, ret_layer)
+        pack, chosen_hits = self._choose_retrieval(hits, turns, limit, ret_layer)
+        ret_layer.limit = limit
+        ret_at, ret_cost = len(blocks), self._retrieval_block(blocks, pack, chosen_hits,
+                                                              ret_layer)
+        remaining -= ret_cost
 
         # --- history, newest first, whole units, stop at the first that does not fit ---
         hist_layer = trace.layer("history")
@@ -272,6 +275,17 @@ class ContextAssembler:
                     reason="its user message did not fit",
                 ))
         units.reverse()
+        if pack.turns:
+            # History may get more than the room retrieval left at its cap (retrieval did
+            # not fill it): a turn it took in is not repeated in the retrieved block.
+            dropped = pack.discard({u.seq for u in units})
+            if dropped:
+                ret_layer.notes.append(f"{dropped} recalled turns left out: history took "
+                                       f"them in with the room retrieval did not use")
+                kept: list[dict[str, Any]] = []
+                cost = self._retrieval_block(kept, pack, chosen_hits, ret_layer)
+                blocks[ret_at:ret_at + 1] = kept
+                remaining += ret_cost - cost
         history_messages = [dict(m) for u in units for m in u.messages]
         if units:  # one item for the whole contiguous stretch: it may be thousands long
             hist_layer.included.append(TraceItem(
@@ -293,11 +307,10 @@ class ContextAssembler:
 
     # --- blocks ------------------------------------------------------------------------
 
-    def _retrieval(self, blocks: list[dict[str, Any]], hits: Sequence[RetrievalHit],
-                   turns: Sequence[RetrievalHit], limit: int, layer: LayerTrace) -> int:
-        """Fill the retrieved block: recalled turns and other hits alternate by rank
-        (neither crowds the other out), each taken while it fits within ``limit``.
-        Returns the block's cost."""
+    def _choose_retrieval(self, hits: Sequence[RetrievalHit], turns: Sequence[RetrievalHit],
+                          limit: int, layer: LayerTrace) -> tuple[TurnPack, list[_Candidate]]:
+        """Recalled turns and other hits alternate by rank (neither crowds the other
+        out), each taken while it fits within ``limit``."""
         pc = self.counter
         over = f"over the retrieval share ({self.retrieval_share:.0%} of the budget)"
         seen: set[str] = set()
@@ -333,8 +346,15 @@ class ContextAssembler:
                 break
             cost = pack.costs[-1]
             layer.dropped.append(_turn_trace(pack.pop(), pc.scale(cost), over))
-        items = ([_recall_candidate(pack)] if pack.turns else []) + chosen
-        layer.limit = limit
+        return pack, chosen
+
+    def _retrieval_block(self, blocks: list[dict[str, Any]], pack: TurnPack,
+                         chosen: Sequence[_Candidate], layer: LayerTrace) -> int:
+        """Append the retrieved block (if any) and record it in ``layer``; its cost."""
+        pc = self.counter
+        items = ([_recall_candidate(pack)] if pack.turns else []) + list(chosen)
+        layer.included.clear()
+        layer.tokens = layer.messages = 0
         if not items:
             return 0
         cost = self._block_cost("retrieved", items)

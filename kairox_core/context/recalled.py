@@ -84,6 +84,17 @@ class TurnPack:
             del self.days[day]
         return hit
 
+    def discard(self, seqs: set[int]) -> int:
+        """Take back the turns whose seq is in ``seqs``; returns how many."""
+        keep = [(h, c) for h, c in zip(self.turns, self.costs, strict=True)
+                if turn_seq(h) not in seqs]
+        dropped = len(self.turns) - len(keep)
+        if dropped:
+            self.turns, self.costs, self.days = [], [], {}
+            for hit, cost in keep:
+                self.add(hit, cost)
+        return dropped
+
     def unit(self) -> str:
         return render_turns(self.turns)
 
