@@ -340,3 +340,47 @@ def test_a_turn_history_takes_in_is_not_repeated_when_retrieval_underfills() -> 
     assert layer.included == [] and layer.tokens == 0
     assert any("history took them in" in n for n in layer.notes)
     assert fresh_count(ctx.messages) == ctx.tokens <= a.budget
+
+
+def test_a_long_backlog_is_indexed_newest_first_in_steps(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """A session written before recall was on: each search indexes the new turns and one
+    step of the older ones, newest first, until the first turn is reached."""
+    from kairox_core.compaction import recall as recall_module
+
+    monkeypatch.setattr(recall_module, "BACKLOG_STEP", 10)
+    db = tmp_path / "kx.db"
+    with Kairox.open(db, config(recall=False)) as k:
+        session = k.session()
+        sid = session.id
+        chat(session, 20)  # 40 turns, nothing indexed
+    with Kairox.open(db, config(recall=True)) as k:
+        session = k.session(session_id=sid)
+        turns = [e.seq for e in k.events(sid)
+                 if e.type in ("UserMessageAdded", "AssistantMessageCompleted")]
+        index = k.recall.index(session)
+
+        def indexed() -> list[int]:
+            return sorted(int(d.doc_id.rsplit(":", 1)[1]) for d in index.documents())
+
+        assert k.recall.catch_up(session) == 10
+        assert indexed() == turns[-10:]  # the newest first
+        new = k.events_store.append(UserMessageAdded(session_id=sid, turn_id="t-new",
+                                                     text="one more question")).seq
+        assert k.recall.catch_up(session) == 11  # the new turn and the next older step
+        assert indexed() == [*turns[-20:], new]
+        while k.recall.catch_up(session):
+            pass
+        everything = [e.seq for e in k.events(sid)
+                      if e.type in ("UserMessageAdded", "AssistantMessageCompleted")]
+        assert indexed() == everything
+        assert k.recall.progress(sid) == (0, k.events_store.last_seq(sid))
+        # each turn still has its predecessor as context, across step boundaries
+        rows = dict(tuple(r) for r in k.db.conn.execute(
+            "SELECT d.doc_id, c.context FROM rag_chunks c JOIN rag_documents d "
+            "ON d.id = c.document_id WHERE c.workspace_id = ?",
+            (recall_space(session.workspace_id, sid),)))
+        texts = {e.seq: getattr(e, "text", "") for e in k.events(sid)}
+        for prev, seq in zip(everything, everything[1:], strict=False):
+            assert rows[f"turn:{sid}:{seq}"] == texts[prev].strip()[-600:]

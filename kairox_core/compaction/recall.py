@@ -13,8 +13,11 @@ the turn before it as context (``DocumentInput.context``): "Yes, last May!" is f
 the question it answers.
 
 Indexing is incremental and idempotent: before each search, ``catch_up`` indexes the
-events written since the last one it saw (``recall_progress`` records it; a doc id per
-seq, so a repeat changes nothing), whichever process wrote them. ``turns`` then returns
+events written since the last one it saw, whichever process wrote them, and at most
+``BACKLOG_STEP`` older ones, newest first, that were written before recall was on (a
+long session's first search would otherwise embed thousands of turns at once).
+``recall_progress`` records the indexed stretch; a doc id per seq makes a repeat a
+no-op. ``turns`` then returns
 the best turns for the new prompt, one hit each (source ``recall``); the assembler
 skips those its history holds verbatim and fits the rest, turn by turn, within the
 retrieval share (context/recalled.py renders them).
@@ -64,7 +67,10 @@ MIGRATIONS = [
         last_seq INTEGER NOT NULL
     );
     """,
+    # 3: a session's backlog (turns from before recall) is indexed newest first, in steps
+    "ALTER TABLE recall_progress ADD COLUMN low_seq INTEGER;",
 ]
+BACKLOG_STEP = 128  # older turns indexed per catch-up, newest first
 
 
 def recall_space(workspace_id: str, session_id: str) -> str:
@@ -145,38 +151,81 @@ class Recall:
         if self.enabled:
             self.catch_up(session)
 
-    def indexed_up_to(self, session_id: str) -> int:
-        """The highest seq of ``session_id`` already looked at (0: none)."""
+    def progress(self, session_id: str) -> tuple[int, int] | None:
+        """The stretch of seqs already indexed, (low, last); None before the first."""
         with self.kx.db.lock:
             row = self.kx.db.conn.execute(
-                "SELECT last_seq FROM recall_progress WHERE session_id = ?",
+                "SELECT low_seq, last_seq FROM recall_progress WHERE session_id = ?",
                 (session_id,)).fetchone()
-        return int(row[0]) if row else 0
+        if row is None:
+            return None
+        return (int(row[0]) if row[0] is not None else 0), int(row[1])
 
     def catch_up(self, session: Session) -> int:
-        """Index the session's conversation events written since the last call (by any
-        process); returns how many documents were added or updated."""
-        last = self.indexed_up_to(session.id)
-        events = self.kx.events_store.read(session.id, first_seq=last or None,
-                                           types=CONVERSATION_TYPES)
-        new = [e for e in events if (e.seq or 0) > last]
-        if not new:
-            return 0
-        docs = []
-        previous = events[0] if (events[0].seq or 0) <= last else None
-        for event in new:
-            doc = turn_document(event, previous)
-            if doc is not None:
-                docs.append(doc)
-            previous = event
-        statuses = self._add(session, docs)
+        """Index the turns written since the last call (all of them) and up to
+        ``BACKLOG_STEP`` older ones not indexed yet (newest first); returns how many
+        documents were added or updated."""
+        known = self.progress(session.id)
+        changed = 0
+        if known is None:
+            seqs = self._seqs_below(session.id, None)
+            if not seqs:
+                return 0
+            low, last = seqs[min(len(seqs), BACKLOG_STEP) - 1], seqs[0]
+            changed += self._index_range(session, low, last, seqs)
+        else:
+            low, last = known
+            top = self.kx.events_store.last_seq(session.id)
+            if top > last:
+                context = self._seqs_below(session.id, last + 1)[:1]
+                changed += self._index_range(session, last + 1, top, context)
+                last = top
+            if low > 0:
+                seqs = self._seqs_below(session.id, low)
+                if seqs:
+                    first = seqs[min(len(seqs), BACKLOG_STEP) - 1]
+                    changed += self._index_range(session, first, low - 1, seqs)
+                    low = first
+                else:
+                    low = 0  # everything down to the session's first turn is indexed
         db = self.kx.db
         with db.lock, db.atomic():
             db.conn.execute(
-                "INSERT INTO recall_progress(session_id, last_seq) VALUES (?, ?) "
-                "ON CONFLICT(session_id) DO UPDATE SET last_seq = excluded.last_seq",
-                (session.id, max(e.seq or 0 for e in new)))
-        return sum(1 for s in statuses if s != "unchanged")
+                "INSERT INTO recall_progress(session_id, last_seq, low_seq) VALUES (?, ?, ?) "
+                "ON CONFLICT(session_id) DO UPDATE SET last_seq = excluded.last_seq, "
+                "low_seq = excluded.low_seq", (session.id, last, low))
+        return changed
+
+    def _seqs_below(self, session_id: str, below: int | None) -> list[int]:
+        """Seqs of conversation events below ``below`` (None: all), newest first: one
+        step's worth and the one before it (the oldest turn's context)."""
+        marks = ",".join("?" * len(CONVERSATION_TYPES))
+        sql = f"SELECT seq FROM events WHERE session_id = ? AND type IN ({marks})"
+        params: list[Any] = [session_id, *CONVERSATION_TYPES]
+        if below is not None:
+            sql += " AND seq < ?"
+            params.append(below)
+        sql += " ORDER BY seq DESC LIMIT ?"
+        params.append(BACKLOG_STEP + 1)
+        with self.kx.db.lock:
+            return [int(r[0]) for r in self.kx.db.conn.execute(sql, params)]
+
+    def _index_range(self, session: Session, first: int, last: int,
+                     around: Sequence[int]) -> int:
+        """Index the conversation events in [first, last], each with the one before it
+        as context (read from the highest of ``around`` below ``first``)."""
+        before = [s for s in around if s < first]
+        events = self.kx.events_store.read(session.id, first_seq=max(before, default=first),
+                                           last_seq=last, types=CONVERSATION_TYPES)
+        docs = []
+        previous: Event | None = None
+        for event in events:
+            if (event.seq or 0) >= first:
+                doc = turn_document(event, previous)
+                if doc is not None:
+                    docs.append(doc)
+            previous = event
+        return sum(1 for s in self._add(session, docs) if s != "unchanged")
 
     def _add(self, session: Session, docs: list[DocumentInput]) -> list[str]:
         if not docs:
