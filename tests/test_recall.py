@@ -3,6 +3,7 @@ this session only."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -382,5 +383,5 @@ def test_a_long_backlog_is_indexed_newest_first_in_steps(tmp_path: Path,
             "ON d.id = c.document_id WHERE c.workspace_id = ?",
             (recall_space(session.workspace_id, sid),)))
         texts = {e.seq: getattr(e, "text", "") for e in k.events(sid)}
-        for prev, seq in zip(everything, everything[1:], strict=False):
+        for prev, seq in itertools.pairwise(everything):
             assert rows[f"turn:{sid}:{seq}"] == texts[prev].strip()[-600:]

@@ -209,10 +209,9 @@ class ContextAssembler:
 
         # --- pinned facts (verbatim, all of them: paid for with the mandatory parts),
         # then summaries (newest first when tight) ---
+        pin_layer = trace.layer("pinned")
         if pins:
-            self._emit(blocks, "pinned", pins, pins_cost, trace.layer("pinned"), limit=None)
-        else:
-            trace.layer("pinned")
+            self._emit(blocks, "pinned", pins, pins_cost, pin_layer, limit=None)
 
         sum_layer = trace.layer("summaries")
         if summaries:
