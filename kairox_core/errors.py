@@ -35,6 +35,10 @@ class ConfigError(KairoxUserError):
             parts.append(f"  fix: {fix}")
         super().__init__("\n".join(parts))
 
+    def located(self, file: str) -> ConfigError:
+        """The same error, naming ``file`` (raised where only the key was known)."""
+        return ConfigError(self.detail, file=file, key=self.key, fix=self.fix)
+
 
 class PluginError(KairoxError):
     """A plugin could not be loaded or registered something invalid."""

@@ -172,6 +172,26 @@ def test_cli_exits_2_with_one_screen_error_and_no_traceback(
     assert "Traceback" not in err and len(err.splitlines()) <= 10
 
 
+def test_a_missing_env_secret_names_the_file_and_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kairox_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Secrets resolve at use, long after the file was read: the error still says where."""
+    import io
+
+    monkeypatch.delenv("KX_TEST_NO_SUCH_KEY", raising=False)
+    path = write(tmp_path / "kairox.toml", '[profiles.default]\nmodel = "gpt-4o"\n'
+                 'provider = "remote"\n[providers.remote]\nkind = "openai"\n'
+                 'base_url = "http://127.0.0.1:9/v1"\napi_key = "$env:KX_TEST_NO_SUCH_KEY"\n')
+    monkeypatch.setattr("sys.stdin", io.StringIO("hi\n"))
+    code, _out, err = run_main(["--config", str(path), "--db", str(tmp_path / "k.db"),
+                                "chat", "--plain"], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert f"{path}, key 'providers.remote.api_key': environment variable " \
+           "KX_TEST_NO_SUCH_KEY is not set" in err
+    assert "fix: export KX_TEST_NO_SUCH_KEY=" in err
+
+
 def test_missing_kind_names_the_distribution(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], kairox_home: Path
 ) -> None:

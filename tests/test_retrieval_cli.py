@@ -131,6 +131,10 @@ def test_kb_list_search_and_index(project: Path, tmp_path: Path,
     assert json.loads(out)["added"] == 3  # its own max_file_bytes (default 2 MB)
     code, out, _ = run(["kb", "search", "built", "volcano", "--json"], capsys)
     assert json.loads(out)[0]["doc_id"].endswith("notes.txt")
+    code, out, _ = run(["kb", "index", "built", str(project)], capsys)
+    assert code == 0 and "chunks: 0 indexed" in out and "embedded" not in out
+    code, out, _ = run(["kb", "search", "built", "zzyzx-nowhere"], capsys)
+    assert code == 0 and out.strip() == "no hits (built: zzyzx-nowhere)"
 
 
 def test_rebuild_after_changing_the_backend(project: Path, tmp_path: Path,

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from kairox_core.config import KairoxConfig, check_plugin_names, load_config
+from kairox_core.errors import ConfigError
 
 
 @dataclass
@@ -56,6 +57,13 @@ def pass_cli(f: Any) -> Any:
     @functools.wraps(f)
     @click.pass_context
     def wrapper(ctx: click.Context, *args: Any, **kwargs: Any) -> Any:
-        return f(_get_cli(ctx), *args, **kwargs)
+        cli_ctx = _get_cli(ctx)
+        try:
+            return f(cli_ctx, *args, **kwargs)
+        except ConfigError as exc:  # e.g. a $env: secret resolved at use: name the file
+            source = cli_ctx._config.source if cli_ctx._config is not None else None
+            if exc.file is None and source:
+                raise exc.located(str(source)) from exc
+            raise
 
     return wrapper

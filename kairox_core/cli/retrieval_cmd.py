@@ -28,7 +28,8 @@ def _progress() -> Progress:
                     console=_err, transient=True)
 
 
-def _summary(report: IndexReport, chunks_total: int | None = None) -> str:
+def _summary(report: IndexReport, chunks_total: int | None = None,
+             done: str = "embedded") -> str:
     parts = [f"{report.added} added", f"{report.updated} updated",
              f"{report.unchanged} unchanged", f"{report.removed} removed"]
     skipped = []
@@ -41,10 +42,17 @@ def _summary(report: IndexReport, chunks_total: int | None = None) -> str:
     line = "files: " + ", ".join(parts)
     if skipped:
         line += "; skipped: " + ", ".join(skipped)
-    chunks = f"chunks: {report.chunks} embedded"
+    chunks = f"chunks: {report.chunks} {done}"
     if chunks_total is not None:
         chunks += f", {chunks_total} in the index"
     return f"{line}\n{chunks}\ntime: {report.seconds:.2f}s"
+
+
+def _print_hits(title: str, hits: Sequence[RetrievalHit]) -> None:
+    if not hits:
+        click.echo(f"no hits ({title})")
+        return
+    Console().print(_hits_table(title, hits))
 
 
 def _hits_table(title: str, hits: Sequence[RetrievalHit]) -> Table:
@@ -177,7 +185,7 @@ def search_command(cli_ctx: CliContext, query: str, profile: str | None,
                                "hits": [_hit_dict(h) for h in result.hits],
                                "sources": [s.as_dict() for s in result.sources]}, indent=2))
     else:
-        Console().print(_hits_table(f"search: {query}", result.hits))
+        _print_hits(f"search: {query}", result.hits)
         _print_reports(result.sources)
     if result.failed:
         raise SystemExit(1)
@@ -253,7 +261,7 @@ def kb_search(cli_ctx: CliContext, kb_id: str, query: str, k: int, as_json: bool
     if as_json:
         click.echo(json.dumps([_hit_dict(h) for h in hits], indent=2))
     else:
-        Console().print(_hits_table(f"{kb_id}: {query}", hits))
+        _print_hits(f"{kb_id}: {query}", hits)
 
 
 @kb_group.command("index")
@@ -279,7 +287,8 @@ def kb_index(cli_ctx: CliContext, kb_id: str, paths: tuple[str, ...], as_json: b
         asyncio.run(retriever.close())
     for error in report.errors:
         click.echo(f"skipped: {error}", err=True)
-    click.echo(json.dumps(report.as_dict()) if as_json else _summary(report))
+    # a knowledge base may or may not embed (sqlite_fts and tantivy do not)
+    click.echo(json.dumps(report.as_dict()) if as_json else _summary(report, done="indexed"))
 
 
 def register(cli: click.Group) -> None:
