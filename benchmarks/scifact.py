@@ -11,61 +11,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kairox_core.testing.beir import evaluate, load_corpus, load_qrels, load_queries
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "scifact"
-
-
-def load_corpus(data: Path) -> Iterator[dict[str, Any]]:
-    files = sorted(data.glob("corpus-*.jsonl")) or [data / "corpus.jsonl"]
-    for path in files:
-        with path.open(encoding="utf-8") as handle:
-            for line in handle:
-                if line.strip():
-                    yield json.loads(line)
-
-
-def load_queries(data: Path) -> dict[str, str]:
-    with (data / "queries.jsonl").open(encoding="utf-8") as handle:
-        return {q["_id"]: q["text"] for q in map(json.loads, handle) if q}
-
-
-def load_qrels(path: Path) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = {}
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            parts = line.strip().split("\t")
-            if len(parts) != 3 or parts[0] == "query-id":
-                continue
-            qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
-    return qrels
-
-
-def ndcg_at(ranked: Sequence[str], rels: Mapping[str, int], k: int = 10) -> float:
-    dcg = sum(rels.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
-    ideal = sorted(rels.values(), reverse=True)[:k]
-    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
-
-
-def recall_at(ranked: Sequence[str], rels: Mapping[str, int], k: int = 100) -> float:
-    relevant = {d for d, r in rels.items() if r > 0}
-    return len(relevant.intersection(ranked[:k])) / len(relevant) if relevant else 0.0
-
-
-def evaluate(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]
-             ) -> dict[str, float]:
-    n = len(qrels)
-    return {"ndcg@10": round(sum(ndcg_at(run.get(q, []), r) for q, r in qrels.items()) / n, 4),
-            "recall@100": round(sum(recall_at(run.get(q, []), r)
-                                    for q, r in qrels.items()) / n, 4)}
 
 
 def raw_bm25(docs: Sequence[dict[str, Any]], queries: Mapping[str, str],

@@ -20,76 +20,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
-import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+
+from kairox_core.testing.beir import evaluate, load_corpus, load_qrels, load_queries
 
 HERE = Path(__file__).resolve()
-CORE_BENCHMARKS = HERE.parents[3] / "benchmarks"  # the core's benchmarks/scifact.py
-
-
-def _core_scifact() -> Any:
-    """The core's loaders and metrics, when this runs inside the Kairox repository."""
-    if (CORE_BENCHMARKS / "scifact.py").is_file():
-        sys.path.insert(0, str(CORE_BENCHMARKS))
-        try:
-            import scifact
-
-            return scifact
-        except ImportError:
-            return None
-        finally:
-            sys.path.remove(str(CORE_BENCHMARKS))
-    return None
-
-
-def load_corpus(data: Path) -> Iterator[dict[str, Any]]:
-    for path in sorted(data.glob("corpus-*.jsonl")) or [data / "corpus.jsonl"]:
-        with path.open(encoding="utf-8") as handle:
-            yield from (json.loads(line) for line in handle if line.strip())
-
-
-def load_queries(data: Path) -> dict[str, str]:
-    with (data / "queries.jsonl").open(encoding="utf-8") as handle:
-        return {q["_id"]: q["text"] for q in map(json.loads, handle) if q}
-
-
-def load_qrels(path: Path) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = {}
-    for line in path.read_text("utf-8").splitlines():
-        parts = line.strip().split("\t")
-        if len(parts) == 3 and parts[0] != "query-id":
-            qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
-    return qrels
-
-
-def ndcg_at(ranked: Sequence[str], rels: Mapping[str, int], k: int = 10) -> float:
-    dcg = sum(rels.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
-    ideal = sorted(rels.values(), reverse=True)[:k]
-    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
-
-
-def recall_at(ranked: Sequence[str], rels: Mapping[str, int], k: int = 100) -> float:
-    relevant = {d for d, r in rels.items() if r > 0}
-    return len(relevant.intersection(ranked[:k])) / len(relevant) if relevant else 0.0
-
-
-def evaluate(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]],
-             core: Any) -> dict[str, float]:
-    if core is not None and hasattr(core, "evaluate"):
-        result: dict[str, float] = core.evaluate(run, qrels)
-        return result
-    n = len(qrels)
-    return {"ndcg@10": round(sum(ndcg_at(run.get(q, []), r) for q, r in qrels.items()) / n, 4),
-            "recall@100": round(sum(recall_at(run.get(q, []), r)
-                                    for q, r in qrels.items()) / n, 4)}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("data", type=Path, nargs="?",
@@ -115,15 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     from kairox_tantivy.loader import IndexDoc
     from kairox_tantivy.retriever import TantivyRetriever
 
-    core = _core_scifact()
-    if core is not None:
-        qrels = core.load_qrels(args.qrels or args.data / "qrels" / "train.tsv")
-        all_queries = core.load_queries(args.data)
-        docs = list(core.load_corpus(args.data))
-    else:
-        qrels = load_qrels(args.qrels or args.data / "qrels" / "train.tsv")
-        all_queries = load_queries(args.data)
-        docs = list(load_corpus(args.data))
+    qrels = load_qrels(args.qrels or args.data / "qrels" / "train.tsv")
+    all_queries = load_queries(args.data)
+    docs = list(load_corpus(args.data))
     if args.scale:
         base = docs
         docs = [dict(d, _id=f"{d['_id']}~{i // len(base)}") if i >= len(base) else d
@@ -171,9 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         kairox_quality: Mapping[str, float | None] = {"ndcg@10": None, "recall@100": None}
         raw_quality = kairox_quality
         if not args.scale:  # relevance only means something on the real corpus
-            kairox_quality = evaluate(asyncio.run(kairox_run(100)), qrels, core)
+            kairox_quality = evaluate(asyncio.run(kairox_run(100)), qrels)
             raw_quality = evaluate({qid: raw(text, 100, False) for qid, text in words.items()},
-                                   qrels, core)
+                                   qrels)
 
         # per query, the three sides back to back in rotating order: load drift on a
         # shared machine then hits all three alike
