@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from kairox_core.compaction.base import history_items
 from kairox_core.compaction.planning import CONVERSATION_TYPES
 from kairox_core.context.recalled import DOC_TYPE, SOURCE, turn_seq
 from kairox_core.events import (
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from kairox_core.facade import Kairox
     from kairox_core.session import Session
 
+T = TypeVar("T")
 COMPONENT = "recall"
 CONTEXT_CHARS = 600  # the previous turn's tail embedded with a turn (the model reads ~256 tokens)
 MIGRATIONS = [
@@ -86,13 +88,11 @@ def turn_date(event: Event) -> str:
 
 def turn_text(event: Event) -> tuple[str, str] | None:
     """(speaker, text) of a conversation event; None for other events."""
-    if isinstance(event, UserMessageAdded):
-        return "user", event.text
-    if isinstance(event, AssistantMessageCompleted):
-        return "assistant", event.text
-    if isinstance(event, ToolInvocationCompleted):
-        return f"tool {event.tool_name}", event.result
-    return None
+    items = history_items([event])
+    if not items:
+        return None
+    item = items[0]
+    return (f"tool {item.name}" if item.role == "tool" else item.role), item.text
 
 
 def turn_document(event: Event, previous: Event | None = None) -> DocumentInput | None:
@@ -231,13 +231,7 @@ class Recall:
         if not docs:
             return []
         index = self.index(session)
-        with self.kx.db.lock:
-            try:
-                return index.add_documents(docs)
-            except IndexBackendMismatch:
-                # [retrieval] backend changed: these are our own turns, re-embed them.
-                index.rebuild()
-                return index.add_documents(docs)
+        return _rebuilt_if_needed(self.kx, index, lambda: index.add_documents(docs))
 
     # --- recalling ---------------------------------------------------------------------
 
@@ -253,14 +247,8 @@ class Recall:
         # No filters: the space holds this session's turns only, and a filter would cost a
         # document-row read per keyword match and an exact vector scan (no vec0 KNN).
         filters: dict[str, str] = {}
-        with self.kx.db.lock:
-            try:
-                found = index.search(prompt, cfg.compaction.recall_k, cfg.retrieval.mode,
-                                     filters)
-            except IndexBackendMismatch:
-                index.rebuild()
-                found = index.search(prompt, cfg.compaction.recall_k, cfg.retrieval.mode,
-                                     filters)
+        found = _rebuilt_if_needed(self.kx, index, lambda: index.search(
+            prompt, cfg.compaction.recall_k, cfg.retrieval.mode, filters))
         hits = []
         for hit in found:
             seq = turn_seq(hit)
@@ -269,6 +257,17 @@ class Recall:
             if before_seq is None or seq < before_seq:
                 hits.append(replace(hit, source=SOURCE))
         return hits
+
+
+def _rebuilt_if_needed(kx: Kairox, index: WorkspaceRagIndex, call: Callable[[], T]) -> T:
+    """``call()`` on the index; if ``[retrieval] backend`` changed since the session's
+    turns were embedded, re-embed them (they are our own) and call again."""
+    with kx.db.lock:
+        try:
+            return call()
+        except IndexBackendMismatch:
+            index.rebuild()
+            return call()
 
 
 def install(kx: Kairox) -> Recall:
