@@ -35,16 +35,22 @@ PLUGIN_ENV: dict[str, dict[str, str]] = {
 # integration/ (sentence-transformers needs torch: its own session covers it).
 INTEGRATION_PLUGINS = ("kairox-tantivy", "kairox-bedrock", "kairox-pinecone", "kairox-weaviate")
 
-nox.options.sessions = ["lint", "typecheck", "tests", *[f"plugin-{p}" for p in PLUGINS],
-                        "integration"]
+nox.options.sessions = [
+    "lint",
+    "typecheck",
+    "tests",
+    *[f"plugin-{p}" for p in PLUGINS],
+    "integration",
+]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("ruff>=0.6")
+    session.install("ruff==0.17.6")  # pinned: format output differs between versions
     session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
 
 
 @nox.session
@@ -82,8 +88,12 @@ def integration(session: nox.Session) -> None:
     # the plugins' build backends, installed once: no isolated build env per package
     # (that alone took over half of this session's time)
     session.install("hatchling>=1.21", "editables>=0.3", "setuptools>=68")
-    session.install("--no-build-isolation", "-e", ".[test]",
-                    *[f"./plugins/{p}[test]" for p in INTEGRATION_PLUGINS])
+    session.install(
+        "--no-build-isolation",
+        "-e",
+        ".[test]",
+        *[f"./plugins/{p}[test]" for p in INTEGRATION_PLUGINS],
+    )
     session.run("pytest", "-q", "integration", *session.posargs, env={"HF_HUB_OFFLINE": "1"})
 
 

@@ -78,10 +78,18 @@ def synthetic(n_messages: int, seed: int = 7) -> list[tuple[str, dict[str, Any]]
         out.append(("user", {"turn_id": tid, "text": words(rng, 5, 120)}))
         count += 1
         if rng.random() < 0.2 and count + 2 < n_messages:
-            out.append(("tool", {"turn_id": tid, "tool_call_id": f"call-{turn}",
-                                 "tool_name": "search",
-                                 "arguments": json.dumps({"q": words(rng, 2, 6)}),
-                                 "result": words(rng, 20, 300)}))
+            out.append(
+                (
+                    "tool",
+                    {
+                        "turn_id": tid,
+                        "tool_call_id": f"call-{turn}",
+                        "tool_name": "search",
+                        "arguments": json.dumps({"q": words(rng, 2, 6)}),
+                        "result": words(rng, 20, 300),
+                    },
+                )
+            )
             count += 2
         if count < n_messages:
             out.append(("assistant", {"turn_id": tid, "text": words(rng, 10, 250)}))
@@ -89,20 +97,22 @@ def synthetic(n_messages: int, seed: int = 7) -> list[tuple[str, dict[str, Any]]
     return out
 
 
-def to_events(session_id: str, items: list[tuple[str, dict[str, Any]]],
-              counter: Any) -> list[Event]:
+def to_events(
+    session_id: str, items: list[tuple[str, dict[str, Any]]], counter: Any
+) -> list[Event]:
     events: list[Event] = []
     for kind, f in items:
         if kind == "user":
             events.append(with_tokens(UserMessageAdded(session_id=session_id, **f), counter))
         elif kind == "tool":
-            events.append(with_tokens(ToolInvocationCompleted(session_id=session_id, **f),
-                                      counter))
+            events.append(with_tokens(ToolInvocationCompleted(session_id=session_id, **f), counter))
         else:
-            events.append(ModelTokenDelta(session_id=session_id, turn_id=f["turn_id"],
-                                          delta=f["text"]))
-            events.append(with_tokens(AssistantMessageCompleted(session_id=session_id, **f),
-                                      counter))
+            events.append(
+                ModelTokenDelta(session_id=session_id, turn_id=f["turn_id"], delta=f["text"])
+            )
+            events.append(
+                with_tokens(AssistantMessageCompleted(session_id=session_id, **f), counter)
+            )
     return events
 
 
@@ -116,9 +126,18 @@ def to_langchain(items: list[tuple[str, dict[str, Any]]], system: str) -> list[A
         elif kind == "assistant":
             msgs.append(AIMessage(f["text"]))
         else:
-            msgs.append(AIMessage("", tool_calls=[{
-                "id": f["tool_call_id"], "name": f["tool_name"],
-                "args": json.loads(f["arguments"])}]))
+            msgs.append(
+                AIMessage(
+                    "",
+                    tool_calls=[
+                        {
+                            "id": f["tool_call_id"],
+                            "name": f["tool_name"],
+                            "args": json.loads(f["arguments"]),
+                        }
+                    ],
+                )
+            )
             msgs.append(ToolMessage(f["result"], tool_call_id=f["tool_call_id"]))
     return msgs
 
@@ -148,8 +167,14 @@ def bench_baseline(messages: list[Any], budget: int, repeats: int) -> dict[str, 
     times, kept = [], 0
     for _ in range(repeats):
         t0 = time.perf_counter()
-        out = trim_messages(messages, max_tokens=budget, strategy="last",
-                            token_counter=counter, include_system=True, start_on="human")
+        out = trim_messages(
+            messages,
+            max_tokens=budget,
+            strategy="last",
+            token_counter=counter,
+            include_system=True,
+            start_on="human",
+        )
         times.append(time.perf_counter() - t0)
         kept = len(out)
     return {"seconds": statistics.median(times), "kept_messages": kept, "runs": len(times)}
@@ -157,8 +182,9 @@ def bench_baseline(messages: list[Any], budget: int, repeats: int) -> dict[str, 
 
 def reply_deltas(rng: random.Random) -> list[str]:
     text = words(rng, 200, 230) + (
-        ' <memory scope="session" key="bench.note">turn noted</memory> done.')
-    return [text[i:i + 8] for i in range(0, len(text), 8)]  # ~2 tokens per delta
+        ' <memory scope="session" key="bench.note">turn noted</memory> done.'
+    )
+    return [text[i : i + 8] for i in range(0, len(text), 8)]  # ~2 tokens per delta
 
 
 async def one_turn(session: Any, prompt: str, deltas: list[str]) -> dict[str, float]:
@@ -170,19 +196,27 @@ async def one_turn(session: Any, prompt: str, deltas: list[str]) -> dict[str, fl
     t2 = time.perf_counter()
     await turn.complete()
     t3 = time.perf_counter()
-    return {"total": t3 - t0, "begin": t1 - t0, "stream": t2 - t1, "complete": t3 - t2,
-            "history_messages": turn.trace.layer("history").messages,
-            "context_tokens": turn.trace.total}
+    return {
+        "total": t3 - t0,
+        "begin": t1 - t0,
+        "stream": t2 - t1,
+        "complete": t3 - t2,
+        "history_messages": turn.trace.layer("history").messages,
+        "context_tokens": turn.trace.total,
+    }
 
 
 def bench_config(recall: bool) -> KairoxConfig:
-    return KairoxConfig.model_validate({
-        "profiles": {"default": {"model": "gpt-4o", "context_window": WINDOW,
-                                 "reserve": RESERVE}},
-        # The synthetic session is over the compaction trigger on purpose (a full window):
-        # compacting it is issue 7's benchmark, not this one's.
-        "compaction": {"enabled": False, "recall": recall},
-    })
+    return KairoxConfig.model_validate(
+        {
+            "profiles": {
+                "default": {"model": "gpt-4o", "context_window": WINDOW, "reserve": RESERVE}
+            },
+            # The synthetic session is over the compaction trigger on purpose (a full window):
+            # compacting it is issue 7's benchmark, not this one's.
+            "compaction": {"enabled": False, "recall": recall},
+        }
+    )
 
 
 def bench_recall(db: Path, session_id: str, system: str, turns: int) -> dict[str, float]:
@@ -198,19 +232,26 @@ def bench_recall(db: Path, session_id: str, system: str, turns: int) -> dict[str
         while kx.recall.catch_up(session):
             pass
         backlog = time.perf_counter() - t0
-        runs = [(await one_turn(session, f"recall {i}: {words(rng, 5, 40)}",
-                                reply_deltas(rng)))["total"] for i in range(turns)]
+        runs = [
+            (await one_turn(session, f"recall {i}: {words(rng, 5, 40)}", reply_deltas(rng)))[
+                "total"
+            ]
+            for i in range(turns)
+        ]
         await kx.aclose()
         return first, backlog, runs
 
     first, backlog, runs = asyncio.run(drive())
-    return {"recall_first_turn_ms": round(first * 1000, 1),
-            "recall_backlog_s": round(backlog, 2),
-            "recall_turn_ms": round(statistics.median(runs) * 1000, 3)}
+    return {
+        "recall_first_turn_ms": round(first * 1000, 1),
+        "recall_backlog_s": round(backlog, 2),
+        "recall_turn_ms": round(statistics.median(runs) * 1000, 3),
+    }
 
 
-def bench_size(n: int, turns: int, baseline_repeats: int, workdir: Path,
-               recall: bool = False) -> dict[str, Any]:
+def bench_size(
+    n: int, turns: int, baseline_repeats: int, workdir: Path, recall: bool = False
+) -> dict[str, Any]:
     config = bench_config(recall=False)
     system = "You are a helpful assistant for the bench project."
     db = workdir / f"bench-{n}.db"
@@ -221,7 +262,7 @@ def bench_size(n: int, turns: int, baseline_repeats: int, workdir: Path,
     t0 = time.perf_counter()
     events = to_events(session.id, items, counter)
     for i in range(0, len(events), BATCH):
-        kx.events_store.append_many(events[i:i + BATCH])
+        kx.events_store.append_many(events[i : i + BATCH])
     build = time.perf_counter() - t0
     n_events = len(events)
     del events, items  # do not keep the whole session alive in this process while timing
@@ -240,11 +281,19 @@ def bench_size(n: int, turns: int, baseline_repeats: int, workdir: Path,
 
     async def drive() -> tuple[dict[str, float], list[dict[str, float]], list[float]]:
         first = await one_turn(session, "what is the deadline?", reply_deltas(rng))
-        runs = [await one_turn(session, f"question {i}: {words(rng, 5, 40)}",
-                               reply_deltas(rng)) for i in range(turns)]
+        runs = [
+            await one_turn(session, f"question {i}: {words(rng, 5, 40)}", reply_deltas(rng))
+            for i in range(turns)
+        ]
         session.after_turn_hooks.extend(hooks)
-        hooked = [(await one_turn(session, f"hooked {i}", reply_deltas(rng)))["total"]
-                  for i in range(max(3, turns // 3))] if hooks else []
+        hooked = (
+            [
+                (await one_turn(session, f"hooked {i}", reply_deltas(rng)))["total"]
+                for i in range(max(3, turns // 3))
+            ]
+            if hooks
+            else []
+        )
         await kx.aclose()
         return first, runs, hooked
 
@@ -252,10 +301,13 @@ def bench_size(n: int, turns: int, baseline_repeats: int, workdir: Path,
 
     lc = to_langchain(synthetic(n), system)  # the same messages (same seed)
     base = bench_baseline(lc, WINDOW - RESERVE, baseline_repeats) if baseline_repeats else None
-    med = {k: statistics.median(r[k] for r in runs) for k in ("total", "begin", "stream",
-                                                              "complete")}
+    med = {
+        k: statistics.median(r[k] for r in runs) for k in ("total", "begin", "stream", "complete")
+    }
     result: dict[str, Any] = {
-        "messages": n, "events": n_events, "build_seconds": round(build, 2),
+        "messages": n,
+        "events": n_events,
+        "build_seconds": round(build, 2),
         "turn_ms": round(med["total"] * 1000, 3),
         "begin_ms": round(med["begin"] * 1000, 3),
         "stream_ms": round(med["stream"] * 1000, 3),
@@ -281,11 +333,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--turns", type=int, default=15, help="timed turns per size")
-    parser.add_argument("--baseline-repeats", type=int, default=3,
-                        help="trim_messages calls per size (0: skip)")
-    parser.add_argument("--recall-sizes", default="1000,10000",
-                        help="sizes also timed with recall on (its first turn indexes the "
-                             "whole session: minutes at 100k)")
+    parser.add_argument(
+        "--baseline-repeats", type=int, default=3, help="trim_messages calls per size (0: skip)"
+    )
+    parser.add_argument(
+        "--recall-sizes",
+        default="1000,10000",
+        help="sizes also timed with recall on (its first turn indexes the "
+        "whole session: minutes at 100k)",
+    )
     parser.add_argument("--json", action="store_true", help="print only JSON")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -296,8 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         bench_size(50, 1, 0, Path(tmp))
         for n in sizes:
             repeats = args.baseline_repeats if n <= 10_000 else min(args.baseline_repeats, 1)
-            results.append(bench_size(n, args.turns, repeats, Path(tmp),
-                                      recall=n in recall_sizes))
+            results.append(bench_size(n, args.turns, repeats, Path(tmp), recall=n in recall_sizes))
             if not args.json:
                 print(f"  {n} messages done", file=sys.stderr)
     by_n = {r["messages"]: r for r in results}
@@ -315,13 +370,27 @@ def main(argv: list[str] | None = None) -> int:
         from rich.table import Table
 
         table = Table(title=f"a whole turn, {WINDOW // 1000}k window (median)")
-        for col in ("messages", "turn ms", "begin", "stream", "complete", "first turn",
-                    "in context", "trim_messages ms", "speedup", "with recall ms"):
+        for col in (
+            "messages",
+            "turn ms",
+            "begin",
+            "stream",
+            "complete",
+            "first turn",
+            "in context",
+            "trim_messages ms",
+            "speedup",
+            "with recall ms",
+        ):
             table.add_column(col, justify="right")
         for r in results:
             table.add_row(
-                f"{r['messages']:,}", f"{r['turn_ms']:.2f}", f"{r['begin_ms']:.2f}",
-                f"{r['stream_ms']:.2f}", f"{r['complete_ms']:.2f}", f"{r['first_turn_ms']:.2f}",
+                f"{r['messages']:,}",
+                f"{r['turn_ms']:.2f}",
+                f"{r['begin_ms']:.2f}",
+                f"{r['stream_ms']:.2f}",
+                f"{r['complete_ms']:.2f}",
+                f"{r['first_turn_ms']:.2f}",
                 f"{r['history_messages_in_context']:,}",
                 f"{r.get('trim_messages_ms', float('nan')):.0f}",
                 f"{r.get('speedup_vs_trim_messages', float('nan')):.0f}x",

@@ -153,13 +153,16 @@ def main(argv: list[str] | None = None) -> int:
         for d in plain:
             append(d)
 
-    t = best({
-        "re_sub": lambda: BASELINE.sub("", text),
-        "whole": lambda: extract_memory_markers(text),
-        "stream": lambda: stream(deltas),
-        "plain_feed": feed_plain,
-        "plain_append": append_plain,
-    }, args.repeat)
+    t = best(
+        {
+            "re_sub": lambda: BASELINE.sub("", text),
+            "whole": lambda: extract_memory_markers(text),
+            "stream": lambda: stream(deltas),
+            "plain_feed": feed_plain,
+            "plain_append": append_plain,
+        },
+        args.repeat,
+    )
     t_sub, t_whole, t_stream = t["re_sub"][0], t["whole"][0], t["stream"][0]
     t_plain, t_append = t["plain_feed"][0], t["plain_append"][0]
 
@@ -190,17 +193,31 @@ def main(argv: list[str] | None = None) -> int:
     result["stream_ok"] = result["stream_mb_s"] >= 20.0
     if not args.json:
         rows = [
-            ("response", f"{mb:.2f} MB, {len(whole.markers)} markers + "
-                         f"{len(whole.invalid)} invalid, {len(deltas)} deltas of 4 tokens"),
+            (
+                "response",
+                f"{mb:.2f} MB, {len(whole.markers)} markers + "
+                f"{len(whole.invalid)} invalid, {len(deltas)} deltas of 4 tokens",
+            ),
             ("re.sub baseline", f"{result['re_sub_ms']} ms ({result['re_sub_mb_s']} MB/s)"),
-            ("extract_memory_markers", f"{result['whole_ms']} ms ({result['whole_mb_s']} MB/s)"
-                                       f" = {result['whole_vs_re_sub']}x re.sub (goal <= 3x)"),
-            ("MarkerStreamParser", f"{result['stream_ms']} ms = {result['stream_mb_s']} MB/s "
-                                   f"(goal >= 20), {result['stream_us_per_feed']} us/feed"),
-            ("plain feed() vs append", f"{result['plain_feed_us']} us vs "
-                                       f"{result['plain_append_us']} us per delta"),
-            ("wall clock", f"whole {result['whole_vs_re_sub_wall']}x re.sub, stream "
-                           f"{result['stream_mb_s_wall']} MB/s (loaded machine: see CPU)"),
+            (
+                "extract_memory_markers",
+                f"{result['whole_ms']} ms ({result['whole_mb_s']} MB/s)"
+                f" = {result['whole_vs_re_sub']}x re.sub (goal <= 3x)",
+            ),
+            (
+                "MarkerStreamParser",
+                f"{result['stream_ms']} ms = {result['stream_mb_s']} MB/s "
+                f"(goal >= 20), {result['stream_us_per_feed']} us/feed",
+            ),
+            (
+                "plain feed() vs append",
+                f"{result['plain_feed_us']} us vs {result['plain_append_us']} us per delta",
+            ),
+            (
+                "wall clock",
+                f"whole {result['whole_vs_re_sub_wall']}x re.sub, stream "
+                f"{result['stream_mb_s_wall']} MB/s (loaded machine: see CPU)",
+            ),
         ]
         width = max(len(r[0]) for r in rows)
         for name, value in rows:

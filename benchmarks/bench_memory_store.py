@@ -37,10 +37,14 @@ def rate(n: int, seconds: float) -> float:
 
 def raw_baseline(path: Path, n: int) -> tuple[float, float, float]:
     conn = connect(path, vec=False)
-    conn.execute("CREATE TABLE kv (scope TEXT, owner TEXT, key TEXT, body TEXT, "
-                 "updated_at REAL, PRIMARY KEY (scope, owner, key))")
-    sql = ("INSERT INTO kv VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, owner, key) "
-           "DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at")
+    conn.execute(
+        "CREATE TABLE kv (scope TEXT, owner TEXT, key TEXT, body TEXT, "
+        "updated_at REAL, PRIMARY KEY (scope, owner, key))"
+    )
+    sql = (
+        "INSERT INTO kv VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, owner, key) "
+        "DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at"
+    )
     t0 = time.perf_counter()
     for i in range(n):
         with transaction(conn):
@@ -53,8 +57,10 @@ def raw_baseline(path: Path, n: int) -> tuple[float, float, float]:
     replace = time.perf_counter() - t0
     t0 = time.perf_counter()
     for i in range(n):
-        conn.execute("SELECT * FROM kv WHERE scope = ? AND owner = ? AND key = ?",
-                     ("workspace", "w1", f"key{i}")).fetchone()
+        conn.execute(
+            "SELECT * FROM kv WHERE scope = ? AND owner = ? AND key = ?",
+            ("workspace", "w1", f"key{i}"),
+        ).fetchone()
     reads = time.perf_counter() - t0
     conn.close()
     return rate(n, new), rate(n, replace), rate(n, reads)
@@ -103,21 +109,28 @@ def main() -> None:
         base_new, base_replace, base_reads = raw_baseline(Path(tmp) / "raw.db", args.n)
         new, replace, reads = store_run(Path(tmp) / "store.db", args.n)
         approved = approval_run(Path(tmp) / "approvals.db", args.n)
-    print(json.dumps({
-        "benchmark": "memory_store",
-        "n": args.n,
-        "accepted_writes_per_s": {"new_key": new, "replace_body": replace},
-        "keyed_reads_per_s": reads,
-        "propose_and_accept_per_s": approved,
-        "baseline_raw_sqlite": {"upsert_new_per_s": base_new,
-                                "upsert_replace_per_s": base_replace,
-                                "keyed_select_per_s": base_reads},
-        "ratio_to_raw": {
-            "new_key_writes": round(new / base_new, 3),
-            "replace_writes": round(replace / base_replace, 3),
-            "keyed_reads": round(reads / base_reads, 3),
-        },
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "memory_store",
+                "n": args.n,
+                "accepted_writes_per_s": {"new_key": new, "replace_body": replace},
+                "keyed_reads_per_s": reads,
+                "propose_and_accept_per_s": approved,
+                "baseline_raw_sqlite": {
+                    "upsert_new_per_s": base_new,
+                    "upsert_replace_per_s": base_replace,
+                    "keyed_select_per_s": base_reads,
+                },
+                "ratio_to_raw": {
+                    "new_key_writes": round(new / base_new, 3),
+                    "replace_writes": round(replace / base_replace, 3),
+                    "keyed_reads": round(reads / base_reads, 3),
+                },
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

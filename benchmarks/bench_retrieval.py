@@ -38,8 +38,7 @@ def documents(n: int, seed: int = 7) -> tuple[list[str], list[str]]:
     rng = random.Random(seed)
     vocab = vocabulary(rng, 30_000)
     cum = list(itertools.accumulate(1.0 / (i + 1) for i in range(len(vocab))))  # Zipf-like
-    docs = [" ".join(rng.choices(vocab, cum_weights=cum, k=rng.randint(30, 60)))
-            for _ in range(n)]
+    docs = [" ".join(rng.choices(vocab, cum_weights=cum, k=rng.randint(30, 60))) for _ in range(n)]
     return docs, vocab
 
 
@@ -57,8 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--dimension", type=int, default=384)
     parser.add_argument("--db", type=Path, default=None, help="reuse an index file")
-    parser.add_argument("--only", choices=("vector", "keyword"), default=None,
-                        help="time only one family of queries")
+    parser.add_argument(
+        "--only",
+        choices=("vector", "keyword"),
+        default=None,
+        help="time only one family of queries",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
@@ -72,8 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     backend = HashingEmbedding(args.dimension)
     index = WorkspaceRagIndex(db, "bench", backend)
     texts, vocab = documents(args.chunks)
-    build_seconds = timed(lambda: index.add_documents(
-        (DocumentInput(f"doc-{i}", t) for i, t in enumerate(texts)), batch_size=512))
+    build_seconds = timed(
+        lambda: index.add_documents(
+            (DocumentInput(f"doc-{i}", t) for i, t in enumerate(texts)), batch_size=512
+        )
+    )
     index.optimize()
     chunks = index.chunk_count()
     conn = index.conn
@@ -83,12 +89,18 @@ def main(argv: list[str] | None = None) -> int:
     with transaction(conn):
         conn.execute("DROP TABLE IF EXISTS bench_plain_vec")
         conn.execute("DROP TABLE IF EXISTS bench_plain_fts")
-        conn.execute(f"CREATE VIRTUAL TABLE bench_plain_vec USING vec0("
-                     f"embedding float[{args.dimension}] distance_metric=cosine)")
-        conn.execute(f"INSERT INTO bench_plain_vec(rowid, embedding) "
-                     f"SELECT rowid, embedding FROM {vec_table}")
-        conn.execute("CREATE VIRTUAL TABLE bench_plain_fts USING fts5(text, "
-                     "tokenize='porter unicode61 remove_diacritics 2')")
+        conn.execute(
+            f"CREATE VIRTUAL TABLE bench_plain_vec USING vec0("
+            f"embedding float[{args.dimension}] distance_metric=cosine)"
+        )
+        conn.execute(
+            f"INSERT INTO bench_plain_vec(rowid, embedding) "
+            f"SELECT rowid, embedding FROM {vec_table}"
+        )
+        conn.execute(
+            "CREATE VIRTUAL TABLE bench_plain_fts USING fts5(text, "
+            "tokenize='porter unicode61 remove_diacritics 2')"
+        )
         conn.execute("INSERT INTO bench_plain_fts(rowid, text) SELECT id, text FROM rag_chunks")
 
     rng = random.Random(11)
@@ -103,12 +115,14 @@ def main(argv: list[str] | None = None) -> int:
 
     def raw_vec(table: str, partition: bool) -> Callable[[], None]:
         extra = " AND workspace_id = 'bench'" if partition else ""
-        sql = (f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ?{extra}")
+        sql = f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ?{extra}"
         return lambda: [conn.execute(sql, (v, k)).fetchall() for v in vectors] and None
 
     def raw_fts(table: str) -> Callable[[], None]:
-        sql = (f"SELECT rowid, bm25({table}) AS s FROM {table} WHERE {table} MATCH ? "
-               f"ORDER BY s LIMIT ?")
+        sql = (
+            f"SELECT rowid, bm25({table}) AS s FROM {table} WHERE {table} MATCH ? "
+            f"ORDER BY s LIMIT ?"
+        )
         return lambda: [conn.execute(sql, (e, k)).fetchall() for e in exprs] and None
 
     cases = {
@@ -138,15 +152,19 @@ def main(argv: list[str] | None = None) -> int:
     }
     ratios = {name: ms[a] / ms[b] for name, (a, b) in pairs.items() if a in ms and b in ms}
     result = {
-        "chunks": chunks, "queries": len(queries), "k": k, "rounds": args.rounds,
+        "chunks": chunks,
+        "queries": len(queries),
+        "k": k,
+        "rounds": args.rounds,
         "ms_per_query": {n: round(v, 3) for n, v in ms.items()},
         "ratios": {n: round(v, 3) for n, v in ratios.items()},
         "goal": GOAL,
         "within_goal": all(v <= GOAL for v in ratios.values()),
         "index_build_seconds": round(build_seconds, 1),
         "embedded_chunks": index.embedded_chunks,  # 0 when --db reused an existing index
-        "hashing_chunks_per_second": (round(index.embedded_chunks / build_seconds, 1)
-                                      if index.embedded_chunks else None),
+        "hashing_chunks_per_second": (
+            round(index.embedded_chunks / build_seconds, 1) if index.embedded_chunks else None
+        ),
     }
     index.close()
     tmp.cleanup()

@@ -121,8 +121,9 @@ def load(path: str) -> list[Conversation]:
             ids = [i for i in ids if i in known]
             if ids:
                 questions.append((str(qa["question"]), int(qa["category"]), ids))
-        conversations.append(Conversation(item.get("sample_id", f"conv-{n}"), turns,
-                                          questions, unknown))
+        conversations.append(
+            Conversation(item.get("sample_id", f"conv-{n}"), turns, questions, unknown)
+        )
     return conversations
 
 
@@ -134,8 +135,7 @@ class Score:
     found: dict[int, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
     total: dict[int, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
 
-    def add(self, category: int, evidence: Sequence[str], present: Callable[[str], bool]
-            ) -> None:
+    def add(self, category: int, evidence: Sequence[str], present: Callable[[str], bool]) -> None:
         self.total[category] += len(evidence)
         self.found[category] += sum(1 for e in evidence if present(e))
 
@@ -143,8 +143,10 @@ class Score:
         total = sum(self.total.values())
         return {
             "overall": round(sum(self.found.values()) / total, 4) if total else None,
-            "by_category": {str(c): (round(self.found[c] / self.total[c], 4)
-                                     if self.total[c] else None) for c in CATEGORIES},
+            "by_category": {
+                str(c): (round(self.found[c] / self.total[c], 4) if self.total[c] else None)
+                for c in CATEGORIES
+            },
         }
 
 
@@ -170,33 +172,61 @@ class Settings:
     compaction_trigger: float = 0.7
 
     def config(self, budget: int) -> KairoxConfig:
-        return KairoxConfig.model_validate({
-            "kairox": {"default_profile": "bench"},
-            "profiles": {"bench": {"model": "gpt-4o-mini", "encoding": ENCODING,
-                                   "context_window": budget, "reserve": 0,
-                                   "compaction_trigger": self.compaction_trigger}},
-            "retrieval": {"backend": self.backend, "share": self.share, "mode": self.mode,
-                          "keyword_weight": self.keyword_weight, "workspace_index": False},
-            "compaction": {"strategy": "extractive", "recall": True,
-                           "recall_k": self.recall_k,
-                           "keep_recent_exchanges": self.keep_recent_exchanges,
-                           "target_tokens": self.target_tokens,
-                           "summaries_share": self.summaries_share},
-        })
+        return KairoxConfig.model_validate(
+            {
+                "kairox": {"default_profile": "bench"},
+                "profiles": {
+                    "bench": {
+                        "model": "gpt-4o-mini",
+                        "encoding": ENCODING,
+                        "context_window": budget,
+                        "reserve": 0,
+                        "compaction_trigger": self.compaction_trigger,
+                    }
+                },
+                "retrieval": {
+                    "backend": self.backend,
+                    "share": self.share,
+                    "mode": self.mode,
+                    "keyword_weight": self.keyword_weight,
+                    "workspace_index": False,
+                },
+                "compaction": {
+                    "strategy": "extractive",
+                    "recall": True,
+                    "recall_k": self.recall_k,
+                    "keep_recent_exchanges": self.keep_recent_exchanges,
+                    "target_tokens": self.target_tokens,
+                    "summaries_share": self.summaries_share,
+                },
+            }
+        )
 
     def toml(self, budget: int) -> str:
-        return "\n".join([
-            "[profiles.bench]", 'encoding = "o200k_base"', f"context_window = {budget}",
-            "reserve = 0", f"compaction_trigger = {self.compaction_trigger}", "",
-            "[retrieval]", f'backend = "{self.backend}"', f"share = {self.share}",
-            f'mode = "{self.mode}"', f"keyword_weight = {self.keyword_weight}",
-            "workspace_index = false  # no workspace documents here", "",
-            "[compaction]", 'strategy = "extractive"',
-            "recall = true", f"recall_k = {self.recall_k}",
-            f"keep_recent_exchanges = {self.keep_recent_exchanges}",
-            f"target_tokens = {self.target_tokens}",
-            f"summaries_share = {self.summaries_share}",
-        ])
+        return "\n".join(
+            [
+                "[profiles.bench]",
+                'encoding = "o200k_base"',
+                f"context_window = {budget}",
+                "reserve = 0",
+                f"compaction_trigger = {self.compaction_trigger}",
+                "",
+                "[retrieval]",
+                f'backend = "{self.backend}"',
+                f"share = {self.share}",
+                f'mode = "{self.mode}"',
+                f"keyword_weight = {self.keyword_weight}",
+                "workspace_index = false  # no workspace documents here",
+                "",
+                "[compaction]",
+                'strategy = "extractive"',
+                "recall = true",
+                f"recall_k = {self.recall_k}",
+                f"keep_recent_exchanges = {self.keep_recent_exchanges}",
+                f"target_tokens = {self.target_tokens}",
+                f"summaries_share = {self.summaries_share}",
+            ]
+        )
 
 
 async def replay(kx: Kairox, conv: Conversation) -> Any:
@@ -214,19 +244,33 @@ async def replay(kx: Kairox, conv: Conversation) -> Any:
             turn_id = f"t-{i}"
             open_turn = True
         if turn.role == "user":
-            event = UserMessageAdded(session_id=session.id, turn_id=turn_id, text=turn.message,
-                                     created_at=turn.created_at)
+            event = UserMessageAdded(
+                session_id=session.id,
+                turn_id=turn_id,
+                text=turn.message,
+                created_at=turn.created_at,
+            )
         else:
-            event = AssistantMessageCompleted(session_id=session.id, turn_id=turn_id,
-                                              text=turn.message, created_at=turn.created_at)
+            event = AssistantMessageCompleted(
+                session_id=session.id,
+                turn_id=turn_id,
+                text=turn.message,
+                created_at=turn.created_at,
+            )
         store.append(with_tokens(event, counter))
     if open_turn:
         await kx.compactor.after_turn(session)
     return session
 
 
-async def kairox_score(conv: Conversation, settings: Settings, budget: int, db: Path,
-                       score: Score, stats: dict[str, Any]) -> None:
+async def kairox_score(
+    conv: Conversation,
+    settings: Settings,
+    budget: int,
+    db: Path,
+    score: Score,
+    stats: dict[str, Any],
+) -> None:
     by_id = {t.dia_id: t for t in conv.turns}
     config = settings.config(budget)
     with Kairox.open(db, config) as kx:
@@ -274,20 +318,25 @@ def recency(conv: Conversation, question: str, budget: int, costs: Costs) -> set
     from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, trim_messages
 
     cls = {"user": HumanMessage, "assistant": AIMessage}
-    messages: list[BaseMessage] = [cls[t.role](content=t.message, id=t.dia_id)
-                                   for t in conv.turns]
+    messages: list[BaseMessage] = [cls[t.role](content=t.message, id=t.dia_id) for t in conv.turns]
     messages.append(HumanMessage(content=question, id="question"))
 
     def count(msgs: Sequence[BaseMessage]) -> int:
-        return sum(costs.message("user" if m.type == "human" else "assistant", str(m.content))
-                   for m in msgs) + REPLY_PRIMING_TOKENS
+        return (
+            sum(
+                costs.message("user" if m.type == "human" else "assistant", str(m.content))
+                for m in msgs
+            )
+            + REPLY_PRIMING_TOKENS
+        )
 
     kept = trim_messages(messages, max_tokens=budget, strategy="last", token_counter=count)
     return {str(m.id) for m in kept if m.id != "question"}
 
 
-def fill(conv: Conversation, ranked: Sequence[int], question: str, budget: int,
-         costs: Costs) -> set[str]:
+def fill(
+    conv: Conversation, ranked: Sequence[int], question: str, budget: int, costs: Costs
+) -> set[str]:
     """Turns in rank order, each whole, while they fit beside the question."""
     left = budget - costs.message("user", question) - REPLY_PRIMING_TOKENS
     chosen = set()
@@ -311,7 +360,8 @@ class MiniLM:
 
         if conv.name not in cache:
             cache[conv.name] = np.asarray(
-                self.backend.embed_documents([t.message for t in conv.turns]), dtype="float32")
+                self.backend.embed_documents([t.message for t in conv.turns]), dtype="float32"
+            )
         docs = cache[conv.name]
         docs = docs / np.maximum(np.linalg.norm(docs, axis=1, keepdims=True), 1e-9)
 
@@ -341,8 +391,14 @@ def bm25_ranker(conv: Conversation) -> Callable[[str], list[int]]:
 # --- the run -----------------------------------------------------------------------------
 
 
-async def run(data: str, budget: int, settings: Settings, conversations: list[Conversation],
-              minilm: MiniLM | None, progress: Callable[[str], None]) -> dict[str, Any]:
+async def run(
+    data: str,
+    budget: int,
+    settings: Settings,
+    conversations: list[Conversation],
+    minilm: MiniLM | None,
+    progress: Callable[[str], None],
+) -> dict[str, Any]:
     kairox, rec, bm, ml = Score(), Score(), Score(), Score()
     stats: dict[str, Any] = {}
     costs = Costs()
@@ -350,10 +406,11 @@ async def run(data: str, budget: int, settings: Settings, conversations: list[Co
     shm = "/dev/shm" if Path("/dev/shm").is_dir() else None  # no fsync cost in the figure
     with tempfile.TemporaryDirectory(dir=shm) as tmp:
         for conv in conversations:
-            progress(f"budget {budget}: {conv.name} ({len(conv.turns)} turns, "
-                     f"{len(conv.questions)} questions)")
-            await kairox_score(conv, settings, budget, Path(tmp) / f"{conv.name}.db",
-                               kairox, stats)
+            progress(
+                f"budget {budget}: {conv.name} ({len(conv.turns)} turns, "
+                f"{len(conv.questions)} questions)"
+            )
+            await kairox_score(conv, settings, budget, Path(tmp) / f"{conv.name}.db", kairox, stats)
             bm_rank = bm25_ranker(conv)
             ml_rank = minilm.rank(conv, emb_cache) if minilm else None
             for question, category, evidence in conv.questions:
@@ -388,29 +445,55 @@ def main(argv: Sequence[str] | None = None) -> int:
     d = Settings()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap.add_argument("--data", default=DEFAULT_DATA, help="LoCoMo JSON file")
-    ap.add_argument("--budget", type=int, action="append",
-                    help="profile budget in tokens (repeatable; default 4000)")
+    ap.add_argument(
+        "--budget",
+        type=int,
+        action="append",
+        help="profile budget in tokens (repeatable; default 4000)",
+    )
     ap.add_argument("--json", action="store_true", help="print JSON only")
     ap.add_argument("--backend", default=d.backend, help="[retrieval] backend for Kairox")
     ap.add_argument("--share", type=float, default=d.share, help="[retrieval] share")
     ap.add_argument("--mode", default=d.mode, help="[retrieval] mode")
-    ap.add_argument("--keyword-weight", type=float, default=d.keyword_weight,
-                    help="[retrieval] keyword_weight")
-    ap.add_argument("--keep-recent", type=int, default=d.keep_recent_exchanges,
-                    help="[compaction] keep_recent_exchanges")
+    ap.add_argument(
+        "--keyword-weight", type=float, default=d.keyword_weight, help="[retrieval] keyword_weight"
+    )
+    ap.add_argument(
+        "--keep-recent",
+        type=int,
+        default=d.keep_recent_exchanges,
+        help="[compaction] keep_recent_exchanges",
+    )
     ap.add_argument("--recall-k", type=int, default=d.recall_k, help="[compaction] recall_k")
-    ap.add_argument("--target-tokens", type=int, default=d.target_tokens,
-                    help="[compaction] target_tokens")
-    ap.add_argument("--summaries-share", type=float, default=d.summaries_share,
-                    help="[compaction] summaries_share")
-    ap.add_argument("--trigger", type=float, default=d.compaction_trigger,
-                    help="[profiles.<name>] compaction_trigger")
+    ap.add_argument(
+        "--target-tokens", type=int, default=d.target_tokens, help="[compaction] target_tokens"
+    )
+    ap.add_argument(
+        "--summaries-share",
+        type=float,
+        default=d.summaries_share,
+        help="[compaction] summaries_share",
+    )
+    ap.add_argument(
+        "--trigger",
+        type=float,
+        default=d.compaction_trigger,
+        help="[profiles.<name>] compaction_trigger",
+    )
     ap.add_argument("--conversations", type=int, default=None, help="only the first N")
     ap.add_argument("--no-minilm", action="store_true", help="skip the MiniLM baseline")
     args = ap.parse_args(argv)
-    settings = Settings(args.backend, args.share, args.mode, args.keyword_weight,
-                        args.keep_recent, args.recall_k,
-                        args.target_tokens, args.summaries_share, args.trigger)
+    settings = Settings(
+        args.backend,
+        args.share,
+        args.mode,
+        args.keyword_weight,
+        args.keep_recent,
+        args.recall_k,
+        args.target_tokens,
+        args.summaries_share,
+        args.trigger,
+    )
     conversations = load(args.data)[: args.conversations]
     minilm = None if args.no_minilm else MiniLM()
 
@@ -419,17 +502,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     results = []
     for b in args.budget or [4000]:
-        results.append(asyncio.run(run(args.data, b, settings, conversations, minilm,
-                                       progress)))
-        progress(json.dumps({k: results[-1][k] for k in
-                             ("budget", "evidence_recall", "baseline_evidence_recall")}))
+        results.append(asyncio.run(run(args.data, b, settings, conversations, minilm, progress)))
+        progress(
+            json.dumps(
+                {
+                    k: results[-1][k]
+                    for k in ("budget", "evidence_recall", "baseline_evidence_recall")
+                }
+            )
+        )
     out: Any = results[0] if len(results) == 1 else {"runs": results}
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
     for r in results:
-        print(f"budget {r['budget']}: {r['questions']} questions, "
-              f"{r['evidence_turns']} evidence turns, {r['compactions']} compactions")
+        print(
+            f"budget {r['budget']}: {r['questions']} questions, "
+            f"{r['evidence_turns']} evidence turns, {r['compactions']} compactions"
+        )
         rows = [("kairox", r["evidence_recall"])]
         rows += [(k, v) for k, v in r["baseline_evidence_recall"].items() if v]
         print(f"  {'method':<20} overall  " + "  ".join(f"cat{c}" for c in CATEGORIES))

@@ -24,29 +24,39 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "scifact"
 
 
-def raw_bm25(docs: Sequence[dict[str, Any]], queries: Mapping[str, str],
-             tokenizer: str) -> dict[str, list[str]]:
+def raw_bm25(
+    docs: Sequence[dict[str, Any]], queries: Mapping[str, str], tokenizer: str
+) -> dict[str, list[str]]:
     """The plain FTS5 bm25 query the index wraps: one row per document, OR of terms."""
     from kairox_core.retrieval.fts import fts_match_expression
     from kairox_core.store.connection import connect
 
     conn = connect(":memory:", vec=False)
-    conn.execute(f"CREATE VIRTUAL TABLE raw USING fts5(doc_id UNINDEXED, text, "
-                 f"tokenize='{tokenizer}')")
-    conn.executemany("INSERT INTO raw(doc_id, text) VALUES (?, ?)",
-                     [(d["_id"], f"{d.get('title', '')}\n{d['text']}") for d in docs])
+    conn.execute(
+        f"CREATE VIRTUAL TABLE raw USING fts5(doc_id UNINDEXED, text, tokenize='{tokenizer}')"
+    )
+    conn.executemany(
+        "INSERT INTO raw(doc_id, text) VALUES (?, ?)",
+        [(d["_id"], f"{d.get('title', '')}\n{d['text']}") for d in docs],
+    )
     run: dict[str, list[str]] = {}
     for qid, text in queries.items():
         expr = fts_match_expression(text)
-        rows = conn.execute("SELECT doc_id FROM raw WHERE raw MATCH ? ORDER BY bm25(raw) "
-                            "LIMIT 100", (expr,)).fetchall() if expr else []
+        rows = (
+            conn.execute(
+                "SELECT doc_id FROM raw WHERE raw MATCH ? ORDER BY bm25(raw) LIMIT 100", (expr,)
+            ).fetchall()
+            if expr
+            else []
+        )
         run[qid] = [r[0] for r in rows]
     conn.close()
     return run
 
 
-def sweep(index: Any, queries: Mapping[str, str],
-          qrels: Mapping[str, Mapping[str, int]]) -> list[dict[str, Any]]:
+def sweep(
+    index: Any, queries: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]]
+) -> list[dict[str, Any]]:
     """nDCG@10 of hybrid fusion over a grid of settings, rankings computed once."""
     from kairox_core.retrieval.index import fuse_rankings
 
@@ -56,11 +66,26 @@ def sweep(index: Any, queries: Mapping[str, str],
     for candidates in (50, 100, 200):
         for rrf_k in (5, 10, 20, 30, 60):
             for vector_weight in (0.3, 0.5, 0.7, 0.85, 1.0, 1.2):
-                run = {qid: [names[doc] for _, doc, _ in fuse_rankings(
-                    [(1.0, kw[:candidates]), (vector_weight, vec[:candidates])],
-                    rrf_k=rrf_k, limit=100)] for qid, (kw, vec) in lists.items()}
-                rows.append({"candidates": candidates, "rrf_k": rrf_k, "keyword_weight": 1.0,
-                             "vector_weight": vector_weight, **evaluate(run, qrels)})
+                run = {
+                    qid: [
+                        names[doc]
+                        for _, doc, _ in fuse_rankings(
+                            [(1.0, kw[:candidates]), (vector_weight, vec[:candidates])],
+                            rrf_k=rrf_k,
+                            limit=100,
+                        )
+                    ]
+                    for qid, (kw, vec) in lists.items()
+                }
+                rows.append(
+                    {
+                        "candidates": candidates,
+                        "rrf_k": rrf_k,
+                        "keyword_weight": 1.0,
+                        "vector_weight": vector_weight,
+                        **evaluate(run, qrels),
+                    }
+                )
     rows.sort(key=lambda r: -r["ndcg@10"])
     return rows[:10]
 
@@ -68,21 +93,34 @@ def sweep(index: Any, queries: Mapping[str, str],
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="BEIR SciFact folder")
-    parser.add_argument("--qrels", type=Path, default=None,
-                        help="qrels TSV (default: DATA/qrels/train.tsv)")
+    parser.add_argument(
+        "--qrels", type=Path, default=None, help="qrels TSV (default: DATA/qrels/train.tsv)"
+    )
     parser.add_argument("--mode", choices=("keyword", "vector", "hybrid"), default="hybrid")
     parser.add_argument("--backend", default="hashing", help="embedding backend name")
-    parser.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="backend option (JSON value), repeatable")
-    parser.add_argument("--db", type=Path, default=None,
-                        help="keep the index here and reuse it (unchanged docs embed nothing)")
+    parser.add_argument(
+        "--backend-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="backend option (JSON value), repeatable",
+    )
+    parser.add_argument(
+        "--db",
+        type=Path,
+        default=None,
+        help="keep the index here and reuse it (unchanged docs embed nothing)",
+    )
     parser.add_argument("--keyword-weight", type=float, default=None)
     parser.add_argument("--vector-weight", type=float, default=None)
     parser.add_argument("--rrf-k", type=int, default=None)
     parser.add_argument("--candidates", type=int, default=None)
     parser.add_argument("--limit-queries", type=int, default=None)
-    parser.add_argument("--sweep", action="store_true",
-                        help="also grid-search hybrid fusion settings (tune on train only)")
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="also grid-search hybrid fusion settings (tune on train only)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
 
@@ -113,41 +151,64 @@ def main(argv: list[str] | None = None) -> int:
     else:
         db_path = args.db
     index = WorkspaceRagIndex(
-        db_path, f"scifact-{backend.name}-{backend.dimension}", backend,
-        chunk_tokens=defaults.chunk_tokens, chunk_overlap=defaults.chunk_overlap,
+        db_path,
+        f"scifact-{backend.name}-{backend.dimension}",
+        backend,
+        chunk_tokens=defaults.chunk_tokens,
+        chunk_overlap=defaults.chunk_overlap,
         rrf_k=args.rrf_k or defaults.rrf_k,
-        keyword_weight=(args.keyword_weight if args.keyword_weight is not None
-                        else defaults.keyword_weight),
-        vector_weight=(args.vector_weight if args.vector_weight is not None
-                       else defaults.vector_weight),
-        candidates=args.candidates or defaults.hybrid_candidates)
+        keyword_weight=(
+            args.keyword_weight if args.keyword_weight is not None else defaults.keyword_weight
+        ),
+        vector_weight=(
+            args.vector_weight if args.vector_weight is not None else defaults.vector_weight
+        ),
+        candidates=args.candidates or defaults.hybrid_candidates,
+    )
     start = time.perf_counter()
     index.add_documents(
-        (DocumentInput(d["_id"], f"{d.get('title', '')}\n{d['text']}", "abstract",
-                       title=d.get("title", "")) for d in docs), batch_size=128)
+        (
+            DocumentInput(
+                d["_id"], f"{d.get('title', '')}\n{d['text']}", "abstract", title=d.get("title", "")
+            )
+            for d in docs
+        ),
+        batch_size=128,
+    )
     index.optimize()
     index_seconds = time.perf_counter() - start
     chunks = index.chunk_count()
 
     start = time.perf_counter()
-    run = {qid: [h.doc_id for h in index.search(text, 100, args.mode)]
-           for qid, text in queries.items()}
+    run = {
+        qid: [h.doc_id for h in index.search(text, 100, args.mode)] for qid, text in queries.items()
+    }
     query_seconds = time.perf_counter() - start
     result = {
-        "mode": args.mode, "backend": backend.name, "dimension": backend.dimension,
+        "mode": args.mode,
+        "backend": backend.name,
+        "dimension": backend.dimension,
         **evaluate(run, qrels),
-        "queries": len(queries), "documents": len(docs), "chunks": chunks,
+        "queries": len(queries),
+        "documents": len(docs),
+        "chunks": chunks,
         "multi_chunk_documents": sum(1 for d in index.documents() if d.chunks > 1),
         "embedded_chunks": index.embedded_chunks,
         "index_seconds": round(index_seconds, 2),
-        "chunks_per_second": (round(index.embedded_chunks / index_seconds, 1)
-                              if index.embedded_chunks else None),
+        "chunks_per_second": (
+            round(index.embedded_chunks / index_seconds, 1) if index.embedded_chunks else None
+        ),
         "ms_per_query": round(1000 * query_seconds / max(1, len(queries)), 2),
-        "fusion": {"rrf_k": index.rrf_k, "keyword_weight": index.keyword_weight,
-                   "vector_weight": index.vector_weight, "candidates": index.candidates},
+        "fusion": {
+            "rrf_k": index.rrf_k,
+            "keyword_weight": index.keyword_weight,
+            "vector_weight": index.vector_weight,
+            "candidates": index.candidates,
+        },
         "baseline_raw_fts5_bm25": evaluate(raw_bm25(docs, queries, "unicode61"), qrels),
-        "baseline_raw_fts5_bm25_porter": evaluate(raw_bm25(docs, queries, "porter unicode61"),
-                                                  qrels),
+        "baseline_raw_fts5_bm25_porter": evaluate(
+            raw_bm25(docs, queries, "porter unicode61"), qrels
+        ),
     }
     if args.sweep:
         result["sweep"] = sweep(index, queries, qrels)

@@ -28,8 +28,9 @@ OUT = Path(__file__).parent / "images" / "chat.svg"
 async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         config = parse_config({})
-        engine = ChatEngine.open(config, Path(tmp) / "k.db",
-                                 provider=ScriptedProvider([REPLY], chunk_chars=6))
+        engine = ChatEngine.open(
+            config, Path(tmp) / "k.db", provider=ScriptedProvider([REPLY], chunk_chars=6)
+        )
         engine.provider_note = "model: a scripted demo reply (docs/make_screenshot.py)"
         app = ChatApp(engine)
         async with app.run_test(size=(150, 36)) as pilot:

@@ -41,13 +41,26 @@ PINECONE_KEY = "pc-integration-key"
 WEAVIATE_KEY = "wv-integration-key"
 BEDROCK_KB_ID = "KAIROXINT1"
 AWS_VARS = (
-    "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
-    "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_ENDPOINT_URL", "AWS_ROLE_ARN",
-    "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "AWS_DEFAULT_REGION",
+    "AWS_REGION",
+    "AWS_ENDPOINT_URL",
+    "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
     "AWS_CONTAINER_CREDENTIALS_FULL_URI",
 )
-KAIROX_VARS = ("KAIROX_CONFIG", "KAIROX_DB", "KAIROX_LOAD_PLUGINS", "KAIROX_DISABLE_PLUGINS",
-               "KAIROX_STRICT_PLUGINS", "KAIROX_TRACE_PLUGINS")
+KAIROX_VARS = (
+    "KAIROX_CONFIG",
+    "KAIROX_DB",
+    "KAIROX_LOAD_PLUGINS",
+    "KAIROX_DISABLE_PLUGINS",
+    "KAIROX_STRICT_PLUGINS",
+    "KAIROX_TRACE_PLUGINS",
+)
 
 KAIROX_TOML = """\
 [kairox]
@@ -103,8 +116,13 @@ SEES = {
     "helpdesk": {"faq", "handbook"},
     "default": set(),
 }
-KINDS = {"faq": "sqlite_fts", "handbook": "bedrock", "notes": "tantivy", "papers": "pinecone",
-         "articles": "weaviate"}
+KINDS = {
+    "faq": "sqlite_fts",
+    "handbook": "bedrock",
+    "notes": "tantivy",
+    "papers": "pinecone",
+    "articles": "weaviate",
+}
 
 
 @dataclass
@@ -148,32 +166,51 @@ def _seed_pinecone(server: FakePinecone) -> None:
     backend = get_plugins().get("embedding_backends", "hashing").factory()
     index = Pinecone(api_key=PINECONE_KEY).Index(host=server.url)
     try:
-        index.upsert(vectors=[{"id": d.id, "values": backend.embed_query(d.title + " " + d.text),
-                               "metadata": {"text": d.text, "title": d.title, **d.metadata}}
-                              for d in PINECONE_DOCS], namespace="papers")
+        index.upsert(
+            vectors=[
+                {
+                    "id": d.id,
+                    "values": backend.embed_query(d.title + " " + d.text),
+                    "metadata": {"text": d.text, "title": d.title, **d.metadata},
+                }
+                for d in PINECONE_DOCS
+            ],
+            namespace="papers",
+        )
     finally:
         index.close()
 
 
 def _seed_weaviate(server: FakeWeaviate) -> None:
-    server.add_collection("Article", [
-        FakeObject({"slug": d.id, "title": d.title, "text": d.text},
-                   {"default": bag_of_words(d.title + " " + d.text)})
-        for d in WEAVIATE_DOCS], vectorizer=bag_of_words)
+    server.add_collection(
+        "Article",
+        [
+            FakeObject(
+                {"slug": d.id, "title": d.title, "text": d.text},
+                {"default": bag_of_words(d.title + " " + d.text)},
+            )
+            for d in WEAVIATE_DOCS
+        ],
+        vectorizer=bag_of_words,
+    )
 
 
 @pytest.fixture(scope="session")
 def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
     """Every service up, seeded and named in one kairox.toml; the CLI isolated from the user."""
     root = tmp_path_factory.mktemp("deployment")
-    env = {"KX_INT_PINECONE_KEY": PINECONE_KEY, "KX_INT_WEAVIATE_KEY": WEAVIATE_KEY,
-           "AWS_ACCESS_KEY_ID": "AKIAKAIROXINTEGRATE0",
-           "AWS_SECRET_ACCESS_KEY": "kairox/integration/not/a/real/secret/000",
-           "AWS_CONFIG_FILE": str(root / "no-aws-config"),
-           "AWS_SHARED_CREDENTIALS_FILE": str(root / "no-aws-credentials"),
-           "AWS_EC2_METADATA_DISABLED": "true",
-           "XDG_CONFIG_HOME": str(root / "xdg-config"), "XDG_DATA_HOME": str(root / "xdg-data"),
-           "XDG_CACHE_HOME": str(root / "xdg-cache")}
+    env = {
+        "KX_INT_PINECONE_KEY": PINECONE_KEY,
+        "KX_INT_WEAVIATE_KEY": WEAVIATE_KEY,
+        "AWS_ACCESS_KEY_ID": "AKIAKAIROXINTEGRATE0",
+        "AWS_SECRET_ACCESS_KEY": "kairox/integration/not/a/real/secret/000",
+        "AWS_CONFIG_FILE": str(root / "no-aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(root / "no-aws-credentials"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "XDG_CONFIG_HOME": str(root / "xdg-config"),
+        "XDG_DATA_HOME": str(root / "xdg-data"),
+        "XDG_CACHE_HOME": str(root / "xdg-cache"),
+    }
     with pytest.MonkeyPatch.context() as mp:
         for var in (*AWS_VARS, *KAIROX_VARS):
             mp.delenv(var, raising=False)
@@ -192,14 +229,28 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
             for name, text in FAQ_FILES.items():
                 (root / "faq" / name).write_text(text)
             config = root / "kairox.toml"
-            config.write_text(KAIROX_TOML.format(
-                root=root.as_posix(), bedrock_kb=BEDROCK_KB_ID, pinecone=pinecone.url,
-                weaviate=weaviate.url, grpc_port=weaviate.grpc_port))
+            config.write_text(
+                KAIROX_TOML.format(
+                    root=root.as_posix(),
+                    bedrock_kb=BEDROCK_KB_ID,
+                    pinecone=pinecone.url,
+                    weaviate=weaviate.url,
+                    grpc_port=weaviate.grpc_port,
+                )
+            )
             dep = Deployment(root, config, pinecone, weaviate, env)
             _stub_bedrock(mp, dep)
             for kb, path in (("faq", root / "faq"), ("notes", root / "notes.jsonl")):
-                code, _, err = run_kairox("--config", str(config), "--db", str(root / "k.db"),
-                                          "kb", "index", kb, str(path))
+                code, _, err = run_kairox(
+                    "--config",
+                    str(config),
+                    "--db",
+                    str(root / "k.db"),
+                    "kb",
+                    "index",
+                    kb,
+                    str(path),
+                )
                 assert code == 0, err
             yield dep
         finally:
@@ -229,7 +280,8 @@ def kairox_cli(deployment: Deployment) -> Callable[..., tuple[int, str, str]]:
     """``kairox --config <deployment> --db <tmp> ARGS`` in this process."""
 
     def run(*args: str) -> tuple[int, str, str]:
-        return run_kairox("--config", str(deployment.config),
-                          "--db", str(deployment.root / "k.db"), *args)
+        return run_kairox(
+            "--config", str(deployment.config), "--db", str(deployment.root / "k.db"), *args
+        )
 
     return run

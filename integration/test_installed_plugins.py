@@ -19,8 +19,14 @@ EXPECTED = {
 
 def test_kairox_plugins_json_lists_every_installed_plugin(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAIROX_")}
-    done = subprocess.run([KAIROX, "plugins", "--json"], capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=120)
+    done = subprocess.run(
+        [KAIROX, "plugins", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # no plugin failed to load, none warned
     listed = json.loads(done.stdout)

@@ -29,7 +29,8 @@ def search(cli: Cli, profile: str, query: str = QUERY, *extra: str) -> dict[str,
 
 @pytest.mark.parametrize("profile", ["research", "support", "helpdesk"])
 def test_search_queries_exactly_the_profiles_sources(
-        deployment: Deployment, kairox_cli: Cli, profile: str) -> None:
+    deployment: Deployment, kairox_cli: Cli, profile: str
+) -> None:
     before = deployment.query_counts()
     result = search(kairox_cli, profile)
     reports = {s["name"]: s for s in result["sources"]}
@@ -102,8 +103,13 @@ def test_kb_list_names_the_providing_distribution(kairox_cli: Cli) -> None:
 
 
 def test_kb_search_reaches_each_kind(kairox_cli: Cli) -> None:
-    expected = {"faq": "volcano-tours.md", "handbook": "kb-evacuation", "notes": "note-seismic",
-                "papers": "vol-ash", "articles": "vol-ash"}
+    expected = {
+        "faq": "volcano-tours.md",
+        "handbook": "kb-evacuation",
+        "notes": "note-seismic",
+        "papers": "vol-ash",
+        "articles": "vol-ash",
+    }
     for kb, doc in expected.items():
         code, out, err = kairox_cli("kb", "search", kb, QUERY, "--k", "1", "--json")
         assert code == 0, (kb, err)
@@ -111,8 +117,9 @@ def test_kb_search_reaches_each_kind(kairox_cli: Cli) -> None:
         assert hit["source"] == kb and hit["doc_id"].endswith(doc), (kb, hit)
 
 
-def test_a_failing_source_degrades_the_search(deployment: Deployment, kairox_cli: Cli,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_source_degrades_the_search(
+    deployment: Deployment, kairox_cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A wrong Weaviate key: that source is reported failed, the others still answer."""
     monkeypatch.setenv("KX_INT_WEAVIATE_KEY", "not-the-key")
     code, out, err = kairox_cli("search", QUERY, "--profile", "research", "--json")
@@ -129,9 +136,24 @@ def test_console_script_in_a_subprocess(deployment: Deployment) -> None:
     env = {**os.environ, **deployment.env}
     env.pop("KAIROX_CONFIG", None)
     done = subprocess.run(
-        [KAIROX, "--config", str(deployment.config), "--db", str(deployment.root / "sub.db"),
-         "search", QUERY, "-p", "research", "--json"],
-        capture_output=True, text=True, env=env, cwd=deployment.root, timeout=120)
+        [
+            KAIROX,
+            "--config",
+            str(deployment.config),
+            "--db",
+            str(deployment.root / "sub.db"),
+            "search",
+            QUERY,
+            "-p",
+            "research",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=deployment.root,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert {s["name"] for s in result["sources"] if s["ok"]} == SEES["research"]

@@ -57,11 +57,12 @@ def resolve_secret(value: Any, *, where: str) -> SecretStr | None:
     if not isinstance(value, str):
         raise ConfigError("expected a string", key=where)
     if value.startswith(ENV_PREFIX):
-        name = value[len(ENV_PREFIX):]
+        name = value[len(ENV_PREFIX) :]
         resolved = os.environ.get(name)
         if resolved is None:
             raise ConfigError(
-                f"environment variable {name} is not set", key=where,
+                f"environment variable {name} is not set",
+                key=where,
                 fix=f"export {name}=... before running kairox",
             )
         return SecretStr(resolved)
@@ -198,9 +199,7 @@ class KairoxConfig(_Strict):
     """The whole configuration."""
 
     kairox: KairoxSection = Field(default_factory=KairoxSection)
-    profiles: dict[str, ProfileConfig] = Field(
-        default_factory=lambda: {"default": ProfileConfig()}
-    )
+    profiles: dict[str, ProfileConfig] = Field(default_factory=lambda: {"default": ProfileConfig()})
     knowledge_bases: dict[str, KnowledgeBaseConfig] = Field(default_factory=dict)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     memory: MemorySection = Field(default_factory=MemorySection)
@@ -265,7 +264,9 @@ class KairoxConfig(_Strict):
         close = difflib.get_close_matches(wanted, labels, n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise ConfigError(
-            f"no profile or alias named '{wanted}'", file=self.source, key="profiles",
+            f"no profile or alias named '{wanted}'",
+            file=self.source,
+            key="profiles",
             fix=f"{hint}profiles and aliases: {', '.join(labels)}",
         )
 
@@ -274,7 +275,8 @@ class KairoxConfig(_Strict):
         pname, prof = self.resolve_profile(profile)
         labels = {pname, *prof.aliases}
         return [
-            kb for _, kb in sorted(self.knowledge_bases.items())
+            kb
+            for _, kb in sorted(self.knowledge_bases.items())
             if kb.enabled and (not kb.profiles or labels.intersection(kb.profiles))
         ]
 
@@ -365,15 +367,17 @@ def load_config_file(path: str | os.PathLike[str]) -> KairoxConfig:
     try:
         raw = p.read_bytes()
     except FileNotFoundError:
-        raise ConfigError("file not found", file=str(p),
-                          fix="check the path given with --config or KAIROX_CONFIG") from None
+        raise ConfigError(
+            "file not found", file=str(p), fix="check the path given with --config or KAIROX_CONFIG"
+        ) from None
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", file=str(p)) from None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"not valid TOML: {exc}", file=str(p),
-                          fix="check the syntax at the line named") from None
+        raise ConfigError(
+            f"not valid TOML: {exc}", file=str(p), fix="check the syntax at the line named"
+        ) from None
     return parse_config(data, source=str(p))
 
 
@@ -409,10 +413,13 @@ def check_plugin_names(config: KairoxConfig) -> None:
         ("compaction_strategies", config.compaction.strategy, "compaction.strategy"),
         ("memory_stores", config.memory.store, "memory.store"),
     ]
-    checks += [("retrievers", kb.kind, f"knowledge_bases.{kb_id}.kind")
-               for kb_id, kb in config.knowledge_bases.items()]
-    checks += [("model_providers", p.kind, f"providers.{pid}.kind")
-               for pid, p in config.providers.items()]
+    checks += [
+        ("retrievers", kb.kind, f"knowledge_bases.{kb_id}.kind")
+        for kb_id, kb in config.knowledge_bases.items()
+    ]
+    checks += [
+        ("model_providers", p.kind, f"providers.{pid}.kind") for pid, p in config.providers.items()
+    ]
     for category, name, key in checks:
         if not host.names(category) and category != "retrievers":
             continue  # nothing of this category is registered yet in this build

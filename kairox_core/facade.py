@@ -63,8 +63,9 @@ class Kairox:
         self.config = config
         self.events_store = EventStore(db)
         self.memories: Any = self._open_memory_store(db)
-        self.approvals = ApprovalService(self.events_store, self.memories,
-                                         max_body_chars=config.memory.max_body_chars)
+        self.approvals = ApprovalService(
+            self.events_store, self.memories, max_body_chars=config.memory.max_body_chars
+        )
         self.session_hooks: list[SessionHook] = []
         self.compactor = install_compaction(self)  # kairox_core.compaction: on every session
         self.recall = install_recall(self)  # compacted turns indexed, recalled per prompt
@@ -116,12 +117,16 @@ class Kairox:
         workspace_id = workspace or self.config.kairox.default_workspace
         pname, _ = self.config.resolve_profile(profile)
         sid = session_id or f"s-{uuid.uuid4().hex[:12]}"
-        self.events_store.append(SessionStarted(session_id=sid, workspace_id=workspace_id,
-                                                profile=pname))
+        self.events_store.append(
+            SessionStarted(session_id=sid, workspace_id=workspace_id, profile=pname)
+        )
         return self._handle(sid, workspace_id, pname, system_prompt)
 
     def _resume(
-        self, info: SessionInfo, workspace: str | None, profile: str | None,
+        self,
+        info: SessionInfo,
+        workspace: str | None,
+        profile: str | None,
         system_prompt: str | None,
     ) -> Session:
         workspace_id = info.workspace_id or self.config.kairox.default_workspace
@@ -151,8 +156,9 @@ class Kairox:
     def _handle(
         self, sid: str, workspace_id: str, profile: str, system_prompt: str | None
     ) -> Session:
-        session = Session(self, sid, workspace_id=workspace_id, profile=profile,
-                          system_prompt=system_prompt)
+        session = Session(
+            self, sid, workspace_id=workspace_id, profile=profile, system_prompt=system_prompt
+        )
         for hook in self.session_hooks:
             hook(session)
         self._sessions[sid] = session
@@ -202,8 +208,7 @@ class Kairox:
         """The composite retriever (workspace index + the profile's knowledge bases)."""
         from kairox_core.retrieval.selection import retriever_for_profile
 
-        return retriever_for_profile(self.config, profile, self.db.conn,
-                                     workspace_id=workspace_id)
+        return retriever_for_profile(self.config, profile, self.db.conn, workspace_id=workspace_id)
 
     # --- lifetime --------------------------------------------------------------------
 
@@ -245,7 +250,9 @@ class Kairox:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         self.close()

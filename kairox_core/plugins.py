@@ -167,8 +167,11 @@ class PluginHost:
             version = ep.dist.version if ep.dist is not None else "?"
             info = PluginInfo(ep.name, dist, version, builtin=False)
             if ep.name in self.infos:
-                self._fail(info, f"plugin name '{ep.name}' is already taken by "
-                                 f"{self.infos[ep.name].distribution}")
+                self._fail(
+                    info,
+                    f"plugin name '{ep.name}' is already taken by "
+                    f"{self.infos[ep.name].distribution}",
+                )
                 continue
             try:
                 module = ep.load()
@@ -311,8 +314,7 @@ class PluginHost:
 
     def _trace_before(self, hook_name: str, impls: Any, kwargs: Any) -> None:
         names = ", ".join(i.plugin_name for i in impls)
-        print(f"kairox-trace: call {hook_name}({', '.join(kwargs)}) -> [{names}]",
-              file=sys.stderr)
+        print(f"kairox-trace: call {hook_name}({', '.join(kwargs)}) -> [{names}]", file=sys.stderr)
 
     def _trace_after(self, outcome: Any, hook_name: str, impls: Any, kwargs: Any) -> None:
         print(f"kairox-trace: done {hook_name}", file=sys.stderr)

@@ -98,7 +98,12 @@ class Session:
     """
 
     def __init__(
-        self, kx: Kairox, session_id: str, *, workspace_id: str, profile: str,
+        self,
+        kx: Kairox,
+        session_id: str,
+        *,
+        workspace_id: str,
+        profile: str,
         system_prompt: str | None = None,
     ) -> None:
         self.kx = kx
@@ -115,8 +120,7 @@ class Session:
         self._retriever_profile: str | None = None
 
     def __repr__(self) -> str:
-        return (f"Session(id={self.id!r}, workspace={self.workspace_id!r}, "
-                f"profile={self.profile!r})")
+        return f"Session(id={self.id!r}, workspace={self.workspace_id!r}, profile={self.profile!r})"
 
     @property
     def busy(self) -> bool:
@@ -130,8 +134,7 @@ class Session:
 
     def memories(self) -> list[MemoryItem]:
         """Approved memories for this turn: user, this workspace's, this session's."""
-        records = self.kx.memories.list(None, workspace_id=self.workspace_id,
-                                        session_id=self.id)
+        records = self.kx.memories.list(None, workspace_id=self.workspace_id, session_id=self.id)
         return [MemoryItem.from_record(r) for r in records]
 
     def refresh_compaction(self) -> CompactionState:
@@ -150,11 +153,13 @@ class Session:
 
         state = self.refresh_compaction()
         counter = self.assembler(profile).counter
-        total = sum(counter.raw_count(item_unit(pinned_header(f.fact_id), f.text))
-                    for f in state.pinned)
-        total += sum(counter.raw_count(item_unit(summary_header(s.seq, s.first_seq,
-                                                                s.last_seq), s.text))
-                     for s in state.summaries)
+        total = sum(
+            counter.raw_count(item_unit(pinned_header(f.fact_id), f.text)) for f in state.pinned
+        )
+        total += sum(
+            counter.raw_count(item_unit(summary_header(s.seq, s.first_seq, s.last_seq), s.text))
+            for s in state.summaries
+        )
         for unit in self._history.source(counter, skip=state.covered_ranges()):
             total += unit.tokens
             if limit is not None and total > limit:
@@ -197,14 +202,22 @@ class Session:
         if recalled is None:
             recalled = self.kx.recall.turns(self, prompt, before_seq=before_seq)
         state = self.refresh_compaction()
-        history = self._history.source(assembler.counter, before_seq=before_seq,
-                                       skip=state.covered_ranges())
+        history = self._history.source(
+            assembler.counter, before_seq=before_seq, skip=state.covered_ranges()
+        )
         system = self.system_prompt or self.kx.config.kairox.system_prompt
         context = assembler.assemble(
-            prompt, system_prompt=system, instructions=instructions,
-            memories=self.memories(), pinned=state.pinned, summaries=state.summaries,
-            hits=list(hits), history=history, attachments=attachments,
-            after_prompt=after_prompt, recalled=list(recalled),
+            prompt,
+            system_prompt=system,
+            instructions=instructions,
+            memories=self.memories(),
+            pinned=state.pinned,
+            summaries=state.summaries,
+            hits=list(hits),
+            history=history,
+            attachments=attachments,
+            after_prompt=after_prompt,
+            recalled=list(recalled),
         )
         self._history.trim(2 * assembler.budget)
         if report is not None:
@@ -215,12 +228,14 @@ class Session:
         return context, list(hits), list(recalled)
 
     async def preview(
-        self, prompt: str = "", *, profile: str | None = None,
+        self,
+        prompt: str = "",
+        *,
+        profile: str | None = None,
         attachments: Sequence[Mapping[str, Any]] = (),
     ) -> AssembledContext:
         """What the next turn would send for ``prompt``; writes nothing."""
-        context, _, _ = await self._assemble(prompt, attachments=attachments,
-                                             profile=profile)
+        context, _, _ = await self._assemble(prompt, attachments=attachments, profile=profile)
         return context
 
     def preview_sync(self, prompt: str = "", *, profile: str | None = None) -> AssembledContext:
@@ -244,19 +259,34 @@ class Session:
         try:
             atts = tuple(dict(a) for a in attachments or ())
             context, used_hits, recalled = await self._assemble(
-                prompt, attachments=atts, instructions=instructions, hits=hits)
+                prompt, attachments=atts, instructions=instructions, hits=hits
+            )
             turn_id = f"t-{uuid.uuid4().hex[:12]}"
             counter = self.assembler().counter
-            event = with_tokens(UserMessageAdded(
-                session_id=self.id, turn_id=turn_id, text=prompt, attachments=atts,
-            ), counter)
+            event = with_tokens(
+                UserMessageAdded(
+                    session_id=self.id,
+                    turn_id=turn_id,
+                    text=prompt,
+                    attachments=atts,
+                ),
+                counter,
+            )
             stored = self.kx.events_store.append(event)
         except BaseException:
             self._lock.release()
             raise
-        return Turn(self, turn_id, prompt, stored.seq or 0, context, used_hits,
-                    recalled=recalled,
-                    instructions=tuple(instructions), attachments=atts)
+        return Turn(
+            self,
+            turn_id,
+            prompt,
+            stored.seq or 0,
+            context,
+            used_hits,
+            recalled=recalled,
+            instructions=tuple(instructions),
+            attachments=atts,
+        )
 
     def begin_turn_sync(
         self, prompt: str, attachments: Sequence[Mapping[str, Any]] | None = None, **kw: Any
@@ -278,21 +308,27 @@ class Session:
         turn = await self.begin_turn(prompt, attachments)
         try:
             for tr in tool_results:
-                turn.add_tool_result(tr["tool_call_id"], tr["tool_name"],
-                                     tr.get("arguments", "{}"), tr["result"])
+                turn.add_tool_result(
+                    tr["tool_call_id"], tr["tool_name"], tr.get("arguments", "{}"), tr["result"]
+                )
         except BaseException:
             await turn.abort()
             raise
         return await turn.complete(reply)
 
     def run_turn_sync(
-        self, prompt: str, reply: str, *, tool_results: Sequence[Mapping[str, str]] = (),
+        self,
+        prompt: str,
+        reply: str,
+        *,
+        tool_results: Sequence[Mapping[str, str]] = (),
         attachments: Sequence[Mapping[str, Any]] | None = None,
     ) -> TurnResult:
         """Synchronous ``run_turn``: for scripts, tests and replaying transcripts."""
         self._check_idle()
-        return run_sync(self.run_turn(prompt, reply, tool_results=tool_results,
-                                      attachments=attachments))
+        return run_sync(
+            self.run_turn(prompt, reply, tool_results=tool_results, attachments=attachments)
+        )
 
     def _check_idle(self) -> None:
         if self._lock.locked():
@@ -308,7 +344,10 @@ class Session:
             return await self.compact_locked(first_seq, last_seq, trigger="manual")
 
     async def compact_locked(
-        self, first_seq: int | None = None, last_seq: int | None = None, *,
+        self,
+        first_seq: int | None = None,
+        last_seq: int | None = None,
+        *,
         trigger: str = "auto",
     ) -> Any:
         """``compact`` for a caller that already holds the session: an after-turn hook
@@ -318,8 +357,7 @@ class Session:
                 "no compaction strategy available: install or enable a compaction engine "
                 "([compaction] in kairox.toml) before compacting"
             )
-        return await self.compactor(self, first_seq=first_seq, last_seq=last_seq,
-                                    trigger=trigger)
+        return await self.compactor(self, first_seq=first_seq, last_seq=last_seq, trigger=trigger)
 
     # pin / edit / drop: one event each, queued behind any turn or compaction in flight
 
@@ -384,8 +422,9 @@ class Session:
         name, _ = self.kx.config.resolve_profile(profile)
         if name == self.profile:
             return
-        self.kx.events_store.append(ProfileSwitched(
-            session_id=self.id, from_profile=self.profile, to_profile=name))
+        self.kx.events_store.append(
+            ProfileSwitched(session_id=self.id, from_profile=self.profile, to_profile=name)
+        )
         self.profile = name
 
     async def _after_turn(self, result: TurnResult) -> None:
@@ -403,8 +442,15 @@ class Turn:
     """One turn in flight. Not thread-safe; one task drives it."""
 
     def __init__(
-        self, session: Session, turn_id: str, prompt: str, prompt_seq: int,
-        context: AssembledContext, hits: list[Any], *, recalled: Sequence[Any] = (),
+        self,
+        session: Session,
+        turn_id: str,
+        prompt: str,
+        prompt_seq: int,
+        context: AssembledContext,
+        hits: list[Any],
+        *,
+        recalled: Sequence[Any] = (),
         instructions: tuple[str, ...] = (),
         attachments: tuple[dict[str, Any], ...] = (),
     ) -> None:
@@ -454,8 +500,9 @@ class Turn:
     def _delta_event(self) -> ModelTokenDelta | None:
         if not self._pending:
             return None
-        event = ModelTokenDelta(session_id=self.session.id, turn_id=self.turn_id,
-                                delta="".join(self._pending))
+        event = ModelTokenDelta(
+            session_id=self.session.id, turn_id=self.turn_id, delta="".join(self._pending)
+        )
         self._pending.clear()
         self._pending_chars = 0
         return event
@@ -474,13 +521,23 @@ class Turn:
         import json
 
         self._check_open()
-        args = arguments if isinstance(arguments, str) else json.dumps(
-            dict(arguments), sort_keys=True, ensure_ascii=False)
+        args = (
+            arguments
+            if isinstance(arguments, str)
+            else json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False)
+        )
         counter = self.session.assembler().counter
-        event = with_tokens(ToolInvocationCompleted(
-            session_id=self.session.id, turn_id=self.turn_id, tool_call_id=tool_call_id,
-            tool_name=tool_name, arguments=args, result=str(result),
-        ), counter)
+        event = with_tokens(
+            ToolInvocationCompleted(
+                session_id=self.session.id,
+                turn_id=self.turn_id,
+                tool_call_id=tool_call_id,
+                tool_name=tool_name,
+                arguments=args,
+                result=str(result),
+            ),
+            counter,
+        )
         batch = [e for e in (self._delta_event(), event) if e is not None]
         stored = self.session.kx.events_store.append_many(batch)[-1]
         assert isinstance(stored, ToolInvocationCompleted)
@@ -493,18 +550,28 @@ class Turn:
         self._check_open()
         session = self.session
         counter = session.assembler().counter
-        tail = [u for u in (unit_from_event(e, counter) for e in self._tool_events)
-                if u is not None]
+        tail = [
+            u for u in (unit_from_event(e, counter) for e in self._tool_events) if u is not None
+        ]
         context, _, _ = await session._assemble(
-            self.prompt, attachments=self.attachments, instructions=self.instructions,
-            before_seq=self.prompt_seq, after_prompt=tail, hits=self.hits,
-            recalled=self.recalled)
+            self.prompt,
+            attachments=self.attachments,
+            instructions=self.instructions,
+            before_seq=self.prompt_seq,
+            after_prompt=tail,
+            hits=self.hits,
+            recalled=self.recalled,
+        )
         self.context = context
         return context
 
     async def complete(
-        self, text: str | None = None, *, model: str | None = None,
-        provider: str | None = None, usage: Mapping[str, int] | None = None,
+        self,
+        text: str | None = None,
+        *,
+        model: str | None = None,
+        provider: str | None = None,
+        usage: Mapping[str, int] | None = None,
     ) -> TurnResult:
         """Record the reply and route its memory markers; then the turn-end hooks.
 
@@ -523,23 +590,34 @@ class Turn:
             markers = list(self._parser.markers)
             invalid = list(self._parser.invalid)
             counter = session.assembler().counter
-            reply = with_tokens(AssistantMessageCompleted(
-                session_id=session.id, turn_id=self.turn_id, text=visible, model=model,
-                provider=provider, usage=dict(usage) if usage else None,
-            ), counter)
+            reply = with_tokens(
+                AssistantMessageCompleted(
+                    session_id=session.id,
+                    turn_id=self.turn_id,
+                    text=visible,
+                    model=model,
+                    provider=provider,
+                    usage=dict(usage) if usage else None,
+                ),
+                counter,
+            )
             batch = [e for e in (self._delta_event(), reply) if e is not None]
             proposals: list[Any] = []
             with kx.db.atomic():
                 stored = kx.events_store.append_many(batch)[-1]
                 if markers:
                     untrusted = [e.result for e in self._tool_events]
-                    untrusted += [getattr(h, "text", "")
-                                  for h in (*self.hits, *self.recalled)]
+                    untrusted += [getattr(h, "text", "") for h in (*self.hits, *self.recalled)]
                     proposals = self._route(markers, untrusted)
-            result = TurnResult(turn_id=self.turn_id, text=visible,
-                                assistant_seq=stored.seq or 0, markers=markers,
-                                invalid=invalid, proposals=proposals,
-                                tool_results=len(self._tool_events))
+            result = TurnResult(
+                turn_id=self.turn_id,
+                text=visible,
+                assistant_seq=stored.seq or 0,
+                markers=markers,
+                invalid=invalid,
+                proposals=proposals,
+                tool_results=len(self._tool_events),
+            )
             self._done = True
             await session._after_turn(result)
             return result
@@ -552,7 +630,10 @@ class Turn:
         session = self.session
         proposals = [
             session.kx.approvals.propose(
-                session.id, session.workspace_id, self.turn_id, marker,
+                session.id,
+                session.workspace_id,
+                self.turn_id,
+                marker,
                 tainted=is_tainted(marker.body, untrusted),
             )
             for marker in markers

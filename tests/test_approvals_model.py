@@ -62,8 +62,9 @@ class ApprovalMachine(RuleBasedStateMachine):
     @rule(scope=SCOPES, ws=WORKSPACES, key=KEYS, body=BODIES, tainted=st.booleans())
     def propose(self, scope: str, ws: str, key: str, body: str, tainted: bool) -> None:
         slot = self._slot(scope, ws, key)
-        p = self.approvals.propose(SESSION_OF[ws], ws, "t", Marker(scope, key, body),
-                                   tainted=tainted)
+        p = self.approvals.propose(
+            SESSION_OF[ws], ws, "t", Marker(scope, key, body), tainted=tainted
+        )
         if self.accepted.get(slot) == body:
             assert p is None
             return
@@ -139,6 +140,5 @@ class ApprovalMachine(RuleBasedStateMachine):
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-ApprovalMachine.TestCase.settings = settings(max_examples=30, stateful_step_count=20,
-                                             deadline=None)
+ApprovalMachine.TestCase.settings = settings(max_examples=30, stateful_step_count=20, deadline=None)
 TestApprovalModel = ApprovalMachine.TestCase

@@ -20,8 +20,10 @@ from kairox_core.chat.widgets import ChatMessage, MemoryCard
 from kairox_core.config import parse_config
 from kairox_core.providers.scripted import ScriptedProvider
 
-MARKED = ('Sure, I will keep that in mind. <memory scope="user" key="seat">'
-          "Prefers window seats</memory> Anything else?")
+MARKED = (
+    'Sure, I will keep that in mind. <memory scope="user" key="seat">'
+    "Prefers window seats</memory> Anything else?"
+)
 
 
 def engine_for(tmp_path: Path, replies: list[str], **kw: str) -> ChatEngine:
@@ -38,11 +40,19 @@ def test_slash_commands_parse() -> None:
     assert parse_slash("/compact") == Compact()
     assert parse_slash("/profile fast") == SwitchProfile("fast")
     assert parse_slash('/remember "I am vegetarian" --key diet') == Remember(
-        "I am vegetarian", "user", "diet")
+        "I am vegetarian", "user", "diet"
+    )
     assert parse_slash("/remember uses tabs --scope workspace") == Remember(
-        "uses tabs", "workspace", "uses-tabs")
-    for bad in ("/remember", "/remember x --scope global", "/remember x --key 'a b'",
-                "/profile", "/frobnicate", "/compact now"):
+        "uses tabs", "workspace", "uses-tabs"
+    )
+    for bad in (
+        "/remember",
+        "/remember x --scope global",
+        "/remember x --key 'a b'",
+        "/profile",
+        "/frobnicate",
+        "/compact now",
+    ):
         with pytest.raises(SlashError):
             parse_slash(bad)
 
@@ -157,8 +167,13 @@ async def test_plain_mode_cleans_stdout_and_reports_on_stderr(
 ) -> None:
     engine = engine_for(tmp_path, [MARKED])
     out, err = io.StringIO(), io.StringIO()
-    chat = PlainChat(engine, io.StringIO("hello\n/remember I am vegetarian --key diet\n"),
-                     out, err, decide="approve")
+    chat = PlainChat(
+        engine,
+        io.StringIO("hello\n/remember I am vegetarian --key diet\n"),
+        out,
+        err,
+        decide="approve",
+    )
     assert await chat.run() == 0
     assert out.getvalue() == "Sure, I will keep that in mind. Anything else?\n"
     log = err.getvalue()
@@ -178,9 +193,21 @@ def test_plain_cli_with_a_configured_endpoint(tmp_path: Path, kairox_home: Path)
     )
     env = {**os.environ, "KAIROX_DB": str(tmp_path / "k.db")}
     out = subprocess.run(
-        [sys.executable, "-m", "kairox_core", "--config", str(config), "chat", "--plain",
-         "--reject-all"],
-        input="hello\n", capture_output=True, text=True, env=env, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "kairox_core",
+            "--config",
+            str(config),
+            "chat",
+            "--plain",
+            "--reject-all",
+        ],
+        input="hello\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout == "Hi there.\n"
@@ -213,8 +240,15 @@ async def test_unreachable_provider_is_a_readable_error_and_session_intact(
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    provider = create(ProviderConfig(id="local", kind="openai", model="m",
-                                     base_url=f"http://127.0.0.1:{port}/v1", max_retries=0))
+    provider = create(
+        ProviderConfig(
+            id="local",
+            kind="openai",
+            model="m",
+            base_url=f"http://127.0.0.1:{port}/v1",
+            max_retries=0,
+        )
+    )
     config = parse_config({})
     engine = ChatEngine.open(config, tmp_path / "k.db", provider=provider)
     app = ChatApp(engine)

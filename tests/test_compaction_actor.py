@@ -49,8 +49,9 @@ class Boom:
 
 class Plain:
     def summarize(self, request: CompactionRequest) -> CompactionOutput:  # sync is fine too
-        return CompactionOutput("\n".join([*request.previous_summaries,
-                                           f"{len(request.events)} events"]))
+        return CompactionOutput(
+            "\n".join([*request.previous_summaries, f"{len(request.events)} events"])
+        )
 
 
 class StrategyPlugin:
@@ -63,16 +64,20 @@ class StrategyPlugin:
 
 def config(strategy: str, **compaction: Any) -> KairoxConfig:
     return KairoxConfig(
-        profiles={"default": ProfileConfig(model="gpt-4o", context_window=700, reserve=100),
-                  "small": ProfileConfig(model="gpt-4o", context_window=400, reserve=50)},
-        compaction=CompactionSection(strategy=strategy, keep_recent_exchanges=1,
-                                     target_tokens=60, **compaction),
+        profiles={
+            "default": ProfileConfig(model="gpt-4o", context_window=700, reserve=100),
+            "small": ProfileConfig(model="gpt-4o", context_window=400, reserve=50),
+        },
+        compaction=CompactionSection(
+            strategy=strategy, keep_recent_exchanges=1, target_tokens=60, **compaction
+        ),
     )
 
 
 @pytest.fixture
-def open_kx(kairox_home: Path, tmp_path: Path,
-            register_plugin: Callable[[object, str], Any]) -> Any:
+def open_kx(
+    kairox_home: Path, tmp_path: Path, register_plugin: Callable[[object, str], Any]
+) -> Any:
     register_plugin(StrategyPlugin(), "test-strategies")
     opened: list[Kairox] = []
 
@@ -159,15 +164,31 @@ async def test_queued_work_runs_in_request_order_without_starving(open_kx: Any) 
         await s.switch_profile(name)
         order.append(f"switch {name}")
 
-    jobs = [turn(0), compact(0), turn(1), switch("small"), turn(2), compact(1),
-            switch("default"), turn(3)]
+    jobs = [
+        turn(0),
+        compact(0),
+        turn(1),
+        switch("small"),
+        turn(2),
+        compact(1),
+        switch("default"),
+        turn(3),
+    ]
     tasks = []
     for job in jobs:  # started one by one: each queues behind the ones before
         tasks.append(asyncio.create_task(job))
         await asyncio.sleep(0)
     await asyncio.wait_for(asyncio.gather(*tasks), 10)
-    assert order == ["turn 0", "compact 0", "turn 1", "switch small", "turn 2", "compact 1",
-                     "switch default", "turn 3"]
+    assert order == [
+        "turn 0",
+        "compact 0",
+        "turn 1",
+        "switch small",
+        "turn 2",
+        "compact 1",
+        "switch default",
+        "turn 3",
+    ]
     assert not s.busy
 
 
@@ -217,15 +238,18 @@ async def test_disabled_or_running_elsewhere_is_skipped_at_turn_end(open_kx: Any
 
     kx2 = open_kx("plain")
     s2 = kx2.session(workspace="w")
-    kx2.events_store.append(ContextCompactionStarted(  # another process, mid-run
-        session_id=s2.id, compaction_id="c-other", first_seq=1, last_seq=2,
-        strategy="plain"))
+    kx2.events_store.append(
+        ContextCompactionStarted(  # another process, mid-run
+            session_id=s2.id, compaction_id="c-other", first_seq=1, last_seq=2, strategy="plain"
+        )
+    )
     await turns(s2, 12, words=20)
     reasons = [e.reason for e in kx2.events(s2.id) if isinstance(e, ContextCompactionSkipped)]
     assert reasons and "another process" in reasons[0]
     assert "CompactionSummary" not in types_of(kx2, s2.id)
-    kx2.events_store.append(ContextCompactionCompleted(
-        session_id=s2.id, compaction_id="c-other", summary_seq=0))
+    kx2.events_store.append(
+        ContextCompactionCompleted(session_id=s2.id, compaction_id="c-other", summary_seq=0)
+    )
     await turns(s2, 1, words=20)
     assert seq_of(kx2, s2.id, CompactionSummary)
 
@@ -236,8 +260,12 @@ def test_sync_calls_refuse_while_a_turn_is_open(open_kx: Any) -> None:
     kx = open_kx("plain")
     s = kx.session(workspace="w")
     turn = s.begin_turn_sync("open")
-    for call in (lambda: s.pin_fact_sync("x"), lambda: s.compact_sync(),
-                 lambda: s.edit_summary_sync(1, "x"), lambda: s.drop_chunk_sync(1, 0)):
+    for call in (
+        lambda: s.pin_fact_sync("x"),
+        lambda: s.compact_sync(),
+        lambda: s.edit_summary_sync(1, "x"),
+        lambda: s.drop_chunk_sync(1, 0),
+    ):
         with pytest.raises(TurnInProgress):
             call()
     turn.complete_sync("done")

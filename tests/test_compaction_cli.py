@@ -34,8 +34,10 @@ def setup(kairox_home: Path, tmp_path: Path) -> tuple[Path, Path, str]:
     with Kairox.open(db, toml) as kx:
         s = kx.session(workspace="w1")
         for i in range(4):
-            s.run_turn_sync(f"Alice booked room {100 + i} for the 3 May workshop.",
-                            f"Booked room {100 + i}; Bob confirmed catering for {20 + i}.")
+            s.run_turn_sync(
+                f"Alice booked room {100 + i} for the 3 May workshop.",
+                f"Booked room {100 + i}; Bob confirmed catering for {20 + i}.",
+            )
         sid = s.id
     return toml, db, sid
 
@@ -73,16 +75,29 @@ def test_compact_then_audit_edit_pin_drop(setup: tuple[Path, Path, str]) -> None
     seq = result["summary_seq"]
     shown = run(setup, "summary", "show", sid).output
     assert f"summary seq {seq}" in shown and "0: " in shown
-    run(setup, "summary", "edit", sid, str(seq), "--text",
-        "Alice booked rooms 100-102.\nBob handles catering.\nWorkshop on 3 May.")
+    run(
+        setup,
+        "summary",
+        "edit",
+        sid,
+        str(seq),
+        "--text",
+        "Alice booked rooms 100-102.\nBob handles catering.\nWorkshop on 3 May.",
+    )
     dropped = run(setup, "summary", "drop", sid, str(seq), "1").output
     assert "Bob handles catering." in dropped
     pinned = run(setup, "pin", sid, "Budget cap: 4,000 EUR.").output
     assert pinned.startswith("pinned f-")
     lines = run(setup, "events", sid, "--json").output.splitlines()
     kinds = [json.loads(line)["type"] for line in lines]
-    for t in ("ContextCompactionStarted", "CompactionSummary", "ContextCompactionCompleted",
-              "SummaryEdited", "ChunkDropped", "FactPinned"):
+    for t in (
+        "ContextCompactionStarted",
+        "CompactionSummary",
+        "ContextCompactionCompleted",
+        "SummaryEdited",
+        "ChunkDropped",
+        "FactPinned",
+    ):
         assert t in kinds
     assert kinds.count("UserMessageAdded") == 4  # originals stay
     only = run(setup, "events", sid, "--json", "--type", "CompactionSummary").output
@@ -90,8 +105,9 @@ def test_compact_then_audit_edit_pin_drop(setup: tuple[Path, Path, str]) -> None
     table = run(setup, "events", sid).output
     assert "CompactionSummary" in table and "first_seq=" in table
     with Kairox.open(db, setup[0]) as kx:
-        text = "\n".join(str(m.get("content")) for m in
-                         kx.get_session(sid).preview_sync("next").messages)
+        text = "\n".join(
+            str(m.get("content")) for m in kx.get_session(sid).preview_sync("next").messages
+        )
     assert "Workshop on 3 May." in text and "Bob handles catering." not in text
     assert "Budget cap: 4,000 EUR." in text
     fact_id = pinned.split()[1]
@@ -105,8 +121,9 @@ def test_compact_then_audit_edit_pin_drop(setup: tuple[Path, Path, str]) -> None
     assert kinds.index("FactPinned") < kinds.index("FactUnpinned")  # both in the audit
 
 
-def test_pinned_facts_are_mandatory(setup: tuple[Path, Path, str],
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_pinned_facts_are_mandatory(
+    setup: tuple[Path, Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     """A pin is never dropped for room: if the pins do not fit, the turn is refused."""
     from kairox_core.context import ContextBudgetExceeded
 
@@ -115,8 +132,9 @@ def test_pinned_facts_are_mandatory(setup: tuple[Path, Path, str],
         session = kx.get_session(sid)
         fact = session.pin_fact_sync("The vault code is 7-7-1. " * 3)
         for prompt in ("hi", "Alice booked room " * 200):
-            assert fact.text in "\n".join(str(m.get("content"))
-                                           for m in session.preview_sync(prompt).messages)
+            assert fact.text in "\n".join(
+                str(m.get("content")) for m in session.preview_sync(prompt).messages
+            )
         session.pin_fact_sync("filler " * 9000)
         with pytest.raises(ContextBudgetExceeded) as exc:
             session.preview_sync("hi")
@@ -132,14 +150,14 @@ def test_compact_range_and_nothing_left(setup: tuple[Path, Path, str]) -> None:
     assert out.startswith("skipped: nothing to compact in seqs 2-4")
 
 
-def test_user_errors_exit_2(setup: tuple[Path, Path, str],
-                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_user_errors_exit_2(
+    setup: tuple[Path, Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     sid = setup[2]
     assert "is not a seq range" in fail(setup, capsys, "compact", sid, "--range", "x")
     assert "is empty" in fail(setup, capsys, "compact", sid, "--range", "9:3")
     assert "no session 'nope'" in fail(setup, capsys, "events", "nope")
-    assert "no compaction summary at seq 3" in fail(setup, capsys, "summary", "drop", sid,
-                                                    "3", "0")
+    assert "no compaction summary at seq 3" in fail(setup, capsys, "summary", "drop", sid, "3", "0")
     assert "needs some text" in fail(setup, capsys, "pin", sid, " ")
 
 
@@ -151,10 +169,15 @@ async def test_chat_plain_compact_command(kairox_home: Path, tmp_path: Path) -> 
     from kairox_core.config import parse_config
     from kairox_core.providers.scripted import ScriptedProvider
 
-    config = parse_config({"profiles": {"default": {"context_window": 4096, "reserve": 512}},
-                           "compaction": {"keep_recent_exchanges": 1}})
-    engine = ChatEngine.open(config, tmp_path / "k.db",
-                             provider=ScriptedProvider(["Alice booked room 101 on 3 May."]))
+    config = parse_config(
+        {
+            "profiles": {"default": {"context_window": 4096, "reserve": 512}},
+            "compaction": {"keep_recent_exchanges": 1},
+        }
+    )
+    engine = ChatEngine.open(
+        config, tmp_path / "k.db", provider=ScriptedProvider(["Alice booked room 101 on 3 May."])
+    )
     out, err = io.StringIO(), io.StringIO()
     chat = PlainChat(engine, io.StringIO("book a room\nand lunch\n/compact\n"), out, err)
     assert await chat.run() == 0
@@ -162,8 +185,7 @@ async def test_chat_plain_compact_command(kairox_home: Path, tmp_path: Path) -> 
     await engine.close()
 
 
-async def test_memory_view_compacts_pins_edits_and_drops(kairox_home: Path,
-                                                          tmp_path: Path) -> None:
+async def test_memory_view_compacts_pins_edits_and_drops(kairox_home: Path, tmp_path: Path) -> None:
     from textual.widgets import TextArea
 
     from kairox_core.chat.app import ChatApp
@@ -172,10 +194,15 @@ async def test_memory_view_compacts_pins_edits_and_drops(kairox_home: Path,
     from kairox_core.events import ChunkDropped, FactPinned, SummaryEdited
     from kairox_core.providers.scripted import ScriptedProvider
 
-    config = parse_config({"profiles": {"default": {"context_window": 4096, "reserve": 512}},
-                           "compaction": {"keep_recent_exchanges": 1}})
-    engine = ChatEngine.open(config, tmp_path / "k.db",
-                             provider=ScriptedProvider(["Alice booked room 101 on 3 May."]))
+    config = parse_config(
+        {
+            "profiles": {"default": {"context_window": 4096, "reserve": 512}},
+            "compaction": {"keep_recent_exchanges": 1},
+        }
+    )
+    engine = ChatEngine.open(
+        config, tmp_path / "k.db", provider=ScriptedProvider(["Alice booked room 101 on 3 May."])
+    )
     for prompt in ("book a room", "and lunch"):
         await engine.run_turn(prompt, lambda _: None)
     app = ChatApp(engine)

@@ -26,16 +26,31 @@ COUNTER = TokenCounter()
 
 def events() -> list[object]:
     return [
-        UserMessageAdded(session_id="s", seq=1, turn_id="t1",
-                         text="Hi there. My name is Dana and I work at Acme. How are you?"),
-        AssistantMessageCompleted(session_id="s", seq=2, turn_id="t1",
-                                  text="I am well, thanks. Nice to meet you, Dana."),
-        UserMessageAdded(session_id="s", seq=3, turn_id="t2",
-                         text="We decided to launch on March 3rd. Sounds good. "
-                              "TODO: draft the email. My key is sk-abcdefghijklmnop1234."),
-        ToolInvocationCompleted(session_id="s", seq=4, turn_id="t2", tool_call_id="c",
-                                tool_name="calendar", arguments="{}",
-                                result="Booked room 4 for Friday. ok"),
+        UserMessageAdded(
+            session_id="s",
+            seq=1,
+            turn_id="t1",
+            text="Hi there. My name is Dana and I work at Acme. How are you?",
+        ),
+        AssistantMessageCompleted(
+            session_id="s", seq=2, turn_id="t1", text="I am well, thanks. Nice to meet you, Dana."
+        ),
+        UserMessageAdded(
+            session_id="s",
+            seq=3,
+            turn_id="t2",
+            text="We decided to launch on March 3rd. Sounds good. "
+            "TODO: draft the email. My key is sk-abcdefghijklmnop1234.",
+        ),
+        ToolInvocationCompleted(
+            session_id="s",
+            seq=4,
+            turn_id="t2",
+            tool_call_id="c",
+            tool_name="calendar",
+            arguments="{}",
+            result="Booked room 4 for Friday. ok",
+        ),
     ]
 
 
@@ -58,17 +73,20 @@ async def test_keeps_facts_in_order_labelled_and_redacted() -> None:
 
 
 async def test_target_keeps_the_best_sentences() -> None:
-    out = await ExtractiveStrategy().compact(
-        CompactionRequest(events=events(), target_tokens=25))
+    out = await ExtractiveStrategy().compact(CompactionRequest(events=events(), target_tokens=25))
     assert COUNTER.count(out.text) <= 25
     assert "March 3rd" in out.text  # a name, a number, a date and a decision
 
 
 async def test_memory_keys_and_folded_summaries_count() -> None:
     request = CompactionRequest(
-        events=[UserMessageAdded(session_id="s", seq=9, turn_id="t",
-                                 text="my editor is helix. the weather is nice")],
-        previous_summaries=["User: Dana lives in Lisbon."], memory_keys=["user.editor"],
+        events=[
+            UserMessageAdded(
+                session_id="s", seq=9, turn_id="t", text="my editor is helix. the weather is nice"
+            )
+        ],
+        previous_summaries=["User: Dana lives in Lisbon."],
+        memory_keys=["user.editor"],
         target_tokens=100,
     )
     assert [i.role for i in request.items] == ["summary", "user"]
@@ -89,8 +107,12 @@ def test_scores() -> None:
 
 def test_history_items_from_events() -> None:
     items = history_items(events())  # type: ignore[arg-type]
-    assert [(i.role, i.seq) for i in items] == [("user", 1), ("assistant", 2), ("user", 3),
-                                                 ("tool", 4)]
+    assert [(i.role, i.seq) for i in items] == [
+        ("user", 1),
+        ("assistant", 2),
+        ("user", 3),
+        ("tool", 4),
+    ]
 
 
 def test_registered_as_builtin_plugin() -> None:
@@ -101,8 +123,16 @@ def test_registered_as_builtin_plugin() -> None:
 
 
 sentences = st.lists(
-    st.sampled_from(["Dana called on Monday.", "we will ship 3 boxes.", "ok.", "nice day.",
-                     "TODO fix the build.", "Acme agreed to pay 40 dollars."]),
+    st.sampled_from(
+        [
+            "Dana called on Monday.",
+            "we will ship 3 boxes.",
+            "ok.",
+            "nice day.",
+            "TODO fix the build.",
+            "Acme agreed to pay 40 dollars.",
+        ]
+    ),
     max_size=30,
 ).map(" ".join)
 
@@ -113,8 +143,7 @@ def test_summary_never_exceeds_target_and_keeps_order(texts: list[str], target: 
     items = [HistoryItem("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(texts)]
     summary = extract_summary(items, target, COUNTER)
     assert COUNTER.count(summary) <= target
-    full = "\n".join(f"{'User' if i % 2 == 0 else 'Assistant'}: {t}" for i, t in
-                     enumerate(texts))
+    full = "\n".join(f"{'User' if i % 2 == 0 else 'Assistant'}: {t}" for i, t in enumerate(texts))
     pos = 0
     for line in filter(None, summary.split("\n")):
         _, sentence = line.split(": ", 1)

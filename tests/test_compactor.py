@@ -33,10 +33,12 @@ class FirstLines:
     """A deterministic test strategy: one line per user message (its first words)."""
 
     async def summarize(self, request: CompactionRequest) -> CompactionOutput:
-        lines = [p for prev in request.previous_summaries for p in prev.split("\n")
-                 if p.strip()]
-        lines += [f"user: {' '.join(e.text.split()[:6])}" for e in request.events
-                  if isinstance(e, UserMessageAdded)]
+        lines = [p for prev in request.previous_summaries for p in prev.split("\n") if p.strip()]
+        lines += [
+            f"user: {' '.join(e.text.split()[:6])}"
+            for e in request.events
+            if isinstance(e, UserMessageAdded)
+        ]
         return CompactionOutput("\n".join(lines[-12:]), strategy="firstlines")
 
 
@@ -50,11 +52,12 @@ class StrategyPlugin:
 
 
 def small_config(strategy: str = "firstlines", **compaction: Any) -> KairoxConfig:
-    options = {"keep_recent_exchanges": 2, "target_tokens": 80, "strategy": strategy,
-               **compaction}
+    options = {"keep_recent_exchanges": 2, "target_tokens": 80, "strategy": strategy, **compaction}
     return KairoxConfig(
-        profiles={"default": ProfileConfig(model="gpt-4o", context_window=700, reserve=100),
-                  "tiny": ProfileConfig(model="gpt-4o", context_window=500, reserve=100)},
+        profiles={
+            "default": ProfileConfig(model="gpt-4o", context_window=700, reserve=100),
+            "tiny": ProfileConfig(model="gpt-4o", context_window=500, reserve=100),
+        },
         compaction=CompactionSection(**options),
     )
 
@@ -88,8 +91,11 @@ def rows(spec: str) -> list[Row]:
     """'u a t a | u a' -> rows with seqs 1.., one turn per group."""
     out: list[Row] = []
     seq = 0
-    kinds = {"u": "UserMessageAdded", "a": "AssistantMessageCompleted",
-             "t": "ToolInvocationCompleted"}
+    kinds = {
+        "u": "UserMessageAdded",
+        "a": "AssistantMessageCompleted",
+        "t": "ToolInvocationCompleted",
+    }
     for t, group in enumerate(spec.split("|")):
         for k in group.split():
             seq += 1
@@ -155,9 +161,9 @@ def test_nothing_to_compact_is_skipped_with_a_reason(kx: Kairox) -> None:
         kx.compact(s.id, 9, 3)
 
 
-def test_auto_compaction_folds_and_provenance_chains_back(tmp_path: Path,
-                                                         kairox_home: Path,
-                                                         strategies: None) -> None:
+def test_auto_compaction_folds_and_provenance_chains_back(
+    tmp_path: Path, kairox_home: Path, strategies: None
+) -> None:
     kx = Kairox.open(tmp_path / "f.db", small_config(summaries_share=0.05))
     s = kx.session(workspace="w")
     talk(s, 30)
@@ -217,20 +223,27 @@ def test_on_compacted_callbacks_get_summary_and_originals(kx: Kairox) -> None:
     assert result.ok and "index down" in result.notes[0]
     summary = by_type(kx, s.id, CompactionSummary)[0]
     assert seen[0][0] == summary.seq
-    conversation = [e.seq for e in kx.events(s.id)
-                    if isinstance(e, UserMessageAdded | AssistantMessageCompleted)]
+    conversation = [
+        e.seq
+        for e in kx.events(s.id)
+        if isinstance(e, UserMessageAdded | AssistantMessageCompleted)
+    ]
     assert seen[0][1] == [q for q in conversation if summary.first_seq <= q <= summary.last_seq]
     completed = by_type(kx, s.id, ContextCompactionCompleted)
     assert completed[0].summary_seq == summary.seq
 
 
 def test_secrets_from_any_strategy_are_redacted_before_storing(
-    kairox_home: Path, tmp_path: Path, register_plugin: Callable[[object, str], Any],
+    kairox_home: Path,
+    tmp_path: Path,
+    register_plugin: Callable[[object, str], Any],
 ) -> None:
     class Leaky:
         async def summarize(self, request: CompactionRequest) -> CompactionOutput:
-            return CompactionOutput("Deploy with token ghp_abcdefghijklmnopqrstuvwxyz0123456789 "
-                                    "to https://bob:hunter2@example.com today.")
+            return CompactionOutput(
+                "Deploy with token ghp_abcdefghijklmnopqrstuvwxyz0123456789 "
+                "to https://bob:hunter2@example.com today."
+            )
 
     register_plugin(StrategyPlugin("leaky", lambda **kw: Leaky()), "leaky")
     kx = Kairox.open(tmp_path / "leak.db", small_config("leaky"))

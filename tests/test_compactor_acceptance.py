@@ -31,24 +31,30 @@ def reply_for(messages: Sequence[Any]) -> str:
     prompt = str(messages[-1]["content"]).split("\n")[0]
     n = sum(1 for m in messages if m["role"] == "user")
     who = PEOPLE[len(prompt) % len(PEOPLE)]
-    return (f"Noted: {prompt[:60]}. {who} will follow up on item {n} by March {n % 28 + 1}. "
-            f"We decided to keep budget line {len(prompt)}.")
+    return (
+        f"Noted: {prompt[:60]}. {who} will follow up on item {n} by March {n % 28 + 1}. "
+        f"We decided to keep budget line {len(prompt)}."
+    )
 
 
 def prompt_for(i: int) -> str:
     who = PEOPLE[i % len(PEOPLE)]
-    return (f"Turn {i}: {who} asked about invoice {1000 + i} and the shipping plan for "
-            f"region {i % 7}; please keep track of the open task number {i}.")
+    return (
+        f"Turn {i}: {who} asked about invoice {1000 + i} and the shipping plan for "
+        f"region {i % 7}; please keep track of the open task number {i}."
+    )
 
 
 async def test_300_turns_compact_in_order_within_budget_keeping_pins_and_originals(
-    kairox_home: Path, tmp_path: Path,
+    kairox_home: Path,
+    tmp_path: Path,
 ) -> None:
     config = KairoxConfig(
         profiles={"default": ProfileConfig(model="gpt-4o", context_window=1200, reserve=200)},
         # recall (indexing compacted turns) is tested on its own; off here to keep this fast
-        compaction=CompactionSection(strategy="extractive", keep_recent_exchanges=3,
-                                     target_tokens=120, recall=False),
+        compaction=CompactionSection(
+            strategy="extractive", keep_recent_exchanges=3, target_tokens=120, recall=False
+        ),
     )
     kx = Kairox.open(tmp_path / "long.db", config)
     s = kx.session(workspace="w")
@@ -73,8 +79,12 @@ async def test_300_turns_compact_in_order_within_budget_keeping_pins_and_origina
         for pin in pins:
             assert pin in text, f"turn {i}: pinned fact missing"
         if i % 9 == 4:
-            turn.add_tool_result(f"call-{i}", "lookup", {"invoice": 1000 + i},
-                                 f"invoice {1000 + i}: paid, 3 items, shipped to depot {i % 5}")
+            turn.add_tool_result(
+                f"call-{i}",
+                "lookup",
+                {"invoice": 1000 + i},
+                f"invoice {1000 + i}: paid, 3 items, shipped to depot {i % 5}",
+            )
             await turn.reassemble()
             assert counter.count_messages(turn.messages) <= turn.trace.budget
         async for chunk in provider.stream(turn.messages):
@@ -86,15 +96,23 @@ async def test_300_turns_compact_in_order_within_budget_keeping_pins_and_origina
     assert [e.text for e in events if isinstance(e, UserMessageAdded)] == sent_prompts
     assert sum(isinstance(e, AssistantMessageCompleted) for e in events) == TURNS
     assert sum(isinstance(e, ToolInvocationCompleted) for e in events) == len(
-        [i for i in range(TURNS) if i % 9 == 4])
+        [i for i in range(TURNS) if i % 9 == 4]
+    )
     # compaction fired automatically, each run in the documented order, uninterrupted
     starts = [e for e in events if isinstance(e, ContextCompactionStarted)]
     assert len(starts) >= 10 and all(e.trigger == "auto" for e in starts)
-    compaction_types = {"ContextCompactionStarted", "CompactionSummary",
-                        "ContextCompactionCompleted", "ContextCompactionFailed"}
+    compaction_types = {
+        "ContextCompactionStarted",
+        "CompactionSummary",
+        "ContextCompactionCompleted",
+        "ContextCompactionFailed",
+    }
     runs = [e.type for e in events if e.type in compaction_types]
-    assert runs == ["ContextCompactionStarted", "CompactionSummary",
-                    "ContextCompactionCompleted"] * len(starts)
+    assert runs == [
+        "ContextCompactionStarted",
+        "CompactionSummary",
+        "ContextCompactionCompleted",
+    ] * len(starts)
     for i, e in enumerate(events):
         if isinstance(e, ContextCompactionStarted):
             summary, completed = events[i + 1], events[i + 2]
@@ -105,10 +123,13 @@ async def test_300_turns_compact_in_order_within_budget_keeping_pins_and_origina
     # provenance: active summaries + uncompacted history account for every original
     state = s.refresh_compaction()
     ranges = state.covered_ranges()
-    conversation = [e.seq for e in events if isinstance(
-        e, UserMessageAdded | AssistantMessageCompleted | ToolInvocationCompleted)]
+    conversation = [
+        e.seq
+        for e in events
+        if isinstance(e, UserMessageAdded | AssistantMessageCompleted | ToolInvocationCompleted)
+    ]
     assert ranges and ranges[0][0] == conversation[0]
     uncovered = [q for q in conversation if not any(a <= q <= b for a, b in ranges)]
-    assert uncovered == conversation[-len(uncovered):]  # only the newest stay verbatim
+    assert uncovered == conversation[-len(uncovered) :]  # only the newest stay verbatim
     assert any(x.folded_summaries for x in events if isinstance(x, CompactionSummary))
     kx.close()

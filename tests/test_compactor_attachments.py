@@ -32,20 +32,28 @@ class CapturePlugin:
 
 
 def open_kx(tmp_path: Path) -> Kairox:
-    return Kairox.open(tmp_path / "kx.db", KairoxConfig(
-        profiles={"default": ProfileConfig(model="gpt-4o", context_window=8000, reserve=500)},
-        compaction=CompactionSection(strategy="capture", keep_recent_exchanges=1,
-                                     attachment_max_tokens=60),
-    ))
+    return Kairox.open(
+        tmp_path / "kx.db",
+        KairoxConfig(
+            profiles={"default": ProfileConfig(model="gpt-4o", context_window=8000, reserve=500)},
+            compaction=CompactionSection(
+                strategy="capture", keep_recent_exchanges=1, attachment_max_tokens=60
+            ),
+        ),
+    )
 
 
 def test_older_turns_show_images_as_dropped_markers(kairox_home: Path, tmp_path: Path) -> None:
     kx = open_kx(tmp_path)
     s = kx.session(workspace="w")
-    s.run_turn_sync("what is in this picture?", "a cat",
-                    attachments=[{"kind": "image", "filename": "cat.png"},
-                                 {"kind": "document", "filename": "notes.txt",
-                                  "text": "short note"}])
+    s.run_turn_sync(
+        "what is in this picture?",
+        "a cat",
+        attachments=[
+            {"kind": "image", "filename": "cat.png"},
+            {"kind": "document", "filename": "notes.txt", "text": "short note"},
+        ],
+    )
     turn = s.begin_turn_sync("and this one?", [{"kind": "image", "filename": "dog.png"}])
     older = turn.messages[-3]["content"]  # older user message, its reply, the new prompt
     assert "[Image dropped — was: cat.png]" in older
@@ -59,18 +67,26 @@ def test_older_turns_show_images_as_dropped_markers(kairox_home: Path, tmp_path:
 
 
 def test_compaction_digests_long_documents_and_drops_images(
-    kairox_home: Path, tmp_path: Path, register_plugin: Callable[[object, str], Any],
+    kairox_home: Path,
+    tmp_path: Path,
+    register_plugin: Callable[[object, str], Any],
 ) -> None:
     register_plugin(CapturePlugin(), "capture")
     SEEN.clear()
     kx = open_kx(tmp_path)
     s = kx.session(workspace="w")
-    report = " ".join(f"Section {i} says the filler goes on and on without much point."
-                      for i in range(120))
+    report = " ".join(
+        f"Section {i} says the filler goes on and on without much point." for i in range(120)
+    )
     report = "Quarterly report for ACME. " + report + " Revenue was 4.2 million on 30 June."
-    s.run_turn_sync("summarise the report", "done",
-                    attachments=[{"kind": "document", "filename": "q2.txt", "text": report},
-                                 {"kind": "image", "filename": "chart.png"}])
+    s.run_turn_sync(
+        "summarise the report",
+        "done",
+        attachments=[
+            {"kind": "document", "filename": "q2.txt", "text": report},
+            {"kind": "image", "filename": "chart.png"},
+        ],
+    )
     s.run_turn_sync("thanks", "welcome")
     assert s.compact_sync().ok
     user = SEEN[0].events[0]
@@ -78,22 +94,25 @@ def test_compaction_digests_long_documents_and_drops_images(
     assert "Quarterly report for ACME." in user.text and "document summarised" in user.text
     assert TokenCounter().count(user.text) < 120  # not the 1,500-token original
     stored = kx.events(s.id)
-    assert any(getattr(e, "attachments", ()) and e.attachments[0]["text"] == report
-               for e in stored)  # the original stays whole in the store
+    assert any(
+        getattr(e, "attachments", ()) and e.attachments[0]["text"] == report for e in stored
+    )  # the original stays whole in the store
     kx.close()
 
 
 def test_render_for_summary_keeps_short_documents_whole() -> None:
-    text = render_for_summary("see attached", [{"kind": "document", "filename": "a.md",
-                                                "text": "Ship on 4 May."}], 50)
+    text = render_for_summary(
+        "see attached", [{"kind": "document", "filename": "a.md", "text": "Ship on 4 May."}], 50
+    )
     assert text == "see attached\n\n[document a.md]\nShip on 4 May."
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.text(min_size=1, max_size=80), min_size=1, max_size=40),
-       st.integers(min_value=8, max_value=200))
-def test_digest_never_exceeds_its_limit_by_more_than_its_note(parts: list[str],
-                                                             limit: int) -> None:
+@given(
+    st.lists(st.text(min_size=1, max_size=80), min_size=1, max_size=40),
+    st.integers(min_value=8, max_value=200),
+)
+def test_digest_never_exceeds_its_limit_by_more_than_its_note(parts: list[str], limit: int) -> None:
     counter = TokenCounter()
     text = ". ".join(parts)
     out = digest(text, limit, counter)

@@ -35,21 +35,26 @@ def sessions(draw: st.DrawFn) -> list[Row]:
 
 @given(sessions(), st.integers(0, 5), st.integers(10, 400))
 def test_stretch_is_whole_oldest_exchanges_leaving_the_recent(
-    rows: list[Row], keep: int, cap: int,
+    rows: list[Row],
+    keep: int,
+    cap: int,
 ) -> None:
     exs = exchanges(rows)
     assert [r for e in exs for r in e.rows] == rows
     assert all(e.rows[0].type == "UserMessageAdded" for e in exs)
     stretch = oldest_stretch(rows, [], keep)
-    assert stretch == exs[:max(0, len(exs) - keep)]
+    assert stretch == exs[: max(0, len(exs) - keep)]
     capped = cap_stretch(stretch, cap)
-    assert capped == stretch[:len(capped)]
+    assert capped == stretch[: len(capped)]
     assert not stretch or capped
     assert len(capped) <= 1 or sum(e.tokens for e in capped) <= cap
 
 
-@given(st.integers(1, 60), st.integers(0, 60),
-       st.lists(st.tuples(st.integers(1, 80), st.integers(0, 20)), max_size=5))
+@given(
+    st.integers(1, 60),
+    st.integers(0, 60),
+    st.lists(st.tuples(st.integers(1, 80), st.integers(0, 20)), max_size=5),
+)
 def test_gaps_are_the_complement(lo: int, span: int, raw: list[tuple[int, int]]) -> None:
     hi = lo + span
     ranges = [(a, a + n) for a, n in raw]
@@ -58,13 +63,17 @@ def test_gaps_are_the_complement(lo: int, span: int, raw: list[tuple[int, int]])
     assert got == {q for q in range(lo, hi + 1) if q not in inside}
 
 
-OPS = st.lists(st.one_of(
-    st.tuples(st.just("turn"), st.integers(0, 2), st.integers(1, 30)),
-    st.tuples(st.just("compact"), st.integers(0, 100), st.integers(0, 30)),
-    st.tuples(st.just("pin"), st.integers(0, 1000), st.just(0)),
-    st.tuples(st.just("edit"), st.integers(0, 5), st.just(0)),
-    st.tuples(st.just("drop"), st.integers(0, 5), st.integers(0, 3)),
-), min_size=5, max_size=40)
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("turn"), st.integers(0, 2), st.integers(1, 30)),
+        st.tuples(st.just("compact"), st.integers(0, 100), st.integers(0, 30)),
+        st.tuples(st.just("pin"), st.integers(0, 1000), st.just(0)),
+        st.tuples(st.just("edit"), st.integers(0, 5), st.just(0)),
+        st.tuples(st.just("drop"), st.integers(0, 5), st.integers(0, 3)),
+    ),
+    min_size=5,
+    max_size=40,
+)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -72,8 +81,9 @@ OPS = st.lists(st.one_of(
 def test_any_session_keeps_budget_pins_originals_and_whole_exchanges(ops: list[tuple]) -> None:
     config = KairoxConfig(
         profiles={"default": ProfileConfig(model="gpt-4o", context_window=900, reserve=100)},
-        compaction=CompactionSection(strategy="extractive", keep_recent_exchanges=1,
-                                     target_tokens=60, summaries_share=0.15),
+        compaction=CompactionSection(
+            strategy="extractive", keep_recent_exchanges=1, target_tokens=60, summaries_share=0.15
+        ),
     )
     counter = TokenCounter.for_model("gpt-4o")
     with tempfile.TemporaryDirectory() as tmp, Kairox.open(Path(tmp) / "p.db", config) as kx:
@@ -116,8 +126,9 @@ def test_any_session_keeps_budget_pins_originals_and_whole_exchanges(ops: list[t
             assert x.last_seq < y.first_seq  # active summaries never overlap
         by_turn: dict[str, list[int]] = {}
         for e in events:
-            if isinstance(e, UserMessageAdded | AssistantMessageCompleted
-                          | ToolInvocationCompleted):
+            if isinstance(
+                e, UserMessageAdded | AssistantMessageCompleted | ToolInvocationCompleted
+            ):
                 by_turn.setdefault(e.turn_id, []).append(e.seq or 0)
         ranges = state.covered_ranges()
         for seqs in by_turn.values():  # an exchange is compacted whole or not at all

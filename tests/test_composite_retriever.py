@@ -18,18 +18,26 @@ from kairox_core.retrieval.fusion import rrf_fuse
 class Static:
     """Returns fixed hits after an optional (async) delay; may raise."""
 
-    def __init__(self, name: str, hits: Sequence[tuple[str, str]], *, delay: float = 0.0,
-                 error: Exception | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        hits: Sequence[tuple[str, str]],
+        *,
+        delay: float = 0.0,
+        error: Exception | None = None,
+    ) -> None:
         self.name = name
-        self.hits = [RetrievalHit(text, 1.0 / (i + 1), name, doc_id)
-                     for i, (doc_id, text) in enumerate(hits)]
+        self.hits = [
+            RetrievalHit(text, 1.0 / (i + 1), name, doc_id) for i, (doc_id, text) in enumerate(hits)
+        ]
         self.delay = delay
         self.error = error
         self.closed = False
         self.seen_filters: Mapping[str, Any] | None = None
 
-    async def retrieve(self, query: str, k: int,
-                       filters: Mapping[str, Any] | None = None) -> list[RetrievalHit]:
+    async def retrieve(
+        self, query: str, k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[RetrievalHit]:
         self.seen_filters = filters
         if self.delay:
             await asyncio.sleep(self.delay)
@@ -50,8 +58,12 @@ async def test_a_failing_and_a_hanging_source_do_not_block_the_others() -> None:
     broken = Static("wiki", [], error=RetrieverUnavailable("wiki", "connection refused"))
     hanging = Static("slow", [("z", "zeta")], delay=30)
     composite = CompositeWorkspaceRetriever(
-        [RetrieverSource(good, "workspace"), RetrieverSource(broken),
-         RetrieverSource(hanging, timeout=0.2)])
+        [
+            RetrieverSource(good, "workspace"),
+            RetrieverSource(broken),
+            RetrieverSource(hanging, timeout=0.2),
+        ]
+    )
     start = time.perf_counter()
     result = await composite.search("q", 5)
     assert time.perf_counter() - start < 5

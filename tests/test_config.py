@@ -136,17 +136,32 @@ def test_literal_secret_is_redacted_in_dumps_and_errors(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("toml", "key", "hint"),
     [
-        ("[profiles.default]\ncontext_windw = 8000\n", "profiles.default.context_windw",
-         "did you mean 'context_window'"),
-        ("[profiles.default]\ncontext_window = 128000\nreserve = 200000\n",
-         "profiles.default.reserve", "must be smaller than context_window"),
+        (
+            "[profiles.default]\ncontext_windw = 8000\n",
+            "profiles.default.context_windw",
+            "did you mean 'context_window'",
+        ),
+        (
+            "[profiles.default]\ncontext_window = 128000\nreserve = 200000\n",
+            "profiles.default.reserve",
+            "must be smaller than context_window",
+        ),
         ("[memroy]\n", "memroy", "did you mean 'memory'"),
-        ("[profiles.default]\ncontext_window = 'big'\n", "profiles.default.context_window",
-         "valid integer"),
-        ("[profiles.a]\naliases = ['b']\n[profiles.b]\n[kairox]\ndefault_profile = 'a'\n",
-         "", "clashes with profile"),
-        ("[knowledge_bases.k]\nkind = 'sqlite_fts'\nprofiles = ['nope']\n", "",
-         "not a profile or alias"),
+        (
+            "[profiles.default]\ncontext_window = 'big'\n",
+            "profiles.default.context_window",
+            "valid integer",
+        ),
+        (
+            "[profiles.a]\naliases = ['b']\n[profiles.b]\n[kairox]\ndefault_profile = 'a'\n",
+            "",
+            "clashes with profile",
+        ),
+        (
+            "[knowledge_bases.k]\nkind = 'sqlite_fts'\nprofiles = ['nope']\n",
+            "",
+            "not a profile or alias",
+        ),
         ("[knowledge_bases.k]\nenabled = true\n", "knowledge_bases.k.kind", "missing"),
         ("[profiles.default\n", "", "not valid TOML"),
     ],
@@ -164,8 +179,9 @@ def test_bad_input_names_file_key_and_fix(tmp_path: Path, toml: str, key: str, h
 def test_cli_exits_2_with_one_screen_error_and_no_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], kairox_home: Path
 ) -> None:
-    path = write(tmp_path / "bad.toml", "[profiles.default]\ncontext_window = 128000\n"
-                                       "reserve = 200000\n")
+    path = write(
+        tmp_path / "bad.toml", "[profiles.default]\ncontext_window = 128000\nreserve = 200000\n"
+    )
     code, _out, err = run_main(["--config", str(path), "config", "check"], capsys)
     assert code == 2
     assert str(path) in err and "profiles.default.reserve" in err
@@ -173,22 +189,30 @@ def test_cli_exits_2_with_one_screen_error_and_no_traceback(
 
 
 def test_a_missing_env_secret_names_the_file_and_key(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], kairox_home: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    kairox_home: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Secrets resolve at use, long after the file was read: the error still says where."""
     import io
 
     monkeypatch.delenv("KX_TEST_NO_SUCH_KEY", raising=False)
-    path = write(tmp_path / "kairox.toml", '[profiles.default]\nmodel = "gpt-4o"\n'
-                 'provider = "remote"\n[providers.remote]\nkind = "openai"\n'
-                 'base_url = "http://127.0.0.1:9/v1"\napi_key = "$env:KX_TEST_NO_SUCH_KEY"\n')
+    path = write(
+        tmp_path / "kairox.toml",
+        '[profiles.default]\nmodel = "gpt-4o"\n'
+        'provider = "remote"\n[providers.remote]\nkind = "openai"\n'
+        'base_url = "http://127.0.0.1:9/v1"\napi_key = "$env:KX_TEST_NO_SUCH_KEY"\n',
+    )
     monkeypatch.setattr("sys.stdin", io.StringIO("hi\n"))
-    code, _out, err = run_main(["--config", str(path), "--db", str(tmp_path / "k.db"),
-                                "chat", "--plain"], capsys)
+    code, _out, err = run_main(
+        ["--config", str(path), "--db", str(tmp_path / "k.db"), "chat", "--plain"], capsys
+    )
     assert code == 2 and "Traceback" not in err
-    assert f"{path}, key 'providers.remote.api_key': environment variable " \
-           "KX_TEST_NO_SUCH_KEY is not set" in err
+    assert (
+        f"{path}, key 'providers.remote.api_key': environment variable "
+        "KX_TEST_NO_SUCH_KEY is not set" in err
+    )
     assert "fix: export KX_TEST_NO_SUCH_KEY=" in err
 
 
@@ -201,8 +225,9 @@ def test_missing_kind_names_the_distribution(
     assert "knowledge_bases.vec.kind" in err and "pip install kairox-pinecone" in err
 
 
-def test_config_show_redacts(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                             kairox_home: Path) -> None:
+def test_config_show_redacts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kairox_home: Path
+) -> None:
     path = write(tmp_path / "k.toml", '[providers.p]\nkind = "openai"\napi_key = "sk-lit-9"\n')
     code, out, _ = run_main(["--config", str(path), "config", "show", "--json"], capsys)
     assert code == 0 and "sk-lit-9" not in out and '"***"' in out
@@ -230,7 +255,9 @@ def test_default_config_is_frozen() -> None:
 
 
 def test_kb_list_reports_a_missing_kind_instead_of_failing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], kairox_home: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    kairox_home: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("KAIROX_LOAD_PLUGINS", "")

@@ -40,8 +40,13 @@ def setup(kairox_home: Path, tmp_path: Path) -> tuple[Path, Path, str]:
         s = kx.session(workspace="w1")
         s.run_turn_sync("I like tea.", 'Noted. <memory scope="user" key="drink">tea</memory>')
         kx.approvals.accept(kx.approvals.pending()[0].id)
-        s.run_turn_sync("Look it up", "Found it.", tool_results=[
-            {"tool_call_id": "c1", "tool_name": "search", "result": "tea is a drink"}])
+        s.run_turn_sync(
+            "Look it up",
+            "Found it.",
+            tool_results=[
+                {"tool_call_id": "c1", "tool_name": "search", "result": "tea is a drink"}
+            ],
+        )
         sid = s.id
     return toml, db, sid
 
@@ -62,8 +67,9 @@ def test_help_texts() -> None:
 def test_sessions_lists_them(setup: tuple[Path, Path, str]) -> None:
     _, _, sid = setup
     rows = json.loads(run(setup, "sessions", "--json").output)
-    assert [(r["session_id"], r["workspace_id"], r["profile"]) for r in rows] == \
-        [(sid, "w1", "default")]
+    assert [(r["session_id"], r["workspace_id"], r["profile"]) for r in rows] == [
+        (sid, "w1", "default")
+    ]
     assert sid in run(setup, "sessions").output
     assert json.loads(run(setup, "sessions", "--workspace", "other", "--json").output) == []
 
@@ -77,7 +83,8 @@ def test_sessions_without_a_database(kairox_home: Path, tmp_path: Path) -> None:
 def test_context_json_layer_by_layer(setup: tuple[Path, Path, str]) -> None:
     _, _, sid = setup
     data: dict[str, Any] = json.loads(
-        run(setup, "context", sid, "--prompt", "what do I drink?", "--json").output)
+        run(setup, "context", sid, "--prompt", "what do I drink?", "--json").output
+    )
     trace = data["trace"]
     assert data["session"] == sid and trace["budget"] == 2800
     layers = trace["layers"]
@@ -91,8 +98,7 @@ def test_context_json_layer_by_layer(setup: tuple[Path, Path, str]) -> None:
 def test_context_table_shows_layers_and_drops(setup: tuple[Path, Path, str]) -> None:
     _, _, sid = setup
     out = run(setup, "context", sid, "--profile", "default", "--prompt", "x " * 2700).output
-    for word in ("memories", "history", "new prompt", "budget 2800", "left out",
-                 "budget full"):
+    for word in ("memories", "history", "new prompt", "budget 2800", "left out", "budget full"):
         assert word in out, out
     shown = run(setup, "context", sid, "--messages").output
     assert "<kairox:memories>" in shown and "You are terse." in shown
@@ -109,8 +115,7 @@ def kairox(setup: tuple[Path, Path, str], *args: str) -> subprocess.CompletedPro
     toml, db, _ = setup
     exe = Path(sys.executable).parent / "kairox"
     env = {**os.environ, "KAIROX_CONFIG": str(toml), "KAIROX_DB": str(db)}
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env, timeout=120)
 
 
 def test_budget_exceeded_is_a_clear_error(setup: tuple[Path, Path, str]) -> None:

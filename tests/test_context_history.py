@@ -37,11 +37,22 @@ def conversation(sid: str, n_turns: int) -> list:
         events.append(with_tokens(UserMessageAdded(session_id=sid, turn_id=t, text=f"q{i}"), PC))
         events.append(ModelTokenDelta(session_id=sid, turn_id=t, delta="raw"))
         if i % 3 == 0:
-            events.append(with_tokens(ToolInvocationCompleted(
-                session_id=sid, turn_id=t, tool_call_id=f"c{i}", tool_name="f",
-                arguments="{}", result=f"r{i}"), PC))
-        events.append(with_tokens(AssistantMessageCompleted(session_id=sid, turn_id=t,
-                                                            text=f"a{i}"), PC))
+            events.append(
+                with_tokens(
+                    ToolInvocationCompleted(
+                        session_id=sid,
+                        turn_id=t,
+                        tool_call_id=f"c{i}",
+                        tool_name="f",
+                        arguments="{}",
+                        result=f"r{i}",
+                    ),
+                    PC,
+                )
+            )
+        events.append(
+            with_tokens(AssistantMessageCompleted(session_id=sid, turn_id=t, text=f"a{i}"), PC)
+        )
     return events
 
 
@@ -83,9 +94,16 @@ def test_summaries_replace_their_range_and_before_seq_hides_the_prompt(tmp_path:
     store.append_many(conversation("s", 10))  # 4 or 3 events per turn
     last = store.last_seq("s")
     state = CompactionState()
-    summary = store.append(CompactionSummary(session_id="s", compaction_id="c1",
-                                             summary="early talk", first_seq=1, last_seq=8,
-                                             strategy="extractive"))
+    summary = store.append(
+        CompactionSummary(
+            session_id="s",
+            compaction_id="c1",
+            summary="early talk",
+            first_seq=1,
+            last_seq=8,
+            strategy="extractive",
+        )
+    )
     state.apply(store.read("s", types=["CompactionSummary"]))
     hist = EventHistory(store, "s", PC, before_seq=last, skip=state.covered_ranges())
     seqs = [u.seq for u in hist.newest_first()]
@@ -96,13 +114,28 @@ def test_summaries_replace_their_range_and_before_seq_hides_the_prompt(tmp_path:
 def test_compaction_state_folds_edits_drops_and_pins() -> None:
     state = CompactionState()
     events = [
-        CompactionSummary(session_id="s", seq=10, compaction_id="a", summary="A1.\nA2.",
-                          first_seq=1, last_seq=5, strategy="x"),
+        CompactionSummary(
+            session_id="s",
+            seq=10,
+            compaction_id="a",
+            summary="A1.\nA2.",
+            first_seq=1,
+            last_seq=5,
+            strategy="x",
+        ),
         FactPinned(session_id="s", seq=11, fact_id="f1", text="Budget is 5k."),
-        SummaryEdited(session_id="s", seq=12, summary_seq=10, text="A1 edited.\nA2.",
-                      previous_text="A1.\nA2."),
-        CompactionSummary(session_id="s", seq=20, compaction_id="b", summary="B.",
-                          first_seq=12, last_seq=15, strategy="x"),
+        SummaryEdited(
+            session_id="s", seq=12, summary_seq=10, text="A1 edited.\nA2.", previous_text="A1.\nA2."
+        ),
+        CompactionSummary(
+            session_id="s",
+            seq=20,
+            compaction_id="b",
+            summary="B.",
+            first_seq=12,
+            last_seq=15,
+            strategy="x",
+        ),
         ChunkDropped(session_id="s", seq=21, summary_seq=10, chunk_index=1, text="A2."),
     ]
     state.apply(events)
@@ -110,9 +143,20 @@ def test_compaction_state_folds_edits_drops_and_pins() -> None:
     assert state.covered_ranges() == [(1, 5), (12, 15)]
     assert [p.text for p in state.pinned] == ["Budget is 5k."]
     assert state.watermark == 21
-    state.apply([CompactionSummary(session_id="s", seq=30, compaction_id="c", summary="AB",
-                                   first_seq=1, last_seq=15, strategy="x",
-                                   folded_summaries=(10, 20))])
+    state.apply(
+        [
+            CompactionSummary(
+                session_id="s",
+                seq=30,
+                compaction_id="c",
+                summary="AB",
+                first_seq=1,
+                last_seq=15,
+                strategy="x",
+                folded_summaries=(10, 20),
+            )
+        ]
+    )
     assert [(s.seq, s.text) for s in state.summaries] == [(30, "AB")]
     assert state.covered_ranges() == [(1, 15)]
 

@@ -16,8 +16,11 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 def test_every_hook_is_documented_with_an_example() -> None:
     text = (DOCS / "hooks.md").read_text()
     sections = dict(re.findall(r"^## (\w+)\n(.*?)(?=^## |\Z)", text, re.M | re.S))
-    hooks = [name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
-             if name.startswith("kairox_")]
+    hooks = [
+        name
+        for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
+        if name.startswith("kairox_")
+    ]
     assert hooks
     for hook in hooks:
         assert hook in sections, f"docs/hooks.md has no section for {hook}"

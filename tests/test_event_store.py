@@ -53,16 +53,36 @@ def test_seqs_are_per_session_and_start_at_one(store: EventStore) -> None:
 def test_events_round_trip_with_their_fields(store: EventStore) -> None:
     originals: list[Event] = [
         SessionStarted(session_id="s", workspace_id="w", profile="p"),
-        UserMessageAdded(session_id="s", turn_id="t", text="hé <memory>x</memory>",
-                         attachments=({"kind": "image", "filename": "a.png"},), tokens=7),
-        ToolInvocationCompleted(session_id="s", turn_id="t", tool_call_id="c1",
-                                tool_name="grep", arguments="{}", result="r"),
-        AssistantMessageCompleted(session_id="s", turn_id="t", text="ok",
-                                  usage={"prompt_tokens": 3}),
-        CompactionSummary(session_id="s", compaction_id="c", summary="sum", first_seq=1,
-                          last_seq=3, strategy="extractive", folded_summaries=(1, 2)),
-        MemoryProposed(session_id="s", proposal_id="p", scope="user", key="k", body="b",
-                       tainted=True),
+        UserMessageAdded(
+            session_id="s",
+            turn_id="t",
+            text="hé <memory>x</memory>",
+            attachments=({"kind": "image", "filename": "a.png"},),
+            tokens=7,
+        ),
+        ToolInvocationCompleted(
+            session_id="s",
+            turn_id="t",
+            tool_call_id="c1",
+            tool_name="grep",
+            arguments="{}",
+            result="r",
+        ),
+        AssistantMessageCompleted(
+            session_id="s", turn_id="t", text="ok", usage={"prompt_tokens": 3}
+        ),
+        CompactionSummary(
+            session_id="s",
+            compaction_id="c",
+            summary="sum",
+            first_seq=1,
+            last_seq=3,
+            strategy="extractive",
+            folded_summaries=(1, 2),
+        ),
+        MemoryProposed(
+            session_id="s", proposal_id="p", scope="user", key="k", body="b", tainted=True
+        ),
     ]
     stored = store.append_many(originals)
     assert [e.seq for e in stored] == list(range(1, len(originals) + 1))
@@ -83,8 +103,9 @@ def test_read_by_seq_range_and_types(store: EventStore) -> None:
     assert [e.seq for e in store.read("s", last_seq=2)] == [1, 2]
     users = store.read("s", types=["UserMessageAdded"])
     assert len(users) == 10 and all(isinstance(e, UserMessageAdded) for e in users)
-    both = store.read("s", first_seq=2, last_seq=5,
-                      types={"UserMessageAdded", "AssistantMessageCompleted"})
+    both = store.read(
+        "s", first_seq=2, last_seq=5, types={"UserMessageAdded", "AssistantMessageCompleted"}
+    )
     assert [e.seq for e in both] == [2, 3, 4, 5]
     assert store.read("s", types=[]) == []
     assert store.read("s", types="UserMessageAdded") == users  # one name, not its letters
@@ -92,8 +113,12 @@ def test_read_by_seq_range_and_types(store: EventStore) -> None:
 
 
 def test_unknown_event_types_load_as_generic(store: EventStore, tmp_path: Path) -> None:
-    future = GenericEvent(session_id="s", type_name="QuantumThoughtAdded", version=3,
-                          data={"amplitude": [1, 2], "note": "from the future"})
+    future = GenericEvent(
+        session_id="s",
+        type_name="QuantumThoughtAdded",
+        version=3,
+        data={"amplitude": [1, 2], "note": "from the future"},
+    )
     stored = store.append(future)
     back = store.read("s")[0]
     assert isinstance(back, GenericEvent)
@@ -110,7 +135,9 @@ def test_a_newer_field_on_a_known_type_is_ignored(store: EventStore) -> None:
     data["payload"]["mood"] = "added by a newer kairox"
     store.conn.execute(
         "INSERT INTO events (session_id, seq, type, version, created_at, data) "
-        "VALUES ('s', 1, 'UserMessageAdded', 1, 0, ?)", (json.dumps(data),))
+        "VALUES ('s', 1, 'UserMessageAdded', 1, 0, ?)",
+        (json.dumps(data),),
+    )
     (event,) = store.read("s")
     assert isinstance(event, UserMessageAdded) and event.text == "hi"
 
@@ -130,7 +157,9 @@ def test_duplicate_seq_is_refused_by_the_schema(store: EventStore) -> None:
     with pytest.raises(Exception, match="UNIQUE"):
         store.conn.execute(
             "INSERT INTO events (session_id, seq, type, version, created_at, data) "
-            "VALUES ('s', 1, 'UserMessageAdded', 1, 0, ?)", (json.dumps(data),))
+            "VALUES ('s', 1, 'UserMessageAdded', 1, 0, ?)",
+            (json.dumps(data),),
+        )
 
 
 class Unserialisable:
@@ -157,11 +186,13 @@ def test_bad_events_are_refused(store: EventStore) -> None:
 
 
 def test_sessions_table_follows_lifecycle_events(store: EventStore) -> None:
-    store.append(SessionStarted(session_id="s1", workspace_id="w1", profile="fast",
-                                created_at=100.0))
+    store.append(
+        SessionStarted(session_id="s1", workspace_id="w1", profile="fast", created_at=100.0)
+    )
     store.append(msg("s1", "hi"))
-    store.append(SessionStarted(session_id="s2", workspace_id="w2", profile="deep",
-                                created_at=200.0))
+    store.append(
+        SessionStarted(session_id="s2", workspace_id="w2", profile="deep", created_at=200.0)
+    )
     store.append(ProfileSwitched(session_id="s1", from_profile="fast", to_profile="deep"))
     store.append(SessionArchived(session_id="s2", reason="done"))
     s1 = store.get_session("s1")
@@ -235,9 +266,7 @@ class Recorder:
                 self.visible_seq.append(other.last_seq(event.session_id))
 
 
-def test_observers_see_committed_events_with_seq(
-    store: EventStore, register_plugin: Any
-) -> None:
+def test_observers_see_committed_events_with_seq(store: EventStore, register_plugin: Any) -> None:
     rec = Recorder(store)
     register_plugin(rec, "recorder")
     stored = store.append_many([msg("s", "a"), msg("s", "b")])
@@ -264,9 +293,7 @@ def test_observers_not_called_for_a_rolled_back_batch(
     assert [e.seq for e in rec.seen] == [1, 2]
 
 
-def test_a_failing_observer_never_breaks_appending(
-    store: EventStore, register_plugin: Any
-) -> None:
+def test_a_failing_observer_never_breaks_appending(store: EventStore, register_plugin: Any) -> None:
     class Broken:
         @hookimpl
         def kairox_on_event(self, event: Event) -> None:
@@ -296,8 +323,7 @@ def test_concurrent_processes_never_lose_or_duplicate_a_seq(tmp_path: Path) -> N
     EventStore(path).close()  # migrate once up front (each worker would also do it safely)
     ctx = multiprocessing.get_context("spawn")
     workers, per_worker = 4, 40
-    procs = [ctx.Process(target=_append_worker, args=(path, w, per_worker))
-             for w in range(workers)]
+    procs = [ctx.Process(target=_append_worker, args=(path, w, per_worker)) for w in range(workers)]
     for p in procs:
         p.start()
     for p in procs:
@@ -353,8 +379,11 @@ def test_a_crash_mid_append_leaves_no_partial_event(tmp_path: Path) -> None:
 # --- property: the store behaves like a list per session -------------------------------------
 
 _ops = st.lists(
-    st.tuples(st.sampled_from(["s1", "s2", "s3"]), st.text(max_size=20),
-              st.integers(min_value=1, max_value=3)),
+    st.tuples(
+        st.sampled_from(["s1", "s2", "s3"]),
+        st.text(max_size=20),
+        st.integers(min_value=1, max_value=3),
+    ),
     max_size=30,
 )
 
@@ -375,8 +404,7 @@ def test_store_matches_a_list_model(ops: list[tuple[str, str, int]], lo: int, hi
             assert [e.text for e in events] == texts  # type: ignore[attr-defined]
             assert store.last_seq(session) == len(texts)
             ranged = store.read(session, first_seq=lo, last_seq=hi)
-            assert [e.seq for e in ranged] == [s for s in range(1, len(texts) + 1)
-                                               if lo <= s <= hi]
+            assert [e.seq for e in ranged] == [s for s in range(1, len(texts) + 1) if lo <= s <= hi]
 
 
 def test_a_rolled_back_savepoint_emits_nothing(store: EventStore, register_plugin: Any) -> None:

@@ -59,9 +59,11 @@ async def test_a_turn_records_cleans_and_routes(kx: Kairox) -> None:
     turn = await s.begin_turn("I am vegetarian, remember it.")
     assert turn.messages[0] == {"role": "system", "content": "You are terse."}
     assert turn.messages[-1] == {"role": "user", "content": "I am vegetarian, remember it."}
-    raw = ('Noted. <memory scope="user" key="diet">vegetarian</memory>'
-           '<memory scope="session">the user is planning dinner</memory> Anything else?')
-    shown = "".join(turn.feed(raw[i:i + 3]) for i in range(0, len(raw), 3))
+    raw = (
+        'Noted. <memory scope="user" key="diet">vegetarian</memory>'
+        '<memory scope="session">the user is planning dinner</memory> Anything else?'
+    )
+    shown = "".join(turn.feed(raw[i : i + 3]) for i in range(0, len(raw), 3))
     result = await turn.complete()
     assert "<memory" not in shown + result.text
     assert result.text.startswith("Noted.") and result.text.endswith("Anything else?")
@@ -75,8 +77,9 @@ async def test_a_turn_records_cleans_and_routes(kx: Kairox) -> None:
     assert {p.scope for p in proposed} == {"user", "session"}
     assert any(isinstance(e, MemoryAccepted) and e.scope == "session" for e in events)
     pending = kx.approvals.pending()
-    assert [(p.scope, p.key, p.body, p.tainted) for p in pending] == \
-        [("user", "diet", "vegetarian", False)]
+    assert [(p.scope, p.key, p.body, p.tainted) for p in pending] == [
+        ("user", "diet", "vegetarian", False)
+    ]
 
     # the session memory is in the next turn; the user memory once accepted
     nxt = await s.begin_turn("what's for dinner?")
@@ -89,8 +92,7 @@ async def test_a_turn_records_cleans_and_routes(kx: Kairox) -> None:
     mem = next(m["content"] for m in third.messages if "<kairox:memories>" in str(m["content"]))
     assert "[memory user:diet id=" in mem and "vegetarian" in mem
     history = [m for m in third.messages if m["role"] in ("user", "assistant")]
-    assert [m["content"] for m in history][-3:] == ["what's for dinner?", "Pasta.",
-                                                   "and tomorrow?"]
+    assert [m["content"] for m in history][-3:] == ["what's for dinner?", "Pasta.", "and tomorrow?"]
     await third.abort()
 
 
@@ -102,8 +104,7 @@ async def test_tool_results_pair_and_taint(kx: Kairox) -> None:
     again = await turn.reassemble()
     assert [m["role"] for m in again.messages[-3:]] == ["user", "assistant", "tool"]
     assert again.messages[-2]["tool_calls"][0]["id"] == "call-1"
-    result = await turn.complete(
-        'Done. <memory scope="user" key="pass">the pass is 42</memory>')
+    result = await turn.complete('Done. <memory scope="user" key="pass">the pass is 42</memory>')
     # markers inside the tool result never become proposals; the echo is tainted
     assert [(p.key, p.tainted) for p in result.proposals] == [("pass", True)]
     assert all(p.key != "admin" for p in kx.approvals.pending())
@@ -140,8 +141,11 @@ async def test_turns_of_one_session_run_one_at_a_time(kx: Kairox) -> None:
 
     await asyncio.gather(run("a", 0.05), run("b", 0.0))
     assert order == ["begin a", "end a", "begin b", "end b"]
-    texts = [e.text for e in kx.events(s.id)
-             if isinstance(e, UserMessageAdded | AssistantMessageCompleted)]
+    texts = [
+        e.text
+        for e in kx.events(s.id)
+        if isinstance(e, UserMessageAdded | AssistantMessageCompleted)
+    ]
     assert texts == ["a", "reply a", "b", "reply b"]
 
 
@@ -179,9 +183,11 @@ async def test_after_turn_hook_runs_locked_and_compaction_hook_point(kx: Kairox)
 def test_sync_wrappers(kx: Kairox) -> None:
     kx.session_hooks.remove(kx.compactor.install)  # a bare session: no compaction engine
     s = kx.session(workspace="w1")
-    result = s.run_turn_sync("hello", 'hi <memory scope="session">greeted</memory>',
-                             tool_results=[{"tool_call_id": "c", "tool_name": "t",
-                                            "result": "r"}])
+    result = s.run_turn_sync(
+        "hello",
+        'hi <memory scope="session">greeted</memory>',
+        tool_results=[{"tool_call_id": "c", "tool_name": "t", "result": "r"}],
+    )
     assert result.text == "hi" and result.tool_results == 1
     turn = s.begin_turn_sync("second")
     with pytest.raises(TurnInProgress):
@@ -216,13 +222,22 @@ async def test_summary_replaces_its_range_and_pinned_facts_stay(kx: Kairox) -> N
         await s.run_turn(f"question {i}", f"answer {i}")
     evs = kx.events(s.id)
     first = next(e.seq for e in evs if isinstance(e, UserMessageAdded))
-    cut = next(e.seq for e in evs if isinstance(e, AssistantMessageCompleted)
-               and e.text == "answer 1")
-    kx.events_store.append_many([
-        CompactionSummary(session_id=s.id, compaction_id="c1", summary="Asked q0 and q1.",
-                          first_seq=first, last_seq=cut, strategy="test"),
-        FactPinned(session_id=s.id, fact_id="f1", text="The code word is OTTER."),
-    ])
+    cut = next(
+        e.seq for e in evs if isinstance(e, AssistantMessageCompleted) and e.text == "answer 1"
+    )
+    kx.events_store.append_many(
+        [
+            CompactionSummary(
+                session_id=s.id,
+                compaction_id="c1",
+                summary="Asked q0 and q1.",
+                first_seq=first,
+                last_seq=cut,
+                strategy="test",
+            ),
+            FactPinned(session_id=s.id, fact_id="f1", text="The code word is OTTER."),
+        ]
+    )
     turn = await s.begin_turn("go on")
     contents = [str(m["content"]) for m in turn.messages]
     assert any("Asked q0 and q1." in c and "<kairox:summaries>" in c for c in contents)
@@ -234,8 +249,7 @@ async def test_summary_replaces_its_range_and_pinned_facts_stay(kx: Kairox) -> N
 
 def test_open_accepts_paths_and_toml(kairox_home: Path, tmp_path: Path) -> None:
     toml = tmp_path / "kairox.toml"
-    toml.write_text('[profiles.default]\nmodel = "gpt-4o"\ncontext_window = 2000\n'
-                    'reserve = 100\n')
+    toml.write_text('[profiles.default]\nmodel = "gpt-4o"\ncontext_window = 2000\nreserve = 100\n')
     with Kairox.open(str(tmp_path / "a.db"), str(toml)) as k:
         assert k.config.profiles["default"].context_window == 2000
         sid = k.session().id
@@ -245,13 +259,13 @@ def test_open_accepts_paths_and_toml(kairox_home: Path, tmp_path: Path) -> None:
         k.session()
 
 
-def test_a_second_process_sees_memories_and_history(kairox_home: Path, tmp_path: Path,
-                                                    cfg: KairoxConfig) -> None:
+def test_a_second_process_sees_memories_and_history(
+    kairox_home: Path, tmp_path: Path, cfg: KairoxConfig
+) -> None:
     db = tmp_path / "shared.db"
     with Kairox.open(db, cfg) as k:
         s = k.session(workspace="w1")
-        s.run_turn_sync("My name is Ada.", 'Hi Ada. <memory scope="user" key="name">Ada'
-                                            '</memory>')
+        s.run_turn_sync("My name is Ada.", 'Hi Ada. <memory scope="user" key="name">Ada</memory>')
         k.approvals.accept(k.approvals.pending()[0].id)
         sid = s.id
         script = textwrap.dedent(f"""
@@ -267,8 +281,9 @@ def test_a_second_process_sees_memories_and_history(kairox_home: Path, tmp_path:
                 s.run_turn_sync("I moved to Oslo.", "Noted.")
             print("ok")
         """)
-        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                             timeout=120)
+        out = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+        )
         assert out.returncode == 0, out.stderr
         # and this process's existing session handle sees the other's turn
         turn = s.begin_turn_sync("where do I live?")

@@ -11,8 +11,10 @@ from kairox_core.config import KairoxConfig
 from kairox_core.retrieval.base import RetrievalHit, RetrieverUnavailable
 from kairox_core.retrieval.index import WorkspaceRagIndex
 
-TEA = ("Green tea is brewed at 80 degrees for two minutes. "
-       "Black tea wants boiling water and four minutes.")
+TEA = (
+    "Green tea is brewed at 80 degrees for two minutes. "
+    "Black tea wants boiling water and four minutes."
+)
 
 
 class StaticKB:
@@ -20,8 +22,9 @@ class StaticKB:
         self.name = name
         self.fail = fail
 
-    async def retrieve(self, query: str, k: int,
-                       filters: Mapping[str, Any] | None = None) -> list[RetrievalHit]:
+    async def retrieve(
+        self, query: str, k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[RetrievalHit]:
         if self.fail:
             raise RetrieverUnavailable(self.name, "connection refused")
         return [RetrievalHit("Matcha is whisked, not steeped.", 0.9, self.name, "doc-17")]
@@ -37,11 +40,15 @@ class KBPlugin:
 
 
 def config() -> KairoxConfig:
-    return KairoxConfig.model_validate({
-        "profiles": {"default": {"model": "gpt-4o", "context_window": 6000, "reserve": 500}},
-        "knowledge_bases": {"teadocs": {"kind": "static"},
-                            "flaky": {"kind": "static", "fail": True}},
-    })
+    return KairoxConfig.model_validate(
+        {
+            "profiles": {"default": {"model": "gpt-4o", "context_window": 6000, "reserve": 500}},
+            "knowledge_bases": {
+                "teadocs": {"kind": "static"},
+                "flaky": {"kind": "static", "fail": True},
+            },
+        }
+    )
 
 
 def test_hits_are_labelled_by_source_and_failures_noted(
@@ -56,8 +63,9 @@ def test_hits_are_labelled_by_source_and_failures_noted(
     with Kairox.open(db, cfg) as kx:
         s = kx.session(workspace="w1")
         turn = s.begin_turn_sync("how hot should green tea be brewed?")
-        retrieved = next(m["content"] for m in turn.messages
-                         if "<kairox:retrieved>" in str(m["content"]))
+        retrieved = next(
+            m["content"] for m in turn.messages if "<kairox:retrieved>" in str(m["content"])
+        )
         assert "[workspace docs/tea.md" in retrieved and "80 degrees" in retrieved
         assert "[kb:teadocs doc-17" in retrieved and "Matcha" in retrieved
         layer = turn.trace.layer("retrieval")
@@ -68,7 +76,8 @@ def test_hits_are_labelled_by_source_and_failures_noted(
         # a memory echoing retrieved text is flagged tainted for the approver
         result = turn.complete_sync(
             '<memory scope="user" key="tea">Green tea is brewed at 80 degrees for two '
-            'minutes.</memory>OK')
+            "minutes.</memory>OK"
+        )
         assert [p.tainted for p in result.proposals] == [True]
         other = s.run_turn_sync("hello", '<memory scope="user" key="mood">cheerful</memory>')
         assert [p.tainted for p in other.proposals] == [False]

@@ -32,18 +32,28 @@ def test_dimension_is_configurable_and_recorded() -> None:
 def test_loader_reads_the_retrieval_section() -> None:
     from kairox_core.config import parse_config
 
-    config = parse_config({"retrieval": {"backend": "hashing",
-                                         "backend_options": {"dimension": 96}}})
+    config = parse_config(
+        {"retrieval": {"backend": "hashing", "backend_options": {"dimension": 96}}}
+    )
     assert load_embedding_backend(config.retrieval).dimension == 96
 
 
 def test_stable_across_processes() -> None:
     """crc32, not Python's salted hash(): vectors survive a restart."""
-    code = ("from kairox_core.retrieval.embeddings import HashingEmbedding;"
-            "print(HashingEmbedding(32).embed_query('stable vectors across runs'))")
-    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           check=True, env={"PYTHONHASHSEED": seed}).stdout
-            for seed in ("1", "2")}
+    code = (
+        "from kairox_core.retrieval.embeddings import HashingEmbedding;"
+        "print(HashingEmbedding(32).embed_query('stable vectors across runs'))"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2")
+    }
     assert len(outs) == 1
     assert outs.pop().strip() == str(HashingEmbedding(32).embed_query("stable vectors across runs"))
 
@@ -57,7 +67,8 @@ def test_shared_words_and_morphology_bring_texts_closer() -> None:
     q = b.embed_query("indexing documents")
     near, far = b.embed_documents(["an index of the document", "volcanic lava flows"])
     assert sum(x * y for x, y in zip(q, near, strict=True)) > sum(
-        x * y for x, y in zip(q, far, strict=True))
+        x * y for x, y in zip(q, far, strict=True)
+    )
 
 
 def test_unknown_backend_names_the_distribution(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,10 +10,14 @@ from kairox_core.retrieval.index import WorkspaceRagIndex
 
 WORDS = ["apple", "river", "stone", "cloud", "ember", "frost", "maple", "orbit"]
 ops = st.lists(
-    st.tuples(st.sampled_from(["add", "delete"]), st.sampled_from(["a", "b", "c", "d"]),
-              st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join),
-              st.sampled_from(["text", "conversation"])),
-    max_size=14)
+    st.tuples(
+        st.sampled_from(["add", "delete"]),
+        st.sampled_from(["a", "b", "c", "d"]),
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join),
+        st.sampled_from(["text", "conversation"]),
+    ),
+    max_size=14,
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -24,15 +28,19 @@ def test_index_matches_a_model(operations: list[tuple[str, str, str, str]]) -> N
     for op, doc_id, text, doc_type in operations:
         if op == "add":
             status = index.add_text(doc_id, text, doc_type=doc_type)
-            expected = ("unchanged" if model.get(doc_id, ("", ""))[0] == text
-                        else "updated" if doc_id in model else "added")
+            expected = (
+                "unchanged"
+                if model.get(doc_id, ("", ""))[0] == text
+                else "updated"
+                if doc_id in model
+                else "added"
+            )
             assert status == expected
             model[doc_id] = (text, doc_type)
         else:
             assert index.delete(doc_id) == (doc_id in model)
             model.pop(doc_id, None)
-    assert {d.doc_id: d.doc_type for d in index.documents()} == {
-        k: v[1] for k, v in model.items()}
+    assert {d.doc_id: d.doc_type for d in index.documents()} == {k: v[1] for k, v in model.items()}
     for word in WORDS:
         want = {k for k, (text, _) in model.items() if word in text.split()}
         assert {h.doc_id for h in index.search(word, 10, "keyword")} == want

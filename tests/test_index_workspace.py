@@ -56,12 +56,12 @@ class TestWorkspaceVectorContract(TestWorkspaceHybridContract):
 
 @pytest.fixture
 def index(tmp_path: Path) -> WorkspaceRagIndex:
-    return WorkspaceRagIndex(tmp_path / "kx.db", "ws", CountingBackend(), chunk_tokens=64,
-                             chunk_overlap=8)
+    return WorkspaceRagIndex(
+        tmp_path / "kx.db", "ws", CountingBackend(), chunk_tokens=64, chunk_overlap=8
+    )
 
 
-LONG = "\n\n".join(f"## Part {i}\n" + " ".join([f"topic{i} words here."] * 12)
-                   for i in range(6))
+LONG = "\n\n".join(f"## Part {i}\n" + " ".join([f"topic{i} words here."] * 12) for i in range(6))
 
 
 def test_reindexing_unchanged_text_embeds_nothing(index: WorkspaceRagIndex) -> None:
@@ -104,8 +104,10 @@ def test_delete_removes_from_every_mode(index: WorkspaceRagIndex) -> None:
         assert all(h.doc_id != "a" for h in index.search("volcano lava", 5, mode))
     conn = index.conn
     assert conn.execute("SELECT count(*) FROM rag_vec_64").fetchone()[0] == 1
-    assert conn.execute("SELECT count(*) FROM rag_fts WHERE rag_fts MATCH 'volcano'"
-                        ).fetchone()[0] == 0
+    assert (
+        conn.execute("SELECT count(*) FROM rag_fts WHERE rag_fts MATCH 'volcano'").fetchone()[0]
+        == 0
+    )
 
 
 def test_workspaces_never_see_each_other(tmp_path: Path) -> None:
@@ -115,22 +117,31 @@ def test_workspaces_never_see_each_other(tmp_path: Path) -> None:
     a.add_text("secret", "the alpha launch codes are pineapple")
     b.add_text("public", "beta notes about apples")
     for mode in ("keyword", "vector", "hybrid"):
-        assert {h.doc_id for h in b.search("alpha launch codes pineapple", 5, mode)} <= {
-            "public"}
+        assert {h.doc_id for h in b.search("alpha launch codes pineapple", 5, mode)} <= {"public"}
         assert {h.doc_id for h in a.search("beta apples", 5, mode)} <= {"secret"}
     assert a.search("pineapple", 1, "keyword")[0].metadata["workspace_id"] == "alpha"
 
 
 def test_filters_on_path_doc_type_and_metadata(index: WorkspaceRagIndex) -> None:
-    index.add_text("/repo/docs/a.md", "retrieval design notes", doc_type="markdown",
-                   path="/repo/docs/a.md")
+    index.add_text(
+        "/repo/docs/a.md", "retrieval design notes", doc_type="markdown", path="/repo/docs/a.md"
+    )
     index.add_text("/repo/src/b.py", "retrieval code", doc_type="code", path="/repo/src/b.py")
     for seq in range(3):
-        index.add_text(f"turn-{seq}", f"we discussed retrieval in turn {seq}",
-                       doc_type="conversation", metadata={"session_id": "s1", "seq": seq})
-    index.add_text("turn-x", "retrieval in another session", doc_type="conversation",
-                   metadata={"session_id": "s2", "seq": 0})
+        index.add_text(
+            f"turn-{seq}",
+            f"we discussed retrieval in turn {seq}",
+            doc_type="conversation",
+            metadata={"session_id": "s1", "seq": seq},
+        )
+    index.add_text(
+        "turn-x",
+        "retrieval in another session",
+        doc_type="conversation",
+        metadata={"session_id": "s2", "seq": 0},
+    )
     for mode in ("keyword", "vector", "hybrid"):
+
         def ids(filters: dict[str, Any], mode: str = mode) -> set[str]:
             return {h.doc_id for h in index.search("retrieval", 10, mode, filters)}
 
@@ -138,7 +149,10 @@ def test_filters_on_path_doc_type_and_metadata(index: WorkspaceRagIndex) -> None
         assert ids({"path": ["/repo/src/*", "*.md"]}) == {"/repo/docs/a.md", "/repo/src/b.py"}
         assert ids({"doc_type": "code"}) == {"/repo/src/b.py"}
         assert ids({"doc_type": "conversation", "session_id": "s1"}) == {
-            "turn-0", "turn-1", "turn-2"}
+            "turn-0",
+            "turn-1",
+            "turn-2",
+        }
         assert ids({"session_id": "s1", "seq": [0, 2]}) == {"turn-0", "turn-2"}
     hit = index.search("retrieval", 1, "keyword", {"session_id": "s2"})[0]
     assert hit.metadata["session_id"] == "s2" and hit.metadata["seq"] == 0
@@ -176,8 +190,9 @@ def test_other_backend_is_refused_until_rebuild(tmp_path: Path) -> None:
         WorkspaceRagIndex(db, "ws", CountingBackend(64)).search("moon", 3)
 
 
-def test_a_crash_mid_batch_writes_nothing(index: WorkspaceRagIndex,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_crash_mid_batch_writes_nothing(
+    index: WorkspaceRagIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from kairox_core.retrieval.index import DocumentInput
 
     index.add_text("keep", "original text")

@@ -32,8 +32,12 @@ def test_basic_marker_is_removed_and_parsed() -> None:
     result = extract_memory_markers(text)
     assert result.visible == "Sure. Noted."
     assert result.markers == [
-        MemoryMarker(MemoryScope.USER, "editor", "Prefers vim",
-                     '<memory scope="user" key="editor">Prefers vim</memory>')
+        MemoryMarker(
+            MemoryScope.USER,
+            "editor",
+            "Prefers vim",
+            '<memory scope="user" key="editor">Prefers vim</memory>',
+        )
     ]
     assert result.markers[0].scope == "user" and str(result.markers[0].scope) == "user"
 
@@ -98,8 +102,10 @@ def test_body_is_up_to_the_first_closing_tag_and_trimmed() -> None:
 
 
 def test_entities_decoded_in_body_and_attribute_values() -> None:
-    m = one('<memory scope="user" key="a&#x2D;b&#58;&#x41;&#66;">x &lt;y&gt; &amp; &quot;z&quot; '
-            "&#233;</memory>")
+    m = one(
+        '<memory scope="user" key="a&#x2D;b&#58;&#x41;&#66;">x &lt;y&gt; &amp; &quot;z&quot; '
+        "&#233;</memory>"
+    )
     assert m.key == "a-b:AB" and m.body == 'x <y> & "z" é'
     assert one('<memory scope="&#117;ser" key="k">b</memory>').scope is MemoryScope.USER
 
@@ -126,7 +132,7 @@ def test_complete_invalid_element_is_removed_from_text() -> None:
         ('<memory scope="user" key="k">   </memory>', "empty body"),
         ('<memory scope="session"/>', "empty body"),
         ('<memory scope="session" />', "empty body"),
-        ('<memory scope=user key=k>b</memory>', "malformed attributes"),
+        ("<memory scope=user key=k>b</memory>", "malformed attributes"),
         ('<memory scope="user" scope="session" key="k">b</memory>', "duplicate attribute"),
         ('<memory scope="user" key="a">x <memory scope="session">y</memory>', "nested marker"),
     ],
@@ -150,9 +156,7 @@ def test_body_length_limit_is_configurable() -> None:
     body = "x" * 2001
     assert reason(f'<memory scope="session">{body}</memory>') == "body too long"
     assert one(f'<memory scope="session">{body[:2000]}</memory>').body == body[:2000]
-    assert reason('<memory scope="session">abcdef</memory>', max_body_chars=5) == (
-        "body too long"
-    )
+    assert reason('<memory scope="session">abcdef</memory>', max_body_chars=5) == ("body too long")
     with pytest.raises(ValueError):
         extract_memory_markers("x", max_body_chars=0)
 
@@ -188,8 +192,10 @@ def test_unclosed_fence_runs_to_the_end() -> None:
 
 
 def test_inline_code_spans_are_not_parsed() -> None:
-    for text in ('Write `<memory scope="user" key="k">x</memory>` to remember.',
-                 'Or ``a ` <memory scope="session">x</memory>`` here.'):
+    for text in (
+        'Write `<memory scope="user" key="k">x</memory>` to remember.',
+        'Or ``a ` <memory scope="session">x</memory>`` here.',
+    ):
         result = extract_memory_markers(text)
         assert result.visible == text and result.markers == [] and result.invalid == []
 

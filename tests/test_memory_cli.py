@@ -31,10 +31,19 @@ class Other:
         self.memories = SqliteMemoryStore(self.db)
         self.approvals = ApprovalService(self.events, self.memories)
 
-    def propose(self, scope: str, key: str, body: str, *, tainted: bool = False,
-                workspace: str = "w1", session: str = "s1") -> Proposal:
+    def propose(
+        self,
+        scope: str,
+        key: str,
+        body: str,
+        *,
+        tainted: bool = False,
+        workspace: str = "w1",
+        session: str = "s1",
+    ) -> Proposal:
         (marker,) = extract_memory_markers(
-            f'<memory scope="{scope}" key="{key}">{body}</memory>').markers
+            f'<memory scope="{scope}" key="{key}">{body}</memory>'
+        ).markers
         p = self.approvals.propose(session, workspace, "t1", marker, tainted=tainted)
         assert p is not None
         return p
@@ -82,11 +91,15 @@ def test_add_list_show_and_history(db_path: Path) -> None:
     run(db_path, "add", "--scope", "workspace", "--key", "ci", "--workspace", "w2", "tox")
     listed = run_json(db_path, "list")
     assert {(m["scope"], m["key"], m["body"]) for m in listed} == {
-        ("user", "lang", "Python"), ("workspace", "ci", "nox"), ("workspace", "ci", "tox")}
+        ("user", "lang", "Python"),
+        ("workspace", "ci", "nox"),
+        ("workspace", "ci", "tox"),
+    }
     w1 = run_json(db_path, "list", "--workspace", "w1")
     assert {m["body"] for m in w1} == {"Python", "nox"}  # never another workspace's
-    assert [m["body"] for m in run_json(db_path, "list", "--scope", "workspace",
-                                        "--workspace", "w2")] == ["tox"]
+    assert [
+        m["body"] for m in run_json(db_path, "list", "--scope", "workspace", "--workspace", "w2")
+    ] == ["tox"]
     table = run(db_path, "list").output
     assert "lang" in table and "workspace w1" in table
     lang = next(m for m in listed if m["key"] == "lang")
@@ -95,8 +108,7 @@ def test_add_list_show_and_history(db_path: Path) -> None:
     assert "body:\nPython" in run(db_path, "show", lang["id"]).output
     run(db_path, "add", "--key", "lang", "Rust")
     history = run_json(db_path, "history", "lang")
-    assert [(v["body"], v["ended"]) for v in history] == [("Python", "replaced"),
-                                                          ("Rust", None)]
+    assert [(v["body"], v["ended"]) for v in history] == [("Python", "replaced"), ("Rust", None)]
     assert "current" in run(db_path, "history", "lang").output
     ws_hist = run_json(db_path, "history", "ci", "--workspace", "w2")
     assert [v["body"] for v in ws_hist] == ["tox"]
@@ -135,19 +147,26 @@ def test_approve_with_an_edited_body(db_path: Path, other: Other) -> None:
     assert accepted.type == "MemoryAccepted" and accepted.edited  # type: ignore[attr-defined]
 
 
-def test_edit_with_body_and_with_editor(db_path: Path, other: Other,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_edit_with_body_and_with_editor(
+    db_path: Path, other: Other, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rec = other.approvals.remember("user", "editor", "vim")
     assert "edited" in run(db_path, "edit", rec.id, "--body", "neovim").output
     assert other.memories.get_by_id(rec.id).body == "neovim"  # type: ignore[union-attr]
-    monkeypatch.setenv("EDITOR", f"{sys.executable} -c \"import sys, pathlib; "
-                                 f"p = pathlib.Path(sys.argv[1]); "
-                                 f"p.write_text(p.read_text().replace('neo', 'helix-not-'))\"")
+    monkeypatch.setenv(
+        "EDITOR",
+        f'{sys.executable} -c "import sys, pathlib; '
+        f"p = pathlib.Path(sys.argv[1]); "
+        f"p.write_text(p.read_text().replace('neo', 'helix-not-'))\"",
+    )
     monkeypatch.delenv("VISUAL", raising=False)
     run(db_path, "edit", rec.id)
     assert other.memories.get_by_id(rec.id).body == "helix-not-vim"  # type: ignore[union-attr]
     assert [v.body for v in other.memories.history("user", "editor")] == [
-        "vim", "neovim", "helix-not-vim"]
+        "vim",
+        "neovim",
+        "helix-not-vim",
+    ]
     edits = [e for e in other.events.read("_memory:user") if e.type == "MemoryEdited"]
     assert [e.previous_body for e in edits] == ["vim", "neovim"]  # type: ignore[attr-defined]
     assert "no change" in run(db_path, "edit", rec.id, "--body", "helix-not-vim").output
@@ -172,13 +191,21 @@ def test_delete(db_path: Path, other: Other) -> None:
     assert isinstance(gone.exception, KairoxUserError) and rec.id in str(gone.exception)
 
 
-@pytest.mark.parametrize("args", [
-    ("show", "m-doesnotexist"), ("approve", "p-nope"), ("reject", "p-nope"),
-    ("edit", "m-nope", "--body", "x"), ("delete", "m-nope"),
-    ("list", "--scope", "team"), ("history", "k", "--scope", "galaxy"),
-    ("history", "k", "--scope", "workspace"), ("add", "--scope", "workspace", "--key", "k", "b"),
-    ("add", "no key given"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("show", "m-doesnotexist"),
+        ("approve", "p-nope"),
+        ("reject", "p-nope"),
+        ("edit", "m-nope", "--body", "x"),
+        ("delete", "m-nope"),
+        ("list", "--scope", "team"),
+        ("history", "k", "--scope", "galaxy"),
+        ("history", "k", "--scope", "workspace"),
+        ("add", "--scope", "workspace", "--key", "k", "b"),
+        ("add", "no key given"),
+    ],
+)
 def test_bad_input_is_a_user_error(db_path: Path, args: tuple[str, ...]) -> None:
     result = run(db_path, *args, ok=False)
     assert isinstance(result.exception, KairoxUserError), result.exception
@@ -204,8 +231,9 @@ def kairox(db_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     exe = Path(sys.executable).parent / "kairox"
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "kairox_core"]
     env = {**os.environ, "KAIROX_DB": str(db_path)}
-    return subprocess.run([*cmd, "memory", *args], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
+    return subprocess.run(
+        [*cmd, "memory", *args], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
 
 
 def test_a_real_kairox_process_sees_and_changes_live_state(db_path: Path, other: Other) -> None:
@@ -234,8 +262,9 @@ def test_a_real_kairox_process_reports_bad_ids_with_exit_2(db_path: Path) -> Non
 def test_an_unknown_memory_store_is_a_config_error(db_path: Path, tmp_path: Path) -> None:
     toml = tmp_path / "kairox.toml"
     toml.write_text('[memory]\nstore = "redis"\n')
-    result = CliRunner().invoke(cli, ["--config", str(toml), "--db", str(db_path),
-                                      "memory", "list"])
+    result = CliRunner().invoke(
+        cli, ["--config", str(toml), "--db", str(db_path), "memory", "list"]
+    )
     assert isinstance(result.exception, KairoxUserError)
     assert "memory.store" in str(result.exception) and "sqlite" in str(result.exception)
 

@@ -101,8 +101,13 @@ class MemoryStoreMachine(RuleBasedStateMachine):
             self.history.setdefault(slot, []).append(body)
         self.model[slot] = body
 
-    @rule(scope=st.sampled_from(["user", "workspace", "session"]), key=KEYS, body=BODIES,
-          ws=WORKSPACES, sess=SESSIONS)
+    @rule(
+        scope=st.sampled_from(["user", "workspace", "session"]),
+        key=KEYS,
+        body=BODIES,
+        ws=WORKSPACES,
+        sess=SESSIONS,
+    )
     def put(self, scope: str, key: str, body: str, ws: str, sess: str) -> None:
         owner = {"user": "user", "workspace": ws, "session": sess}[scope]
         rec = self.store.put(scope, key, body, **self._ids(scope, owner))  # type: ignore[arg-type]
@@ -142,11 +147,16 @@ class MemoryStoreMachine(RuleBasedStateMachine):
             rec = self.store.get(scope, key, **self._ids(scope, owner))  # type: ignore[arg-type]
             assert rec is not None and rec.body == body and rec.id == self.ids[(scope, owner, key)]
         for ws in ("w1", "w2"):
-            got = {(m.scope.value, m.owner, m.key, m.body)
-                   for m in self.store.list(workspace_id=ws)}
-            want = {(s, o, k, b) for (s, o, k), b in self.model.items()
-                    if s == "user" or (s == "workspace" and o == ws)
-                    or (s == "session" and SCOPE_OF_SESSION[o] == ws)}
+            got = {
+                (m.scope.value, m.owner, m.key, m.body) for m in self.store.list(workspace_id=ws)
+            }
+            want = {
+                (s, o, k, b)
+                for (s, o, k), b in self.model.items()
+                if s == "user"
+                or (s == "workspace" and o == ws)
+                or (s == "session" and SCOPE_OF_SESSION[o] == ws)
+            }
             assert got == want
         assert len(self.store.list()) == len(self.model)
 
@@ -165,7 +175,7 @@ class MemoryStoreMachine(RuleBasedStateMachine):
         self.store.close()
 
 
-MemoryStoreMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=25,
-                                                deadline=None)
+MemoryStoreMachine.TestCase.settings = settings(
+    max_examples=60, stateful_step_count=25, deadline=None
+)
 TestMemoryStoreModel = MemoryStoreMachine.TestCase
-

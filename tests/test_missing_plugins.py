@@ -40,37 +40,51 @@ def assert_one_clear_line(err: str, key: str, dist: str) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("command", [["search", "lava", "-p", "research"],
-                                     ["kb", "search", "docs", "lava"], ["config", "check"]])
+@pytest.mark.parametrize(
+    "command",
+    [["search", "lava", "-p", "research"], ["kb", "search", "docs", "lava"], ["config", "check"]],
+)
 def test_knowledge_base_kind_names_its_distribution(
-        kind: str, command: list[str], tmp_path: Path, no_plugins: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    kind: str,
+    command: list[str],
+    tmp_path: Path,
+    no_plugins: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     config = tmp_path / "kairox.toml"
-    config.write_text(f'[profiles.default]\n[profiles.research]\n\n'
-                      f'[knowledge_bases.docs]\nkind = "{kind}"\nprofiles = ["research"]\n')
-    code, out, err = run(["--config", str(config), "--db", str(tmp_path / "k.db"), *command],
-                         capsys)
+    config.write_text(
+        f"[profiles.default]\n[profiles.research]\n\n"
+        f'[knowledge_bases.docs]\nkind = "{kind}"\nprofiles = ["research"]\n'
+    )
+    code, out, err = run(
+        ["--config", str(config), "--db", str(tmp_path / "k.db"), *command], capsys
+    )
     assert code == 2 and out == ""
     assert_one_clear_line(err, "knowledge_bases.docs.kind", f"kairox-{kind}")
 
 
 def test_sentence_transformers_backend_names_its_distribution(
-        tmp_path: Path, no_plugins: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, no_plugins: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = tmp_path / "kairox.toml"
     config.write_text('[retrieval]\nbackend = "sentence-transformers"\n')
-    code, out, err = run(["--config", str(config), "--db", str(tmp_path / "k.db"),
-                          "search", "lava"], capsys)
+    code, out, err = run(
+        ["--config", str(config), "--db", str(tmp_path / "k.db"), "search", "lava"], capsys
+    )
     assert code == 2 and out == ""
     assert_one_clear_line(err, "retrieval.backend", "kairox-sentence-transformers")
 
 
 def test_a_built_in_kind_still_works_without_plugins(
-        tmp_path: Path, no_plugins: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, no_plugins: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "lava.md").write_text("# Lava\n\nLava flows from a volcano.\n")
     config = tmp_path / "kairox.toml"
-    config.write_text(f'[retrieval]\nworkspace_index = false\n\n[knowledge_bases.docs]\n'
-                      f'kind = "sqlite_fts"\npath = "{(tmp_path / "docs.db").as_posix()}"\n')
+    config.write_text(
+        f"[retrieval]\nworkspace_index = false\n\n[knowledge_bases.docs]\n"
+        f'kind = "sqlite_fts"\npath = "{(tmp_path / "docs.db").as_posix()}"\n'
+    )
     base = ["--config", str(config), "--db", str(tmp_path / "k.db")]
     code, _, err = run([*base, "kb", "index", "docs", str(tmp_path / "docs")], capsys)
     assert code == 0, err

@@ -21,8 +21,10 @@ from kairox_core.providers.fake_server import Action, FakeOpenAIServer, serve
 from kairox_core.providers.scripted import ScriptedProvider
 from kairox_core.tokens import TokenCounter
 
-SUMMARY = ("Alice chose plan B on 3 May; the deploy key sk-proj-abcdefghijklmnopqrstuvwxyz0123 "
-           "was shared; open task: invoice 1042.")
+SUMMARY = (
+    "Alice chose plan B on 3 May; the deploy key sk-proj-abcdefghijklmnopqrstuvwxyz0123 "
+    "was shared; open task: invoice 1042."
+)
 
 
 @pytest.fixture
@@ -31,28 +33,48 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 def kairox_with(tmp_path: Path, server: FakeOpenAIServer) -> Kairox:
-    config = parse_config({
-        "profiles": {"default": {"model": "gpt-4o", "provider": "chat",
-                                 "context_window": 700, "reserve": 100}},
-        "providers": {
-            "chat": {"kind": "scripted", "replies": ["chat reply"]},
-            "summariser": {"kind": "openai", "base_url": server.base_url,
-                           "model": "summary-model", "retry_backoff": 0.0},
-        },
-        "compaction": {"strategy": "model", "provider": "summariser",
-                       "keep_recent_exchanges": 1, "target_tokens": 100},
-    })
+    config = parse_config(
+        {
+            "profiles": {
+                "default": {
+                    "model": "gpt-4o",
+                    "provider": "chat",
+                    "context_window": 700,
+                    "reserve": 100,
+                }
+            },
+            "providers": {
+                "chat": {"kind": "scripted", "replies": ["chat reply"]},
+                "summariser": {
+                    "kind": "openai",
+                    "base_url": server.base_url,
+                    "model": "summary-model",
+                    "retry_backoff": 0.0,
+                },
+            },
+            "compaction": {
+                "strategy": "model",
+                "provider": "summariser",
+                "keep_recent_exchanges": 1,
+                "target_tokens": 100,
+            },
+        }
+    )
     return Kairox.open(tmp_path / "kx.db", config)
 
 
 async def test_model_strategy_over_http_with_its_own_provider(
-    kairox_home: Path, tmp_path: Path, server: FakeOpenAIServer,
+    kairox_home: Path,
+    tmp_path: Path,
+    server: FakeOpenAIServer,
 ) -> None:
     kx = kairox_with(tmp_path, server)
     s = kx.session(workspace="w")
     for i in range(3):
-        await s.run_turn(f"Alice asked about plan {i} and invoice {1040 + i}",
-                         f"Plan {i} noted, path /home/alice/plan{i}.txt")
+        await s.run_turn(
+            f"Alice asked about plan {i} and invoice {1040 + i}",
+            f"Plan {i} noted, path /home/alice/plan{i}.txt",
+        )
     result = await s.compact()
     assert result.ok, result
     summary = next(e for e in kx.events(s.id) if isinstance(e, CompactionSummary))
@@ -74,7 +96,9 @@ async def test_model_strategy_over_http_with_its_own_provider(
 
 
 async def test_provider_failure_is_a_failed_compaction_and_the_session_goes_on(
-    kairox_home: Path, tmp_path: Path, server: FakeOpenAIServer,
+    kairox_home: Path,
+    tmp_path: Path,
+    server: FakeOpenAIServer,
 ) -> None:
     kx = kairox_with(tmp_path, server)
     s = kx.session(workspace="w")
@@ -91,8 +115,9 @@ async def test_provider_failure_is_a_failed_compaction_and_the_session_goes_on(
 
 
 def request(events: Sequence[Any], previous: Sequence[str] = (), target: int = 50) -> Any:
-    return CompactionRequest(events=list(events), previous_summaries=list(previous),
-                             target_tokens=target)
+    return CompactionRequest(
+        events=list(events), previous_summaries=list(previous), target_tokens=target
+    )
 
 
 async def test_rolling_windows_carry_the_summary_so_far() -> None:
@@ -102,8 +127,12 @@ async def test_rolling_windows_carry_the_summary_so_far() -> None:
         calls.append(messages[-1]["content"])
         return f"summary after call {len(calls)}"
 
-    events = [UserMessageAdded(session_id="s", turn_id=f"t{i}", seq=i,
-                               text=f"message {i} " + "word " * 60) for i in range(12)]
+    events = [
+        UserMessageAdded(
+            session_id="s", turn_id=f"t{i}", seq=i, text=f"message {i} " + "word " * 60
+        )
+        for i in range(12)
+    ]
     strategy = ModelStrategy(provider=ScriptedProvider(reply), max_input_tokens=300)
     output = await strategy.summarize(request(events, ["older summary"]))
     assert len(calls) > 2  # the transcript did not fit one window

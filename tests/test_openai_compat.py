@@ -90,8 +90,9 @@ async def test_api_key_from_env_and_extra_headers(
     server.api_key = "sk-right"
     monkeypatch.setenv("KX_TEST_KEY", "sk-right")
     monkeypatch.setenv("KX_TEST_ORG", "org-7")
-    provider = make(server, api_key="$env:KX_TEST_KEY",
-                    headers={"X-Org": "$env:KX_TEST_ORG", "X-Plain": "yes"})
+    provider = make(
+        server, api_key="$env:KX_TEST_KEY", headers={"X-Org": "$env:KX_TEST_ORG", "X-Plain": "yes"}
+    )
     assert (await provider.complete(MESSAGES)).text == REPLY
     headers = {k.lower(): v for k, v in server.requests[-1].headers.items()}
     assert headers["authorization"] == "Bearer sk-right"
@@ -127,7 +128,8 @@ def test_openai_base_url_needs_openai_api_key(monkeypatch: pytest.MonkeyPatch) -
         OpenAICompatProvider.from_config(ProviderConfig(id="oa", kind="openai", model="gpt-4o"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
     provider = OpenAICompatProvider.from_config(
-        ProviderConfig(id="oa", kind="openai", model="gpt-4o"))
+        ProviderConfig(id="oa", kind="openai", model="gpt-4o")
+    )
     assert provider.base_url == "https://api.openai.com/v1"
 
 
@@ -139,7 +141,8 @@ def test_options_are_validated_with_a_suggestion(server: FakeOpenAIServer) -> No
         make(server, timeout=-1)
     with pytest.raises(ConfigError, match=r"providers\.t\.model"):
         OpenAICompatProvider.from_config(
-            ProviderConfig(id="t", kind="openai", base_url=server.base_url))
+            ProviderConfig(id="t", kind="openai", base_url=server.base_url)
+        )
 
 
 async def test_unknown_model_says_not_found(server: FakeOpenAIServer) -> None:
@@ -161,8 +164,9 @@ async def test_unreachable_server() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    provider = OpenAICompatProvider.from_config(ProviderConfig(
-        id="down", kind="openai", model="m", base_url=f"http://127.0.0.1:{port}/v1"))
+    provider = OpenAICompatProvider.from_config(
+        ProviderConfig(id="down", kind="openai", model="m", base_url=f"http://127.0.0.1:{port}/v1")
+    )
     with pytest.raises(ProviderError, match=r"'down'.*cannot reach http://127\.0\.0\.1"):
         await provider.complete(MESSAGES)
 
@@ -196,12 +200,15 @@ async def test_server_error_after_retries(server: FakeOpenAIServer) -> None:
         await make(server, max_retries=1).complete(MESSAGES)
 
 
-@pytest.mark.parametrize(("fault", "expected"), [
-    ("malformed", "malformed response: a stream event is not JSON"),
-    ("error_event", "error in the stream: the model crashed"),
-    ("no_done", "stream ended before the reply was complete"),
-    ("cut", "connection broke mid-reply|stream ended before"),
-])
+@pytest.mark.parametrize(
+    ("fault", "expected"),
+    [
+        ("malformed", "malformed response: a stream event is not JSON"),
+        ("error_event", "error in the stream: the model crashed"),
+        ("no_done", "stream ended before the reply was complete"),
+        ("cut", "connection broke mid-reply|stream ended before"),
+    ],
+)
 async def test_broken_streams(server: FakeOpenAIServer, fault: str, expected: str) -> None:
     server.script(Action(stream_fault=fault))
     provider = make(server)
@@ -242,11 +249,14 @@ def test_one_provider_across_event_loops(server: FakeOpenAIServer) -> None:
 async def test_registered_and_resolved_from_config(
     server: FakeOpenAIServer, kairox_home: object
 ) -> None:
-    config = parse_config({
-        "providers": {"local": {"kind": "openai", "base_url": server.base_url,
-                                "model": "other"}},
-        "profiles": {"default": {"provider": "local", "model": "fake-model"}},
-    })
+    config = parse_config(
+        {
+            "providers": {
+                "local": {"kind": "openai", "base_url": server.base_url, "model": "other"}
+            },
+            "profiles": {"default": {"provider": "local", "model": "fake-model"}},
+        }
+    )
     provider = provider_for(config)
     assert isinstance(provider, OpenAICompatProvider)
     assert (provider.name, provider.model) == ("local", "fake-model")

@@ -168,7 +168,10 @@ def _kairox(site: Path, *args: str, **env: str) -> subprocess.CompletedProcess[s
             full_env.pop(var, None)
     return subprocess.run(
         [sys.executable, "-c", "from kairox_core.cli import main; main()", *args],
-        env=full_env, capture_output=True, text=True, timeout=120,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -212,8 +215,13 @@ def test_load_and_disable_lists(site_with_plugins: Path) -> None:
 
 
 def test_trace_prints_hook_calls(site_with_plugins: Path) -> None:
-    out = _kairox(site_with_plugins, "plugins", "--json", KAIROX_TRACE_PLUGINS="1",
-                  KAIROX_LOAD_PLUGINS="kairox-goodplug")
+    out = _kairox(
+        site_with_plugins,
+        "plugins",
+        "--json",
+        KAIROX_TRACE_PLUGINS="1",
+        KAIROX_LOAD_PLUGINS="kairox-goodplug",
+    )
     assert out.returncode == 0
     assert "kairox-trace: kairox_register_retrievers -> kairox_goodplug" in out.stderr
     assert "kairox_register_commands" in out.stderr

@@ -22,6 +22,7 @@ from kairox_core.providers.sse import SseDecoder
 
 # --- SSE decoding ----------------------------------------------------------------------
 
+
 def _decode(pieces: list[str]) -> list[str]:
     decoder = SseDecoder()
     out: list[str] = []
@@ -31,9 +32,10 @@ def _decode(pieces: list[str]) -> list[str]:
 
 
 payloads = st.lists(
-    st.one_of(st.text(alphabet=st.characters(blacklist_characters="\r\n"), max_size=30),
-              st.dictionaries(st.text(max_size=5), st.text(max_size=10), max_size=3)
-              .map(json.dumps)),
+    st.one_of(
+        st.text(alphabet=st.characters(blacklist_characters="\r\n"), max_size=30),
+        st.dictionaries(st.text(max_size=5), st.text(max_size=10), max_size=3).map(json.dumps),
+    ),
     max_size=8,
 )
 
@@ -42,8 +44,9 @@ payloads = st.lists(
 def test_sse_any_split_gives_the_same_events(
     items: list[str], newline: str, data: st.DataObject
 ) -> None:
-    stream = "".join(f": keep-alive{newline}event: x{newline}data: {item}{newline}{newline}"
-                     for item in items)
+    stream = "".join(
+        f": keep-alive{newline}event: x{newline}data: {item}{newline}{newline}" for item in items
+    )
     cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=12)))
     pieces = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
     expected = [item.removeprefix(" ") for item in items]
@@ -58,6 +61,7 @@ def test_sse_multiline_data_and_unterminated_last_event() -> None:
 
 
 # --- the interface -----------------------------------------------------------------------
+
 
 def test_provider_error_names_provider_cause_and_fix() -> None:
     err = ProviderError("ollama", "cannot reach http://x", fix="start it", status=None)
@@ -74,8 +78,7 @@ def test_usage_totals() -> None:
 
 
 async def test_scripted_provider_streams_cycles_and_counts() -> None:
-    provider = ScriptedProvider(["Hi <memory scope=\"user\">x</memory>", "second"],
-                                chunk_chars=3)
+    provider = ScriptedProvider(['Hi <memory scope="user">x</memory>', "second"], chunk_chars=3)
     assert isinstance(provider, ModelProvider)
     chunks = [c async for c in provider.stream([{"role": "user", "content": "a"}])]
     assert all(len(c.text) <= 3 for c in chunks)
@@ -89,24 +92,27 @@ async def test_scripted_provider_streams_cycles_and_counts() -> None:
 
 
 async def test_scripted_provider_from_config() -> None:
-    provider = provider_for(parse_config(
-        {"providers": {"demo": {"kind": "scripted", "replies": ["fixed"]}}}))
+    provider = provider_for(
+        parse_config({"providers": {"demo": {"kind": "scripted", "replies": ["fixed"]}}})
+    )
     assert provider.name == "demo"
     assert (await provider.complete([{"role": "user", "content": "?"}])).text == "fixed"
     with pytest.raises(ConfigError, match=r"providers\.demo\.reply"):
-        provider_for(parse_config({"providers": {"demo": {"kind": "scripted",
-                                                          "reply": "x"}}}))
+        provider_for(parse_config({"providers": {"demo": {"kind": "scripted", "reply": "x"}}}))
 
 
 # --- resolution --------------------------------------------------------------------------
+
 
 class _FakeLlama:
     """Stands in for the kairox-llamacpp plugin (not installed in the core venv)."""
 
     @hookimpl
     def kairox_register_model_providers(self, register: Callable[..., None]) -> None:
-        register("llamacpp", lambda cfg: ScriptedProvider(["local"], name=cfg.id,
-                                                          model=cfg.model or "smollm2"))
+        register(
+            "llamacpp",
+            lambda cfg: ScriptedProvider(["local"], name=cfg.id, model=cfg.model or "smollm2"),
+        )
 
 
 @pytest.fixture
@@ -144,8 +150,15 @@ async def test_default_is_llamacpp_when_installed(with_llamacpp: PluginHost) -> 
 
 
 def test_single_configured_provider_wins_over_default(with_llamacpp: PluginHost) -> None:
-    config = _config(providers={"ollama": {"kind": "openai", "model": "llama3.2",
-                                           "base_url": "http://localhost:11434/v1"}})
+    config = _config(
+        providers={
+            "ollama": {
+                "kind": "openai",
+                "model": "llama3.2",
+                "base_url": "http://localhost:11434/v1",
+            }
+        }
+    )
     choice = choose_provider(config)
     assert choice.config.id == "ollama" and not choice.is_default
     assert choice.config.model == "llama3.2"  # the default profile's model is not forced
@@ -155,8 +168,10 @@ def test_single_configured_provider_wins_over_default(with_llamacpp: PluginHost)
 def test_profile_provider_and_model_override(with_llamacpp: PluginHost) -> None:
     config = _config(
         providers={"a": {"kind": "openai", "model": "m-a"}, "b": {"kind": "scripted"}},
-        profiles={"default": {"provider": "a", "model": "m-override"},
-                  "small": {"provider": "b", "aliases": ["s"]}},
+        profiles={
+            "default": {"provider": "a", "model": "m-override"},
+            "small": {"provider": "b", "aliases": ["s"]},
+        },
     )
     assert choose_provider(config).config.model == "m-override"
     assert choose_provider(config, profile="s").config.id == "b"
@@ -190,8 +205,9 @@ def test_several_providers_and_no_choice(with_llamacpp: PluginHost) -> None:
 
 
 def test_unknown_ids_and_kinds(without_llamacpp: PluginHost) -> None:
-    config = _config(providers={"a": {"kind": "scripted"}},
-                     profiles={"default": {"provider": "nope"}})
+    config = _config(
+        providers={"a": {"kind": "scripted"}}, profiles={"default": {"provider": "nope"}}
+    )
     with pytest.raises(ConfigError, match="no provider 'nope'") as info:
         choose_provider(config)
     assert "use one of: a" in str(info.value)

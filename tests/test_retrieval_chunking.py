@@ -43,10 +43,12 @@ def test_short_document_is_one_chunk() -> None:
     assert len(chunks) == 1 and chunks[0].tokens > 0
 
 
-paragraph = st.lists(st.sampled_from(["alpha", "beta", "gamma.", "delta", "epsilon!"]),
-                     min_size=1, max_size=60).map(" ".join)
-code = st.lists(st.sampled_from(["x = 1", "def f():", "    return x", "", "# note"]),
-                min_size=1, max_size=12).map(lambda lines: "```\n" + "\n".join(lines) + "\n```")
+paragraph = st.lists(
+    st.sampled_from(["alpha", "beta", "gamma.", "delta", "epsilon!"]), min_size=1, max_size=60
+).map(" ".join)
+code = st.lists(
+    st.sampled_from(["x = 1", "def f():", "    return x", "", "# note"]), min_size=1, max_size=12
+).map(lambda lines: "```\n" + "\n".join(lines) + "\n```")
 heading = st.sampled_from(["# Top", "## Section", "### Sub"])
 
 

@@ -47,23 +47,24 @@ aliases = ["biology"]
 [profiles.builder]
 [knowledge_bases.plants]
 kind = "sqlite_fts"
-path = "{tmp_path / 'kb.db'}"
+path = "{tmp_path / "kb.db"}"
 profiles = ["bio"]
 [knowledge_bases.broken]
 kind = "sqlite_fts"
-path = "{tmp_path / 'missing.db'}"
+path = "{tmp_path / "missing.db"}"
 profiles = ["bio"]
 [knowledge_bases.built]
 kind = "sqlite_fts"
-path = "{tmp_path / 'built.db'}"
+path = "{tmp_path / "built.db"}"
 title_column = "title"
 profiles = ["builder"]
 """)
     return docs
 
 
-def test_index_is_incremental_and_reports(project: Path, capsys: pytest.CaptureFixture[str]
-                                          ) -> None:
+def test_index_is_incremental_and_reports(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = run(["index", str(project), "--json"], capsys)
     assert code == 0, err
     summary = json.loads(out)
@@ -78,8 +79,9 @@ def test_index_is_incremental_and_reports(project: Path, capsys: pytest.CaptureF
     assert "0 added, 1 updated, 0 unchanged, 1 removed" in out and "chunks:" in out
 
 
-def test_unreadable_file_does_not_stop_the_run(project: Path, monkeypatch: pytest.MonkeyPatch,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_unreadable_file_does_not_stop_the_run(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     (project / "locked.md").write_text("photosynthesis")
     real = Path.read_bytes
 
@@ -94,8 +96,9 @@ def test_unreadable_file_does_not_stop_the_run(project: Path, monkeypatch: pytes
     assert "locked.md: Permission denied" in err
 
 
-def test_search_is_the_composite_with_a_report(project: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_search_is_the_composite_with_a_report(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run(["index", str(project)], capsys)
     code, out, err = run(["search", "photosynthesis", "--json"], capsys)
     assert code == 0, err
@@ -113,8 +116,9 @@ def test_search_is_the_composite_with_a_report(project: Path,
     assert "FAILED" in err and "broken" in err and "Traceback" not in err
 
 
-def test_kb_list_search_and_index(project: Path, tmp_path: Path,
-                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_kb_list_search_and_index(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, _ = run(["kb", "list", "--json"], capsys)
     rows = {r["id"]: r for r in json.loads(out)}
     assert rows["plants"]["profiles"] == ["bio"] and rows["plants"]["kind"] == "sqlite_fts"
@@ -137,12 +141,16 @@ def test_kb_list_search_and_index(project: Path, tmp_path: Path,
     assert code == 0 and out.strip() == "no hits (built: zzyzx-nowhere)"
 
 
-def test_rebuild_after_changing_the_backend(project: Path, tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_rebuild_after_changing_the_backend(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run(["index", str(project)], capsys)
     config = tmp_path / "kairox.toml"
-    config.write_text(config.read_text().replace(
-        "max_file_bytes = 4000", "max_file_bytes = 4000\nbackend_options = {dimension = 64}"))
+    config.write_text(
+        config.read_text().replace(
+            "max_file_bytes = 4000", "max_file_bytes = 4000\nbackend_options = {dimension = 64}"
+        )
+    )
     code, out, err = run(["search", "volcano", "--json"], capsys)
     assert code == 1
     assert "kairox index --rebuild" in json.loads(out)["sources"][0]["error"]

@@ -12,9 +12,23 @@ from kairox_core.retrieval.embeddings import HashingEmbedding
 from kairox_core.retrieval.fts import fts_match_expression, query_terms
 from kairox_core.retrieval.index import WorkspaceRagIndex
 
-NASTY = ['"unbalanced', 'NEAR(a b, 3)', "pre*", "-excluded", "a AND OR NOT b", "(((",
-         "^start", "col:value", "}{", "'", "AND", "*", 'say "hi" NEAR/2 there', "a\x00b",
-         "emoji 🦀 and ünïcödé"]
+NASTY = [
+    '"unbalanced',
+    "NEAR(a b, 3)",
+    "pre*",
+    "-excluded",
+    "a AND OR NOT b",
+    "(((",
+    "^start",
+    "col:value",
+    "}{",
+    "'",
+    "AND",
+    "*",
+    'say "hi" NEAR/2 there',
+    "a\x00b",
+    "emoji 🦀 and ünïcödé",
+]
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +50,9 @@ def test_syntax_words_still_match_as_words(index: WorkspaceRagIndex) -> None:
     assert index.search('"excluded', 1, "keyword")[0].doc_id == "a"
 
 
-@settings(max_examples=300, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.text(max_size=80))
 def test_arbitrary_text_never_raises(index: WorkspaceRagIndex, text: str) -> None:
     hits = index.search(text, 3, "keyword")
@@ -63,8 +78,9 @@ def test_sqlite_fts_kb_takes_arbitrary_text(tmp_path: Path) -> None:
     conn.execute("CREATE VIRTUAL TABLE docs USING fts5(id UNINDEXED, body)")
     conn.execute("INSERT INTO docs(id, body) VALUES ('1', 'near star value')")
     conn.close()
-    kb = SqliteFtsRetriever("kb", SqliteFtsOptions(path=str(db), table="docs",
-                                                   text_columns=("body",)))
+    kb = SqliteFtsRetriever(
+        "kb", SqliteFtsOptions(path=str(db), table="docs", text_columns=("body",))
+    )
 
     @settings(max_examples=200, deadline=None)
     @given(st.one_of(st.sampled_from(NASTY), st.text(max_size=60)))

@@ -26,26 +26,35 @@ def _kb_db(path: Path, rows: list[tuple[str, str]]) -> Path:
 def _config(tmp_path: Path, **retrieval: Any) -> Any:
     legal = _kb_db(tmp_path / "legal.db", [("law-1", "contract law and liability")])
     med = _kb_db(tmp_path / "med.db", [("med-1", "liability of clinical trials")])
-    return parse_config({
-        "profiles": {"default": {}, "lawyer": {"aliases": ["legal"]}, "doctor": {}},
-        "retrieval": retrieval,
-        "knowledge_bases": {
-            "statutes": {"kind": "sqlite_fts", "path": str(legal), "profiles": ["legal"],
-                         "timeout": 2.5, "weight": 2.0},
-            "trials": {"kind": "sqlite_fts", "path": str(med), "profiles": ["doctor"]},
-            "off": {"kind": "sqlite_fts", "path": str(med), "enabled": False},
-        },
-    })
+    return parse_config(
+        {
+            "profiles": {"default": {}, "lawyer": {"aliases": ["legal"]}, "doctor": {}},
+            "retrieval": retrieval,
+            "knowledge_bases": {
+                "statutes": {
+                    "kind": "sqlite_fts",
+                    "path": str(legal),
+                    "profiles": ["legal"],
+                    "timeout": 2.5,
+                    "weight": 2.0,
+                },
+                "trials": {"kind": "sqlite_fts", "path": str(med), "profiles": ["doctor"]},
+                "off": {"kind": "sqlite_fts", "path": str(med), "enabled": False},
+            },
+        }
+    )
 
 
 def test_only_the_profiles_knowledge_bases(tmp_path: Path) -> None:
     config = _config(tmp_path, timeout=4.0)
     db = tmp_path / "kx.db"
     WorkspaceRagIndex(db, "default").add_text("ws-1", "liability notes in the workspace")
-    for profile, expected in (("lawyer", ["workspace", "statutes"]),
-                              ("legal", ["workspace", "statutes"]),
-                              ("doctor", ["workspace", "trials"]),
-                              ("default", ["workspace"])):
+    for profile, expected in (
+        ("lawyer", ["workspace", "statutes"]),
+        ("legal", ["workspace", "statutes"]),
+        ("doctor", ["workspace", "trials"]),
+        ("default", ["workspace"]),
+    ):
         composite = retriever_for_profile(config, profile, db)
         assert composite.names == expected, profile
         result = asyncio.run(composite.search("liability", 5))
@@ -75,8 +84,9 @@ def test_workspaces_are_separate(tmp_path: Path) -> None:
     assert asyncio.run(composite.search("liability", 5)).hits == []
 
 
-def test_unknown_kind_names_the_distribution(tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unknown_kind_names_the_distribution(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from kairox_core.plugins import reset_plugins
 
     monkeypatch.setenv("KAIROX_LOAD_PLUGINS", "")  # built-ins only, even if tantivy is installed

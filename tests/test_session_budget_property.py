@@ -12,29 +12,58 @@ from kairox_core.context.rendering import block_content, item_unit, pinned_heade
 from kairox_core.events import CompactionSummary, FactPinned
 from kairox_core.tokens import TokenCounter
 
-words = st.lists(st.sampled_from(["tea", "plan", "Friday", "42", "ok.", "<b>", "[x]", "\n",
-                                  "日本", "deadline", "```", "é"]), max_size=30).map(" ".join)
-marker = st.sampled_from([
-    "", ' <memory scope="session">noted {}</memory>', ' <memory scope="user" key="k">{}</memory>',
-    ' <memory scope="workspace" key="w">{}</memory>'])
-turns = st.lists(st.tuples(words, st.lists(words, max_size=2), words, marker,
-                           st.sampled_from(["", "pin", "compact"])),
-                 min_size=1, max_size=10)
+words = st.lists(
+    st.sampled_from(
+        ["tea", "plan", "Friday", "42", "ok.", "<b>", "[x]", "\n", "日本", "deadline", "```", "é"]
+    ),
+    max_size=30,
+).map(" ".join)
+marker = st.sampled_from(
+    [
+        "",
+        ' <memory scope="session">noted {}</memory>',
+        ' <memory scope="user" key="k">{}</memory>',
+        ' <memory scope="workspace" key="w">{}</memory>',
+    ]
+)
+turns = st.lists(
+    st.tuples(
+        words, st.lists(words, max_size=2), words, marker, st.sampled_from(["", "pin", "compact"])
+    ),
+    min_size=1,
+    max_size=10,
+)
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(turns=turns, window=st.integers(60, 900), reserve_share=st.floats(0, 0.5),
-       model=st.sampled_from(["gpt-4o", "smollm2-135m-instruct"]))
-def test_generated_sessions_never_overflow(tmp_path_factory, turns, window, reserve_share,
-                                           model) -> None:
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    turns=turns,
+    window=st.integers(60, 900),
+    reserve_share=st.floats(0, 0.5),
+    model=st.sampled_from(["gpt-4o", "smollm2-135m-instruct"]),
+)
+def test_generated_sessions_never_overflow(
+    tmp_path_factory, turns, window, reserve_share, model
+) -> None:
     reserve = int(window * reserve_share)
-    cfg = KairoxConfig.model_validate({
-        "kairox": {"system_prompt": "Be brief."},
-        "profiles": {"default": {"model": model, "context_window": window,
-                                 "reserve": reserve, "token_margin": 0.1}},
-        "retrieval": {"workspace_index": False},
-    })
+    cfg = KairoxConfig.model_validate(
+        {
+            "kairox": {"system_prompt": "Be brief."},
+            "profiles": {
+                "default": {
+                    "model": model,
+                    "context_window": window,
+                    "reserve": reserve,
+                    "token_margin": 0.1,
+                }
+            },
+            "retrieval": {"workspace_index": False},
+        }
+    )
     budget = window - reserve
     db = tmp_path_factory.mktemp("prop") / "k.db"
     with Kairox.open(db, cfg) as kx:
@@ -43,15 +72,32 @@ def test_generated_sessions_never_overflow(tmp_path_factory, turns, window, rese
         extras = [t[4] for t in turns]
         fresh = TokenCounter(counter.encoding, margin=counter.margin, cache_size=1)
         for i, (prompt, tools, reply, mark, extra) in enumerate(turns):
-            pins = [{"role": "system", "content": block_content("pinned", [
-                item_unit(pinned_header(f.fact_id), f.text)
-                for f in s.refresh_compaction().pinned])}] if "pin" in extras[:i] else []
+            pins = (
+                [
+                    {
+                        "role": "system",
+                        "content": block_content(
+                            "pinned",
+                            [
+                                item_unit(pinned_header(f.fact_id), f.text)
+                                for f in s.refresh_compaction().pinned
+                            ],
+                        ),
+                    }
+                ]
+                if "pin" in extras[:i]
+                else []
+            )
             try:
                 turn = s.begin_turn_sync(prompt)
             except ContextBudgetExceeded as err:
-                mandatory = fresh.count_messages([
-                    {"role": "system", "content": "Be brief."}, *pins,
-                    {"role": "user", "content": prompt}])
+                mandatory = fresh.count_messages(
+                    [
+                        {"role": "system", "content": "Be brief."},
+                        *pins,
+                        {"role": "user", "content": prompt},
+                    ]
+                )
                 assert mandatory > budget and err.total == mandatory
                 continue
             assert fresh.count_messages(turn.messages) == turn.trace.total <= budget
@@ -64,13 +110,21 @@ def test_generated_sessions_never_overflow(tmp_path_factory, turns, window, rese
             for p in kx.approvals.pending():
                 kx.approvals.accept(p.id)
             if extra == "pin":
-                kx.events_store.append(FactPinned(session_id=s.id, fact_id=f"f{i}",
-                                                  text=f"fact {i}: {prompt}"))
+                kx.events_store.append(
+                    FactPinned(session_id=s.id, fact_id=f"f{i}", text=f"fact {i}: {prompt}")
+                )
             elif extra == "compact":
                 last = kx.events_store.last_seq(s.id)
-                kx.events_store.append(CompactionSummary(
-                    session_id=s.id, compaction_id=f"c{i}", summary=f"summary {i}",
-                    first_seq=1, last_seq=max(1, last - 2), strategy="test"))
+                kx.events_store.append(
+                    CompactionSummary(
+                        session_id=s.id,
+                        compaction_id=f"c{i}",
+                        summary=f"summary {i}",
+                        first_seq=1,
+                        last_seq=max(1, last - 2),
+                        strategy="test",
+                    )
+                )
         try:
             preview = s.preview_sync("")
         except ContextBudgetExceeded as err:  # pins are mandatory: refused, not dropped

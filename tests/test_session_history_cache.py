@@ -27,30 +27,51 @@ PC_OTHER = counter_for_profile(ProfileConfig(model="gpt-4", context_window=10_00
 
 def turn_events(sid: str, i: int, tools: int) -> list:
     t = f"t{i}"
-    evs = [with_tokens(UserMessageAdded(session_id=sid, turn_id=t, text=f"user {i}"), PC),
-           ModelTokenDelta(session_id=sid, turn_id=t, delta="d")]
+    evs = [
+        with_tokens(UserMessageAdded(session_id=sid, turn_id=t, text=f"user {i}"), PC),
+        ModelTokenDelta(session_id=sid, turn_id=t, delta="d"),
+    ]
     for j in range(tools):
-        evs.append(with_tokens(ToolInvocationCompleted(
-            session_id=sid, turn_id=t, tool_call_id=f"c{i}.{j}", tool_name="f",
-            arguments="{}", result=f"result {i}.{j}"), PC))
-    evs.append(with_tokens(AssistantMessageCompleted(session_id=sid, turn_id=t,
-                                                     text=f"reply {i}"), PC))
-    evs.append(MemoryProposed(session_id=sid, proposal_id=f"p{i}", scope="session", key=None,
-                              body="b"))
+        evs.append(
+            with_tokens(
+                ToolInvocationCompleted(
+                    session_id=sid,
+                    turn_id=t,
+                    tool_call_id=f"c{i}.{j}",
+                    tool_name="f",
+                    arguments="{}",
+                    result=f"result {i}.{j}",
+                ),
+                PC,
+            )
+        )
+    evs.append(
+        with_tokens(AssistantMessageCompleted(session_id=sid, turn_id=t, text=f"reply {i}"), PC)
+    )
+    evs.append(
+        MemoryProposed(session_id=sid, proposal_id=f"p{i}", scope="session", key=None, body="b")
+    )
     return evs
 
 
-ops = st.lists(st.one_of(
-    st.tuples(st.just("turns"), st.integers(1, 40), st.integers(0, 2)),
-    st.tuples(st.just("compact"), st.floats(0, 1), st.floats(0, 1)),
-    st.tuples(st.just("read"), st.integers(0, 400), st.booleans()),
-    st.tuples(st.just("trim"), st.integers(0, 300), st.just(0)),
-    st.tuples(st.just("switch"), st.just(0), st.just(0)),
-), min_size=1, max_size=14)
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("turns"), st.integers(1, 40), st.integers(0, 2)),
+        st.tuples(st.just("compact"), st.floats(0, 1), st.floats(0, 1)),
+        st.tuples(st.just("read"), st.integers(0, 400), st.booleans()),
+        st.tuples(st.just("trim"), st.integers(0, 300), st.just(0)),
+        st.tuples(st.just("switch"), st.just(0), st.just(0)),
+    ),
+    min_size=1,
+    max_size=14,
+)
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(ops)
 def test_cache_matches_a_fresh_read(tmp_path_factory, operations) -> None:
     path: Path = tmp_path_factory.mktemp("cache") / "k.db"
@@ -62,19 +83,28 @@ def test_cache_matches_a_fresh_read(tmp_path_factory, operations) -> None:
     try:
         for op, a, b in operations:
             if op == "turns":
-                store.append_many(itertools.chain.from_iterable(
-                    turn_events("s", n + i, b) for i in range(a)))
+                store.append_many(
+                    itertools.chain.from_iterable(turn_events("s", n + i, b) for i in range(a))
+                )
                 n += a
             elif op == "compact":
                 last = store.last_seq("s")
                 if last < 2:
                     continue
                 lo, hi = sorted((1 + int(a * (last - 1)), 1 + int(b * (last - 1))))
-                store.append(CompactionSummary(session_id="s", compaction_id=f"c{lo}",
-                                               summary="s", first_seq=lo, last_seq=hi,
-                                               strategy="t"))
-                state.apply(store.read("s", first_seq=state.watermark + 1,
-                                       types=["CompactionSummary"]))
+                store.append(
+                    CompactionSummary(
+                        session_id="s",
+                        compaction_id=f"c{lo}",
+                        summary="s",
+                        first_seq=lo,
+                        last_seq=hi,
+                        strategy="t",
+                    )
+                )
+                state.apply(
+                    store.read("s", first_seq=state.watermark + 1, types=["CompactionSummary"])
+                )
             elif op == "switch":
                 counter = PC_OTHER if counter is PC else PC
             elif op == "trim":
@@ -82,8 +112,9 @@ def test_cache_matches_a_fresh_read(tmp_path_factory, operations) -> None:
             else:
                 skip = state.covered_ranges()
                 before = store.last_seq("s") if b else None
-                expected = list(EventHistory(store, "s", counter, before_seq=before,
-                                             skip=skip).newest_first())
+                expected = list(
+                    EventHistory(store, "s", counter, before_seq=before, skip=skip).newest_first()
+                )
                 got = []
                 for unit in cache.source(counter, before_seq=before, skip=skip):
                     if len(got) == a:
@@ -93,7 +124,8 @@ def test_cache_matches_a_fresh_read(tmp_path_factory, operations) -> None:
         # and a full read at the end
         skip = state.covered_ranges()
         assert list(cache.source(counter, skip=skip)) == list(
-            EventHistory(store, "s", counter, skip=skip).newest_first())
+            EventHistory(store, "s", counter, skip=skip).newest_first()
+        )
     finally:
         store.close()
 

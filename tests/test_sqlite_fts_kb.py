@@ -26,8 +26,9 @@ from kairox_core.testing.contracts import (
 
 
 def kb_config(db: Path, **options: object) -> KnowledgeBaseConfig:
-    return KnowledgeBaseConfig.model_validate({"id": "papers", "kind": "sqlite_fts",
-                                               "path": str(db), **options})
+    return KnowledgeBaseConfig.model_validate(
+        {"id": "papers", "kind": "sqlite_fts", "path": str(db), **options}
+    )
 
 
 def make(db: Path, **options: object) -> WorkspaceRetriever:
@@ -43,13 +44,22 @@ class TestPlainTableContract(RetrieverContract):
         db = tmp_path / "plain.db"
         db.unlink(missing_ok=True)
         conn = connect(db, vec=False)
-        conn.execute("CREATE TABLE papers (pid TEXT PRIMARY KEY, title TEXT, body TEXT, "
-                     "category TEXT)")
-        conn.executemany("INSERT INTO papers VALUES (?, ?, ?, ?)",
-                         [(d.id, d.title, d.text, d.metadata["category"]) for d in docs])
+        conn.execute(
+            "CREATE TABLE papers (pid TEXT PRIMARY KEY, title TEXT, body TEXT, category TEXT)"
+        )
+        conn.executemany(
+            "INSERT INTO papers VALUES (?, ?, ?, ?)",
+            [(d.id, d.title, d.text, d.metadata["category"]) for d in docs],
+        )
         conn.close()
-        retriever = make(db, table="papers", text_columns=["body"], id_column="pid",
-                         title_column="title", metadata_columns=["category"])
+        retriever = make(
+            db,
+            table="papers",
+            text_columns=["body"],
+            id_column="pid",
+            title_column="title",
+            metadata_columns=["category"],
+        )
         assert isinstance(retriever, IndexableRetriever)
         retriever.index([])
         return retriever
@@ -62,17 +72,26 @@ class TestFts5TableContract(RetrieverContract):
         db = tmp_path / "fts.db"
         db.unlink(missing_ok=True)
         conn = connect(db, vec=False)
-        conn.execute("CREATE VIRTUAL TABLE notes USING fts5(id UNINDEXED, title, text, "
-                     "category UNINDEXED)")
-        conn.executemany("INSERT INTO notes VALUES (?, ?, ?, ?)",
-                         [(d.id, d.title, d.text, d.metadata["category"]) for d in docs])
+        conn.execute(
+            "CREATE VIRTUAL TABLE notes USING fts5(id UNINDEXED, title, text, category UNINDEXED)"
+        )
+        conn.executemany(
+            "INSERT INTO notes VALUES (?, ?, ?, ?)",
+            [(d.id, d.title, d.text, d.metadata["category"]) for d in docs],
+        )
         conn.close()
-        return make(db, table="notes", text_columns="text", title_column="title",
-                    metadata_columns=["category"])
+        return make(
+            db,
+            table="notes",
+            text_columns="text",
+            title_column="title",
+            metadata_columns=["category"],
+        )
 
 
-def _search(retriever: WorkspaceRetriever, query: str, k: int = 5,
-            filters: dict[str, object] | None = None) -> list[str]:
+def _search(
+    retriever: WorkspaceRetriever, query: str, k: int = 5, filters: dict[str, object] | None = None
+) -> list[str]:
     return [h.doc_id for h in asyncio.run(retriever.retrieve(query, k, filters))]
 
 
@@ -106,7 +125,8 @@ def test_bad_options_are_named(tmp_path: Path) -> None:
 
 def test_unknown_filter_is_a_retriever_error(tmp_path: Path) -> None:
     retriever = TestFts5TableContract().make_retriever(
-        [ContractDoc("a", "A", "alpha text", {"category": "x"})], tmp_path)
+        [ContractDoc("a", "A", "alpha text", {"category": "x"})], tmp_path
+    )
     with pytest.raises(RetrieverError, match="cannot filter on 'colour'"):
         _search(retriever, "alpha", filters={"colour": "red"})
     assert _search(retriever, "alpha", filters={"category": ["x", "y"]}) == ["a"]

@@ -33,9 +33,7 @@ NO_NETWORK = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize(
-    ("encoding", "expected"), [("cl100k_base", 6), ("o200k_base", 6)]
-)
+@pytest.mark.parametrize(("encoding", "expected"), [("cl100k_base", 6), ("o200k_base", 6)])
 def test_counts_with_the_network_unreachable(tmp_path: Path, encoding: str, expected: int) -> None:
     # A fresh, empty tiktoken cache and no sockets: only the installed package can help.
     script = NO_NETWORK + textwrap.dedent(
@@ -45,18 +43,22 @@ def test_counts_with_the_network_unreachable(tmp_path: Path, encoding: str, expe
         """
     )
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path / "cache")}
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(expected)
 
 
 def test_disabled_tiktoken_cache_still_works(tmp_path: Path) -> None:
-    script = NO_NETWORK + "from kairox_core.tokens import TokenCounter\n" \
+    script = (
+        NO_NETWORK + "from kairox_core.tokens import TokenCounter\n"
         "print(TokenCounter('cl100k_base').count('tiktoken is great!'))"
+    )
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": "", "XDG_CACHE_HOME": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "6"
 
@@ -64,10 +66,18 @@ def test_disabled_tiktoken_cache_still_works(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("model", "encoding"),
     [
-        ("gpt-4o", "o200k_base"), ("gpt-4o-mini", "o200k_base"), ("gpt-4.1", "o200k_base"),
-        ("o1-preview", "o200k_base"), ("o3-mini", "o200k_base"), ("o4-mini", "o200k_base"),
-        ("openai/gpt-4o", "o200k_base"), ("gpt-4", "cl100k_base"), ("gpt-4-turbo", "cl100k_base"),
-        ("gpt-3.5-turbo", "cl100k_base"), ("llama3", None), ("claude-3-opus", None),
+        ("gpt-4o", "o200k_base"),
+        ("gpt-4o-mini", "o200k_base"),
+        ("gpt-4.1", "o200k_base"),
+        ("o1-preview", "o200k_base"),
+        ("o3-mini", "o200k_base"),
+        ("o4-mini", "o200k_base"),
+        ("openai/gpt-4o", "o200k_base"),
+        ("gpt-4", "cl100k_base"),
+        ("gpt-4-turbo", "cl100k_base"),
+        ("gpt-3.5-turbo", "cl100k_base"),
+        ("llama3", None),
+        ("claude-3-opus", None),
     ],
 )
 def test_model_to_encoding(model: str, encoding: str | None) -> None:

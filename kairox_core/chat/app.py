@@ -149,8 +149,9 @@ class ChatApp(App[None]):
         if outcome.error:
             self.note(outcome.error, "error")
         for bad in outcome.invalid:
-            self.trace_panel.add_line(f"invalid marker ignored: {getattr(bad, 'reason', bad)}",
-                                      "yellow")
+            self.trace_panel.add_line(
+                f"invalid marker ignored: {getattr(bad, 'reason', bad)}", "yellow"
+            )
         for accepted in outcome.accepted:
             self.note(f"session memory noted [{accepted.key or '-'}]: {accepted.body}")
             self.trace_panel.add_line(describe_event(accepted), "green")
@@ -192,12 +193,14 @@ class ChatApp(App[None]):
                 self.note(HELP)
             elif isinstance(command, Remember):
                 record = e.kx.approvals.remember(
-                    command.scope, command.key, command.text,
-                    workspace_id=e.workspace, session_id=e.session_id,
+                    command.scope,
+                    command.key,
+                    command.text,
+                    workspace_id=e.workspace,
+                    session_id=e.session_id,
                 )
                 self.note(f"remembered [{command.scope}:{command.key}] {command.text}")
-                self.trace_panel.add_line(f"MemoryAccepted {command.scope}:{record.key}",
-                                          "green")
+                self.trace_panel.add_line(f"MemoryAccepted {command.scope}:{record.key}", "green")
             elif isinstance(command, Compact):
                 await self.compact_now()
             elif isinstance(command, SwitchProfile):
@@ -205,8 +208,9 @@ class ChatApp(App[None]):
                 if hasattr(result, "__await__"):
                     await result
                 self.note(f"profile is now '{e.profile}'")
-                self.sub_title = (f"session {e.session_id} · workspace {e.workspace} · "
-                                  f"profile {e.profile}")
+                self.sub_title = (
+                    f"session {e.session_id} · workspace {e.workspace} · profile {e.profile}"
+                )
         except KairoxError as exc:
             self.note(str(exc), "error")
 

@@ -30,8 +30,12 @@ from kairox_core.events import (
 from kairox_core.providers.base import ModelProvider
 from kairox_core.providers.resolve import build_provider, choose_provider
 
-COMPACTION_EVENTS = (ContextCompactionStarted, ContextCompactionCompleted,
-                     ContextCompactionFailed, ContextCompactionSkipped)
+COMPACTION_EVENTS = (
+    ContextCompactionStarted,
+    ContextCompactionCompleted,
+    ContextCompactionFailed,
+    ContextCompactionSkipped,
+)
 
 
 @dataclass
@@ -51,8 +55,15 @@ class TurnOutcome:
 class ChatEngine:
     """Holds the Kairox facade, one session and its model provider."""
 
-    def __init__(self, kx: Any, session: Any, config: KairoxConfig, *,
-                 provider: ModelProvider, provider_note: str) -> None:
+    def __init__(
+        self,
+        kx: Any,
+        session: Any,
+        config: KairoxConfig,
+        *,
+        provider: ModelProvider,
+        provider_note: str,
+    ) -> None:
         self.kx = kx
         self.session = session
         self.config = config
@@ -61,8 +72,13 @@ class ChatEngine:
 
     @classmethod
     def open(
-        cls, config: KairoxConfig, database: Path, *, profile: str | None = None,
-        workspace: str | None = None, session_id: str | None = None,
+        cls,
+        config: KairoxConfig,
+        database: Path,
+        *,
+        profile: str | None = None,
+        workspace: str | None = None,
+        session_id: str | None = None,
         provider: ModelProvider | None = None,
     ) -> ChatEngine:
         from kairox_core.facade import Kairox
@@ -74,9 +90,12 @@ class ChatEngine:
             provider = build_provider(choice.config)
             note = f"model: {provider.model} via {choice.reason}"
         kx = Kairox.open(database, config=config)
-        session = kx.session(workspace=workspace or config.kairox.default_workspace,
-                             profile=profile_name, session_id=session_id,
-                             system_prompt=system_prompt_for(config.kairox.system_prompt))
+        session = kx.session(
+            workspace=workspace or config.kairox.default_workspace,
+            profile=profile_name,
+            session_id=session_id,
+            system_prompt=system_prompt_for(config.kairox.system_prompt),
+        )
         return cls(kx, session, config, provider=provider, provider_note=note)
 
     # --- facts the front ends show ----------------------------------------------------
@@ -121,8 +140,9 @@ class ChatEngine:
         if outcome.error and not fed:
             await turn.abort()  # the prompt stays in the audit; no empty reply is recorded
             return outcome
-        result = await turn.complete(model=self.provider.model, provider=self.provider.name,
-                                     usage=usage)
+        result = await turn.complete(
+            model=self.provider.model, provider=self.provider.name, usage=usage
+        )
         outcome.text = result.text
         outcome.invalid = list(result.invalid)
         self._collect_turn_events(turn.turn_id, turn.prompt_seq, outcome)

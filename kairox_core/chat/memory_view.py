@@ -143,8 +143,12 @@ class MemoryView(Screen[None]):
             if text and text.strip():
                 self._call_session("edit_summary", summary.seq, text.strip())
 
-        self.app.push_screen(EditScreen(f"Edit summary of seqs {summary.first_seq}-"
-                                        f"{summary.last_seq}", summary.text), save)
+        self.app.push_screen(
+            EditScreen(
+                f"Edit summary of seqs {summary.first_seq}-{summary.last_seq}", summary.text
+            ),
+            save,
+        )
 
     def action_drop_chunk(self) -> None:
         if not self.summaries:
@@ -158,8 +162,9 @@ class MemoryView(Screen[None]):
             self._call_session("drop_chunk", summary.seq, int(text.strip()))
 
         chunks = "\n".join(f"{i}: {c}" for i, c in enumerate(summary.text.split("\n")) if c)
-        self.app.push_screen(EditScreen("Type the number of the chunk to drop:\n" + chunks, ""),
-                             save)
+        self.app.push_screen(
+            EditScreen("Type the number of the chunk to drop:\n" + chunks, ""), save
+        )
 
     @work(group="session-action")
     async def _call_session(self, name: str, *args: Any) -> None:
@@ -176,8 +181,11 @@ def render_layers(context: Any) -> Text:
     """The assembled context, layer by layer, with token counts."""
     trace = context.trace
     text = Text()
-    text.append(f"{trace.total} of {trace.budget} tokens (window {trace.context_window}, "
-                f"reserve {trace.reserve})\n\n", style="bold")
+    text.append(
+        f"{trace.total} of {trace.budget} tokens (window {trace.context_window}, "
+        f"reserve {trace.reserve})\n\n",
+        style="bold",
+    )
     for name, layer in trace.layers.items():
         if name == "prompt":
             continue

@@ -17,8 +17,15 @@ from kairox_core.errors import KairoxError
 
 
 class PlainChat:
-    def __init__(self, engine: ChatEngine, stdin: TextIO, stdout: TextIO, stderr: TextIO, *,
-                 decide: str | None = None) -> None:
+    def __init__(
+        self,
+        engine: ChatEngine,
+        stdin: TextIO,
+        stdout: TextIO,
+        stderr: TextIO,
+        *,
+        decide: str | None = None,
+    ) -> None:
         self.engine = engine
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
         self.decide = decide  # "approve" | "reject" | None
@@ -30,8 +37,10 @@ class PlainChat:
 
     async def run(self) -> int:
         e = self.engine
-        self.say(f"session {e.session_id} (workspace '{e.workspace}', profile '{e.profile}'); "
-                 f"{e.provider_note}")
+        self.say(
+            f"session {e.session_id} (workspace '{e.workspace}', profile '{e.profile}'); "
+            f"{e.provider_note}"
+        )
         for raw in self.stdin:
             line = raw.rstrip("\n")
             if not line.strip():
@@ -66,8 +75,9 @@ class PlainChat:
         for accepted in outcome.accepted:
             self.say(f"session memory noted [{accepted.key or '-'}]: {accepted.body}")
         for p in outcome.proposals:
-            taint = " TAINTED (its text came from a tool result or retrieved text)" \
-                if p.tainted else ""
+            taint = (
+                " TAINTED (its text came from a tool result or retrieved text)" if p.tainted else ""
+            )
             self.say(f"memory proposed id={p.proposal_id} [{p.scope}:{p.key}]{taint}: {p.body}")
             if self.decide == "approve":
                 self.engine.approve(p.proposal_id)
@@ -87,8 +97,11 @@ class PlainChat:
                 self.say(line)
         elif isinstance(command, Remember):
             record = e.kx.approvals.remember(
-                command.scope, command.key, command.text,
-                workspace_id=e.workspace, session_id=e.session_id,
+                command.scope,
+                command.key,
+                command.text,
+                workspace_id=e.workspace,
+                session_id=e.session_id,
             )
             self.say(f"remembered [{command.scope}:{command.key}] id={record.id}")
         elif isinstance(command, Compact):

@@ -85,16 +85,20 @@ def _parse_remember(args: list[str]) -> Remember:
         if arg in ("--scope", "--key"):
             value = next(it, None)
             if value is None:
-                raise SlashError(f"{arg} needs a value; usage: /remember TEXT "
-                                 "[--scope user|workspace] [--key KEY]")
+                raise SlashError(
+                    f"{arg} needs a value; usage: /remember TEXT "
+                    "[--scope user|workspace] [--key KEY]"
+                )
             if arg == "--scope":
                 if value not in ("user", "workspace"):
                     raise SlashError(f"--scope must be user or workspace, not '{value}'")
                 scope = value
             else:
                 if not KEY_RE.match(value):
-                    raise SlashError(f"--key '{value}' is not a valid key: use letters, digits "
-                                     "and . _ : - (at most 128)")
+                    raise SlashError(
+                        f"--key '{value}' is not a valid key: use letters, digits "
+                        "and . _ : - (at most 128)"
+                    )
                 key = value
         else:
             words.append(arg)

@@ -49,7 +49,7 @@ class ChatMessage(Static):
 
 
 class MemoryCard(Static, can_focus=True):
-    """"Remember this?": ``a`` approves, ``r`` rejects, ``e`` edits then approves."""
+    """ "Remember this?": ``a`` approves, ``r`` rejects, ``e`` edits then approves."""
 
     DEFAULT_CSS = """
     MemoryCard { border: round $warning; padding: 0 1; margin: 0 0 1 0; }
@@ -86,12 +86,16 @@ class MemoryCard(Static, can_focus=True):
         text.append(f"{p.key}\n", style="bold cyan")
         text.append(p.body + "\n")
         if p.tainted:
-            text.append("⚠ tainted: this text also appears in a tool result or retrieved "
-                        "text of this turn; a document may have steered the model.\n",
-                        style="bold red")
+            text.append(
+                "⚠ tainted: this text also appears in a tool result or retrieved "
+                "text of this turn; a document may have steered the model.\n",
+                style="bold red",
+            )
         else:
-            text.append("not tainted: no tool result or retrieved text of this turn "
-                        "contains it\n", style="dim green")
+            text.append(
+                "not tainted: no tool result or retrieved text of this turn contains it\n",
+                style="dim green",
+            )
         text.append(status or "a approve · r reject · e edit then approve", style="dim")
         return text
 
@@ -111,8 +115,9 @@ class MemoryCard(Static, can_focus=True):
             if body is not None and body.strip():
                 self.post_message(self.Decided(self, "approve", body.strip()))
 
-        self.app.push_screen(EditScreen(f"Edit {self.proposal.scope}:{self.proposal.key}",
-                                        self.proposal.body), done)
+        self.app.push_screen(
+            EditScreen(f"Edit {self.proposal.scope}:{self.proposal.key}", self.proposal.body), done
+        )
 
     def mark(self, verdict: str, body: str | None = None) -> None:
         self.decided = True
@@ -137,7 +142,8 @@ class EditScreen(ModalScreen[str | None]):
     EditScreen TextArea { height: 10; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+s", "save", "Save"), Binding("escape", "cancel", "Cancel"),
+        Binding("ctrl+s", "save", "Save"),
+        Binding("escape", "cancel", "Cancel"),
     ]
 
     def __init__(self, title: str, text: str) -> None:
@@ -166,8 +172,12 @@ class EditScreen(ModalScreen[str | None]):
 
 def render_trace(turn_no: int, trace: Any) -> Group:
     """A turn's context trace: each layer's tokens, what was included and dropped."""
-    table = Table(title=f"turn {turn_no}: {trace.total}/{trace.budget} tokens",
-                  show_header=True, header_style="bold", expand=True)
+    table = Table(
+        title=f"turn {turn_no}: {trace.total}/{trace.budget} tokens",
+        show_header=True,
+        header_style="bold",
+        expand=True,
+    )
     table.add_column("source")
     table.add_column("tokens", justify="right")
     table.add_column("in", justify="right")

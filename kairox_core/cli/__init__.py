@@ -14,10 +14,20 @@ __all__ = ["CliContext", "cli", "main", "pass_cli"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar="KAIROX_CONFIG",
-              help="kairox.toml to use (default: ./kairox.toml, then the user config dir).")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False), envvar="KAIROX_DB",
-              help="SQLite database file (default: from the config, else the user data dir).")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    envvar="KAIROX_CONFIG",
+    help="kairox.toml to use (default: ./kairox.toml, then the user config dir).",
+)
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False),
+    envvar="KAIROX_DB",
+    help="SQLite database file (default: from the config, else the user data dir).",
+)
 @click.version_option(package_name="kairox-core", prog_name="kairox")
 @click.pass_context
 def cli(ctx: click.Context, config_path: str | None, db_path: str | None) -> None:

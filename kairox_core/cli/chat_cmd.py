@@ -14,16 +14,27 @@ from kairox_core.cli.context import CliContext, pass_cli
 @click.option("--profile", help="Profile (or alias) to chat with (default: the config's).")
 @click.option("--workspace", help="Workspace whose memories and documents to use.")
 @click.option("--session", "session_id", help="Resume this session id (see `kairox sessions`).")
-@click.option("--provider", "provider_id", help="A [providers.<id>] to use instead of the "
-              "profile's.")
-@click.option("--plain", is_flag=True, help="No TUI: prompts from stdin (one per line), "
-              "answers to stdout, proposals and events on stderr.")
+@click.option(
+    "--provider", "provider_id", help="A [providers.<id>] to use instead of the profile's."
+)
+@click.option(
+    "--plain",
+    is_flag=True,
+    help="No TUI: prompts from stdin (one per line), "
+    "answers to stdout, proposals and events on stderr.",
+)
 @click.option("--approve-all", is_flag=True, help="With --plain: accept every memory proposal.")
 @click.option("--reject-all", is_flag=True, help="With --plain: reject every memory proposal.")
 @pass_cli
 def chat_command(
-    cli_ctx: CliContext, profile: str | None, workspace: str | None, session_id: str | None,
-    provider_id: str | None, plain: bool, approve_all: bool, reject_all: bool,
+    cli_ctx: CliContext,
+    profile: str | None,
+    workspace: str | None,
+    session_id: str | None,
+    provider_id: str | None,
+    plain: bool,
+    approve_all: bool,
+    reject_all: bool,
 ) -> None:
     """Chat with memory: streamed answers cleaned of <memory> tags, approval cards for
     memories the model proposes, a trace of every turn's context (ctrl+t) and the Memory
@@ -39,8 +50,14 @@ def chat_command(
     provider = None
     if provider_id:
         provider = build_provider(choose_provider(config, provider_id).config)
-    engine = ChatEngine.open(config, cli_ctx.database, profile=profile, workspace=workspace,
-                             session_id=session_id, provider=provider)
+    engine = ChatEngine.open(
+        config,
+        cli_ctx.database,
+        profile=profile,
+        workspace=workspace,
+        session_id=session_id,
+        provider=provider,
+    )
     if provider is not None:
         engine.provider_note = f"model: {provider.model} via provider '{provider_id}'"
     if plain:

@@ -21,7 +21,8 @@ def _session(cli_ctx: CliContext, session_id: str) -> Iterator[Any]:
 
     if not cli_ctx.database.exists():
         raise UnknownSessionError(
-            f"no session '{session_id}': the database {cli_ctx.database} does not exist yet")
+            f"no session '{session_id}': the database {cli_ctx.database} does not exist yet"
+        )
     with Kairox.open(cli_ctx.database, cli_ctx.config) as kx:
         yield kx.get_session(session_id)
 
@@ -35,22 +36,33 @@ def _parse_range(text: str | None) -> tuple[int | None, int | None]:
         last = int(hi) if hi.strip() else None
     except ValueError:
         first = last = -1
-    if not sep or first == -1 or (first is None and last is None) or \
-            (first is not None and first < 1) or (last is not None and last < 1):
+    if (
+        not sep
+        or first == -1
+        or (first is None and last is None)
+        or (first is not None and first < 1)
+        or (last is not None and last < 1)
+    ):
         raise KairoxUserError(
             f"--range {text!r} is not a seq range; write A:B (inclusive, e.g. 5:40), A: or "
-            f":B, with seqs as `kairox events SESSION` shows them")
+            f":B, with seqs as `kairox events SESSION` shows them"
+        )
     return first, last
 
 
 @click.command("compact")
 @click.argument("session_id", metavar="SESSION")
-@click.option("--range", "seq_range", metavar="A:B",
-              help="Compact only seqs A..B (inclusive, widened to whole exchanges).")
+@click.option(
+    "--range",
+    "seq_range",
+    metavar="A:B",
+    help="Compact only seqs A..B (inclusive, widened to whole exchanges).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @pass_cli
-def compact_command(cli_ctx: CliContext, session_id: str, seq_range: str | None,
-                    as_json: bool) -> None:
+def compact_command(
+    cli_ctx: CliContext, session_id: str, seq_range: str | None, as_json: bool
+) -> None:
     """Compact SESSION now: summarise its oldest stretch not yet compacted (keeping the
     most recent exchanges), or the range given. Originals stay in the audit trail.
     Exits 1 if the strategy failed."""
@@ -89,11 +101,17 @@ def _describe(event: Any) -> str:
 @click.command("events")
 @click.argument("session_id", metavar="SESSION")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event (JSON lines).")
-@click.option("--type", "types", multiple=True, metavar="T",
-              help="Only events of this type (repeatable), e.g. --type CompactionSummary.")
+@click.option(
+    "--type",
+    "types",
+    multiple=True,
+    metavar="T",
+    help="Only events of this type (repeatable), e.g. --type CompactionSummary.",
+)
 @pass_cli
-def events_command(cli_ctx: CliContext, session_id: str, as_json: bool,
-                   types: tuple[str, ...]) -> None:
+def events_command(
+    cli_ctx: CliContext, session_id: str, as_json: bool, types: tuple[str, ...]
+) -> None:
     """Show the audit trail of SESSION: every event in seq order, nothing ever deleted
     (compaction summaries name the seq range they replace)."""
     with _session(cli_ctx, session_id) as session:
@@ -156,8 +174,7 @@ def summary_show(cli_ctx: CliContext, session_id: str) -> None:
     if not summaries:
         click.echo("no active summaries (run `kairox compact SESSION`)")
     for s in summaries:
-        click.echo(f"summary seq {s.seq} (replaces seqs {s.first_seq}-{s.last_seq}, "
-                   f"{s.strategy}):")
+        click.echo(f"summary seq {s.seq} (replaces seqs {s.first_seq}-{s.last_seq}, {s.strategy}):")
         for i, chunk in enumerate(s.text.split("\n")):
             if chunk.strip():
                 click.echo(f"  {i}: {chunk}")
@@ -198,6 +215,5 @@ def summary_drop(cli_ctx: CliContext, session_id: str, seq: int, chunk: int) -> 
 
 
 def register(cli: click.Group) -> None:
-    for command in (compact_command, events_command, pin_command, unpin_command,
-                    summary_group):
+    for command in (compact_command, events_command, pin_command, unpin_command, summary_group):
         cli.add_command(command)

@@ -44,8 +44,10 @@ def path(cli_ctx: CliContext) -> None:
 def check(cli_ctx: CliContext) -> None:
     """Validate the configuration; exit 2 with the problem if it is wrong."""
     config = cli_ctx.config
-    click.echo(f"ok: {config.source or 'embedded default'} "
-               f"({len(config.profiles)} profiles, {len(config.knowledge_bases)} knowledge bases)")
+    click.echo(
+        f"ok: {config.source or 'embedded default'} "
+        f"({len(config.profiles)} profiles, {len(config.knowledge_bases)} knowledge bases)"
+    )
 
 
 def register(cli: click.Group) -> None:

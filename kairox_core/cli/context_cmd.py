@@ -35,11 +35,16 @@ def _open(cli_ctx: CliContext) -> Any:
 @click.option("--prompt", default="", help="The next prompt (default: empty).")
 @click.option("--profile", help="Assemble for this profile instead of the session's own.")
 @click.option("--json", "as_json", is_flag=True, help="Print the trace and messages as JSON.")
-@click.option("--messages", "show_messages", is_flag=True,
-              help="Also print the messages that would be sent.")
+@click.option(
+    "--messages", "show_messages", is_flag=True, help="Also print the messages that would be sent."
+)
 @pass_cli
 def context_command(
-    cli_ctx: CliContext, session_id: str, prompt: str, profile: str | None, as_json: bool,
+    cli_ctx: CliContext,
+    session_id: str,
+    prompt: str,
+    profile: str | None,
+    as_json: bool,
     show_messages: bool,
 ) -> None:
     """Show what the next turn of SESSION would send, layer by layer.
@@ -59,11 +64,19 @@ def context_command(
         assembled = session.preview_sync(prompt, profile=profile)
     trace = assembled.trace
     if as_json:
-        click.echo(json.dumps({
-            "session": session_id, "workspace": session.workspace_id,
-            "profile": trace.profile, "trace": trace.as_dict(),
-            "messages": assembled.messages,
-        }, indent=2, ensure_ascii=False))
+        click.echo(
+            json.dumps(
+                {
+                    "session": session_id,
+                    "workspace": session.workspace_id,
+                    "profile": trace.profile,
+                    "trace": trace.as_dict(),
+                    "messages": assembled.messages,
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return
     _print_trace(session_id, session.workspace_id, trace)
     if show_messages:
@@ -72,8 +85,11 @@ def context_command(
         console = Console()
         for message in assembled.messages:
             console.rule(f"[bold]{message['role']}")
-            console.print(message.get("content") or json.dumps(message.get("tool_calls")),
-                          markup=False, highlight=False)
+            console.print(
+                message.get("content") or json.dumps(message.get("tool_calls")),
+                markup=False,
+                highlight=False,
+            )
 
 
 def _print_trace(session_id: str, workspace: str, trace: ContextTrace) -> None:
@@ -95,8 +111,14 @@ def _print_trace(session_id: str, workspace: str, trace: ContextTrace) -> None:
     table.add_column("dropped", justify="right")
     for name, title in LAYER_TITLES:
         layer = trace.layer(name)
-        table.add_row(title, str(layer.tokens), "" if layer.limit is None else str(layer.limit),
-                      str(layer.messages), str(len(layer.included)), str(len(layer.dropped)))
+        table.add_row(
+            title,
+            str(layer.tokens),
+            "" if layer.limit is None else str(layer.limit),
+            str(layer.messages),
+            str(len(layer.included)),
+            str(len(layer.dropped)),
+        )
     table.add_row("reply priming", str(trace.priming), "", "", "", "")
     table.add_section()
     table.add_row("[bold]total", f"[bold]{trace.total}", str(trace.budget), "", "", "")
@@ -111,11 +133,14 @@ def _print_trace(session_id: str, workspace: str, trace: ContextTrace) -> None:
     if dropped:
         out = Table(title="left out", title_justify="left")
         for col in ("layer", "item", "tokens", "why"):
-            out.add_column(col, justify="right" if col == "tokens" else "left",
-                           overflow="fold")
+            out.add_column(col, justify="right" if col == "tokens" else "left", overflow="fold")
         for name, item in dropped:
-            out.add_row(name, item.label if name == "history" else f"{item.label} ({item.id})",
-                        str(item.tokens), item.reason or "")
+            out.add_row(
+                name,
+                item.label if name == "history" else f"{item.label} ({item.id})",
+                str(item.tokens),
+                item.reason or "",
+            )
         console.print(out)
     notes = [(name, note) for name, _ in LAYER_TITLES for note in trace.layer(name).notes]
     for name, note in notes:
@@ -158,12 +183,20 @@ def sessions_command(cli_ctx: CliContext, workspace: str | None, as_json: bool) 
     table = Table()
     table.add_column("session", no_wrap=True)
     for col in ("workspace", "profile", "started", "events", "last seq", "archived"):
-        table.add_column(col, justify="right" if col in ("events", "last seq") else "left",
-                         overflow="fold")
+        table.add_column(
+            col, justify="right" if col in ("events", "last seq") else "left", overflow="fold"
+        )
     for r in rows:
         started = dt.datetime.fromtimestamp(r["created_at"]).strftime("%Y-%m-%d %H:%M")
-        table.add_row(r["session_id"], r["workspace_id"] or "", r["profile"] or "", started,
-                      str(r["event_count"]), str(r["last_seq"]), "yes" if r["archived"] else "")
+        table.add_row(
+            r["session_id"],
+            r["workspace_id"] or "",
+            r["profile"] or "",
+            started,
+            str(r["event_count"]),
+            str(r["last_seq"]),
+            "yes" if r["archived"] else "",
+        )
     Console().print(table)
 
 

@@ -60,8 +60,9 @@ def _open(cli_ctx: CliContext) -> Iterator[_Memory]:
     events = EventStore(db)
     memories = open_memory_store(config.memory.store, db)
     try:
-        yield _Memory(memories, ApprovalService(
-            events, memories, max_body_chars=config.memory.max_body_chars))
+        yield _Memory(
+            memories, ApprovalService(events, memories, max_body_chars=config.memory.max_body_chars)
+        )
     finally:
         memories.close()
         events.close()
@@ -102,8 +103,13 @@ def memory_group() -> None:
 @click.option("--session", help="Only this session's session memories.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_cli
-def list_command(cli_ctx: CliContext, scope: str | None, workspace: str | None,
-                 session: str | None, as_json: bool) -> None:
+def list_command(
+    cli_ctx: CliContext,
+    scope: str | None,
+    workspace: str | None,
+    session: str | None,
+    as_json: bool,
+) -> None:
     """List accepted memories, newest first."""
     wanted = parse_scope(scope) if scope is not None else None
     with _open(cli_ctx) as mem:
@@ -119,8 +125,9 @@ def list_command(cli_ctx: CliContext, scope: str | None, workspace: str | None,
     for column in ("scope", "owner", "key", "body", "updated"):
         table.add_column(column, overflow="fold")
     for r in records:
-        table.add_row(r.id, r.scope.value, _owner(r), r.key or "-", _short(r.body),
-                      _when(r.updated_at))
+        table.add_row(
+            r.id, r.scope.value, _owner(r), r.key or "-", _short(r.body), _when(r.updated_at)
+        )
     Console().print(table)
 
 
@@ -135,13 +142,17 @@ def show_command(cli_ctx: CliContext, item_id: str, as_json: bool) -> None:
         proposal = None if record is not None else mem.approvals.get_proposal(item_id)
         versions = []
         if record is not None and record.key is not None:
-            versions = mem.memories.history(record.scope, record.key,
-                                            workspace_id=record.workspace_id,
-                                            session_id=record.session_id)
+            versions = mem.memories.history(
+                record.scope,
+                record.key,
+                workspace_id=record.workspace_id,
+                session_id=record.session_id,
+            )
     if record is None and proposal is None:
         raise _not_found(
             f"no memory or proposal with id '{item_id}'; `kairox memory list` and "
-            f"`kairox memory pending` show the ids")
+            f"`kairox memory pending` show the ids"
+        )
     if record is not None:
         data = record.as_dict()
         data["versions"] = len(versions) or 1
@@ -168,12 +179,23 @@ def _proposal_table(proposals: list[Proposal]) -> Table:
     for column in ("scope", "key", "body", "from", "raised", "warning"):
         table.add_column(column, overflow="fold")
     for p in proposals:
-        origin = f"session {p.session_id}" + (f"\nworkspace {p.workspace_id}"
-                                              if p.workspace_id else "")
-        warning = "[red]TAINTED: the body appears in a tool result or retrieved text[/red]" \
-            if p.tainted else ""
-        table.add_row(p.id, p.scope.value, p.key or "-", _short(p.body, 80), origin,
-                      _when(p.created_at), warning)
+        origin = f"session {p.session_id}" + (
+            f"\nworkspace {p.workspace_id}" if p.workspace_id else ""
+        )
+        warning = (
+            "[red]TAINTED: the body appears in a tool result or retrieved text[/red]"
+            if p.tainted
+            else ""
+        )
+        table.add_row(
+            p.id,
+            p.scope.value,
+            p.key or "-",
+            _short(p.body, 80),
+            origin,
+            _when(p.created_at),
+            warning,
+        )
     return table
 
 
@@ -243,8 +265,9 @@ def edit_command(cli_ctx: CliContext, item_id: str, body: str | None) -> None:
             return
         proposal = mem.approvals.get_proposal(item_id)
         if proposal is None:
-            raise _not_found(f"no memory or proposal with id '{item_id}'; "
-                                      f"`kairox memory list` shows the ids")
+            raise _not_found(
+                f"no memory or proposal with id '{item_id}'; `kairox memory list` shows the ids"
+            )
         if proposal.status != "pending":
             raise KairoxUserError(f"proposal '{item_id}' is already {proposal.status}")
         text = _edited_text(proposal.body, body)
@@ -272,8 +295,14 @@ def delete_command(cli_ctx: CliContext, memory_id: str) -> None:
 @click.option("--workspace", help="Workspace (required for workspace memories).")
 @click.option("--session", help="Session (required for session memories).")
 @pass_cli
-def add_command(cli_ctx: CliContext, body: str, scope: str, key: str | None,
-                workspace: str | None, session: str | None) -> None:
+def add_command(
+    cli_ctx: CliContext,
+    body: str,
+    scope: str,
+    key: str | None,
+    workspace: str | None,
+    session: str | None,
+) -> None:
     """Write a memory yourself: accepted at once."""
     wanted = parse_scope(scope)
     missing = {"workspace": ("--workspace", workspace), "session": ("--session", session)}
@@ -283,21 +312,30 @@ def add_command(cli_ctx: CliContext, body: str, scope: str, key: str | None,
         flag = missing[wanted.value][0]
         raise KairoxUserError(f"a {wanted.value} memory needs {flag} ID")
     with _open(cli_ctx) as mem:
-        record = mem.approvals.remember(wanted, key, body, workspace_id=workspace,
-                                        session_id=session)
+        record = mem.approvals.remember(
+            wanted, key, body, workspace_id=workspace, session_id=session
+        )
     click.echo(f"remembered {record.id} ({record.scope.value}:{record.key or '-'})")
 
 
 @memory_group.command("history")
 @click.argument("key")
-@click.option("--scope", help=SCOPE_HELP + " Default: workspace with --workspace, "
-              "session with --session, else user.")
+@click.option(
+    "--scope",
+    help=SCOPE_HELP + " Default: workspace with --workspace, session with --session, else user.",
+)
 @click.option("--workspace", help="The workspace of a workspace memory.")
 @click.option("--session", help="The session of a session memory.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_cli
-def history_command(cli_ctx: CliContext, key: str, scope: str | None, workspace: str | None,
-                    session: str | None, as_json: bool) -> None:
+def history_command(
+    cli_ctx: CliContext,
+    key: str,
+    scope: str | None,
+    workspace: str | None,
+    session: str | None,
+    as_json: bool,
+) -> None:
     """Every body KEY has had, oldest first, the current one last."""
     if scope is not None:
         wanted = parse_scope(scope)
@@ -319,8 +357,14 @@ def history_command(cli_ctx: CliContext, key: str, scope: str | None, workspace:
     for column in ("#", "body", "from", "until", "ended", "memory"):
         table.add_column(column, overflow="fold")
     for i, v in enumerate(versions, 1):
-        table.add_row(str(i), v.body, _when(v.valid_from), _when(v.replaced_at),
-                      v.ended or "current", v.memory_id)
+        table.add_row(
+            str(i),
+            v.body,
+            _when(v.valid_from),
+            _when(v.replaced_at),
+            v.ended or "current",
+            v.memory_id,
+        )
     Console().print(table)
 
 

@@ -28,8 +28,11 @@ def plugins_command(as_json: bool) -> None:
         )
         status = f"[red]error: {info['error']}[/red]" if info["error"] else "[green]ok[/green]"
         table.add_row(
-            info["name"], f"{info['distribution']} {info['version']}",
-            "\n".join(info["hooks"]), registers or "-", status,
+            info["name"],
+            f"{info['distribution']} {info['version']}",
+            "\n".join(info["hooks"]),
+            registers or "-",
+            status,
         )
     Console().print(table)
 

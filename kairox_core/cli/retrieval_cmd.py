@@ -23,15 +23,24 @@ _err = Console(stderr=True)
 
 
 def _progress() -> Progress:
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TextColumn("{task.fields[item]}"),
-                    console=_err, transient=True)
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[item]}"),
+        console=_err,
+        transient=True,
+    )
 
 
-def _summary(report: IndexReport, chunks_total: int | None = None,
-             done: str = "embedded") -> str:
-    parts = [f"{report.added} added", f"{report.updated} updated",
-             f"{report.unchanged} unchanged", f"{report.removed} removed"]
+def _summary(report: IndexReport, chunks_total: int | None = None, done: str = "embedded") -> str:
+    parts = [
+        f"{report.added} added",
+        f"{report.updated} updated",
+        f"{report.unchanged} unchanged",
+        f"{report.removed} removed",
+    ]
     skipped = []
     if report.skipped_binary:
         skipped.append(f"{report.skipped_binary} binary")
@@ -66,15 +75,22 @@ def _hits_table(title: str, hits: Sequence[RetrievalHit]) -> Table:
 
 
 def _hit_dict(hit: RetrievalHit) -> dict[str, Any]:
-    return {"doc_id": hit.doc_id, "score": hit.score, "source": hit.source,
-            "chunk_id": hit.chunk_id, "text": hit.text,
-            "metadata": json.loads(json.dumps(dict(hit.metadata), default=str))}
+    return {
+        "doc_id": hit.doc_id,
+        "score": hit.score,
+        "source": hit.source,
+        "chunk_id": hit.chunk_id,
+        "text": hit.text,
+        "metadata": json.loads(json.dumps(dict(hit.metadata), default=str)),
+    }
 
 
 # --- kairox index -------------------------------------------------------------------
 
-def run_index(cli_ctx: CliContext, paths: Sequence[str], workspace: str | None,
-              rebuild: bool) -> tuple[IndexReport, int]:
+
+def run_index(
+    cli_ctx: CliContext, paths: Sequence[str], workspace: str | None, rebuild: bool
+) -> tuple[IndexReport, int]:
     from kairox_core.retrieval.files import scan_files
     from kairox_core.retrieval.index import WorkspaceRagIndex
 
@@ -107,9 +123,12 @@ def run_index(cli_ctx: CliContext, paths: Sequence[str], workspace: str | None,
                         setattr(report, status, getattr(report, status) + 1)
                     bar.advance(task)
             seen = {str(p) for p in scan.files}
-            gone = [d.doc_id for d in index.documents(origin="file")
-                    if d.doc_id not in seen and any(
-                        Path(d.path) == r or r in Path(d.path).parents for r in scan.roots)]
+            gone = [
+                d.doc_id
+                for d in index.documents(origin="file")
+                if d.doc_id not in seen
+                and any(Path(d.path) == r or r in Path(d.path).parents for r in scan.roots)
+            ]
             report.removed = index.delete_many(gone)
             report.chunks = index.embedded_chunks - before
             if report.added + report.updated + report.removed > 100:
@@ -124,12 +143,16 @@ def run_index(cli_ctx: CliContext, paths: Sequence[str], workspace: str | None,
 @click.command("index")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--workspace", "-w", help="Workspace id (default: [kairox] default_workspace).")
-@click.option("--rebuild", is_flag=True,
-              help="Re-embed every chunk with the configured backend (after changing it).")
+@click.option(
+    "--rebuild",
+    is_flag=True,
+    help="Re-embed every chunk with the configured backend (after changing it).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @pass_cli
-def index_command(cli_ctx: CliContext, paths: tuple[str, ...], workspace: str | None,
-                  rebuild: bool, as_json: bool) -> None:
+def index_command(
+    cli_ctx: CliContext, paths: tuple[str, ...], workspace: str | None, rebuild: bool, as_json: bool
+) -> None:
     """Index files and folders into the workspace's retrieval index, incrementally.
 
     .gitignore is honoured; binary and huge files are skipped; files gone since the
@@ -148,23 +171,36 @@ def index_command(cli_ctx: CliContext, paths: tuple[str, ...], workspace: str | 
 
 # --- kairox search ------------------------------------------------------------------
 
+
 def _print_reports(reports: Sequence[SourceReport]) -> None:
     for r in reports:
         status = "ok" if r.ok else f"FAILED: {r.error}"
-        click.echo(f"{r.kind} '{r.name}': {status} ({r.hits} hits, {r.elapsed_ms:.0f} ms)",
-                   err=True)
+        click.echo(
+            f"{r.kind} '{r.name}': {status} ({r.hits} hits, {r.elapsed_ms:.0f} ms)", err=True
+        )
 
 
 @click.command("search")
 @click.argument("query")
 @click.option("--profile", "-p", help="Profile (or alias) whose knowledge bases to query.")
 @click.option("--workspace", "-w", help="Workspace id (default: [kairox] default_workspace).")
-@click.option("--k", "k", type=click.IntRange(1, 1000), default=None,
-              help="Hits to return (default: [retrieval] k).")
+@click.option(
+    "--k",
+    "k",
+    type=click.IntRange(1, 1000),
+    default=None,
+    help="Hits to return (default: [retrieval] k).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (hits and per-source report).")
 @pass_cli
-def search_command(cli_ctx: CliContext, query: str, profile: str | None,
-                   workspace: str | None, k: int | None, as_json: bool) -> None:
+def search_command(
+    cli_ctx: CliContext,
+    query: str,
+    profile: str | None,
+    workspace: str | None,
+    k: int | None,
+    as_json: bool,
+) -> None:
     """Search as a turn would: the workspace index plus the profile's knowledge bases."""
     from kairox_core.retrieval.selection import retriever_for_profile
 
@@ -181,9 +217,17 @@ def search_command(cli_ctx: CliContext, query: str, profile: str | None,
 
     result = asyncio.run(go())
     if as_json:
-        click.echo(json.dumps({"profile": pname, "workspace": ws,
-                               "hits": [_hit_dict(h) for h in result.hits],
-                               "sources": [s.as_dict() for s in result.sources]}, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "profile": pname,
+                    "workspace": ws,
+                    "hits": [_hit_dict(h) for h in result.hits],
+                    "sources": [s.as_dict() for s in result.sources],
+                },
+                indent=2,
+            )
+        )
     else:
         _print_hits(f"search: {query}", result.hits)
         _print_reports(result.sources)
@@ -192,6 +236,7 @@ def search_command(cli_ctx: CliContext, query: str, profile: str | None,
 
 
 # --- kairox kb ----------------------------------------------------------------------
+
 
 @click.group("kb")
 def kb_group() -> None:
@@ -203,9 +248,11 @@ def _kb(cli_ctx: CliContext, kb_id: str) -> Any:
     kb = config.knowledge_bases.get(kb_id)
     if kb is None:
         known = ", ".join(sorted(config.knowledge_bases)) or "none configured"
-        raise KairoxUserError(f"no knowledge base '{kb_id}' in "
-                              f"{config.source or 'the embedded default config'}; "
-                              f"knowledge bases: {known}")
+        raise KairoxUserError(
+            f"no knowledge base '{kb_id}' in "
+            f"{config.source or 'the embedded default config'}; "
+            f"knowledge bases: {known}"
+        )
     return kb
 
 
@@ -224,8 +271,15 @@ def kb_list(cli_ctx: CliContext, as_json: bool) -> None:
             provider = f"{reg.plugin} ({reg.distribution})"
         except UnknownNameError as exc:
             provider = f"missing: {exc}"
-        rows.append({"id": kb_id, "kind": kb.kind, "enabled": kb.enabled,
-                     "profiles": list(kb.profiles) or ["(all)"], "provided_by": provider})
+        rows.append(
+            {
+                "id": kb_id,
+                "kind": kb.kind,
+                "enabled": kb.enabled,
+                "profiles": list(kb.profiles) or ["(all)"],
+                "provided_by": provider,
+            }
+        )
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -233,16 +287,22 @@ def kb_list(cli_ctx: CliContext, as_json: bool) -> None:
     for column in ("id", "kind", "enabled", "profiles", "provided by"):
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(row["id"], row["kind"], "yes" if row["enabled"] else "no",
-                      ", ".join(row["profiles"]), row["provided_by"])
+        table.add_row(
+            row["id"],
+            row["kind"],
+            "yes" if row["enabled"] else "no",
+            ", ".join(row["profiles"]),
+            row["provided_by"],
+        )
     Console().print(table)
 
 
 @kb_group.command("search")
 @click.argument("kb_id", metavar="ID")
 @click.argument("query")
-@click.option("--k", "k", type=click.IntRange(1, 1000), default=8, show_default=True,
-              help="Hits to return.")
+@click.option(
+    "--k", "k", type=click.IntRange(1, 1000), default=8, show_default=True, help="Hits to return."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_cli
 def kb_search(cli_ctx: CliContext, kb_id: str, query: str, k: int, as_json: bool) -> None:
@@ -276,13 +336,19 @@ def kb_index(cli_ctx: CliContext, kb_id: str, paths: tuple[str, ...], as_json: b
     kb = _kb(cli_ctx, kb_id)
     retriever = build_knowledge_base(kb)
     if not isinstance(retriever, IndexableRetriever):
-        raise KairoxUserError(f"knowledge base '{kb_id}' (kind '{kb.kind}') cannot be built by "
-                              f"kairox; index it with its own tools")
+        raise KairoxUserError(
+            f"knowledge base '{kb_id}' (kind '{kb.kind}') cannot be built by "
+            f"kairox; index it with its own tools"
+        )
     try:
         with _progress() as bar:
             task = bar.add_task(f"indexing {kb_id}", total=None, item="")
-            report = retriever.index(list(paths), progress=lambda done, total, item: bar.update(
-                task, completed=done, total=total, item=Path(item).name))
+            report = retriever.index(
+                list(paths),
+                progress=lambda done, total, item: bar.update(
+                    task, completed=done, total=total, item=Path(item).name
+                ),
+            )
     finally:
         asyncio.run(retriever.close())
     for error in report.errors:

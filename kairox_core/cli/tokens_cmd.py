@@ -19,8 +19,12 @@ from kairox_core.tokens import ENCODING_URLS, TokenCounter, encoding_for_model
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_cli
 def tokens_command(
-    cli_ctx: CliContext, text: str | None, encoding: str | None, model: str | None,
-    profile: str | None, as_json: bool,
+    cli_ctx: CliContext,
+    text: str | None,
+    encoding: str | None,
+    model: str | None,
+    profile: str | None,
+    as_json: bool,
 ) -> None:
     """Count the tokens in TEXT (or stdin) and show how much of the budget it takes."""
     if text is None:
@@ -49,12 +53,16 @@ def tokens_command(
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
-    click.echo(f"{n} tokens ({counter.encoding_name}"
-               f"{f', +{counter.margin:.0%} margin' if counter.margin else ''}); "
-               f"as a chat message {as_message}")
-    click.echo(f"profile '{pname}': budget {prof.budget} = context_window "
-               f"{prof.context_window} - reserve {prof.reserve}; this message uses "
-               f"{result['share_of_budget']:.2%}")
+    click.echo(
+        f"{n} tokens ({counter.encoding_name}"
+        f"{f', +{counter.margin:.0%} margin' if counter.margin else ''}); "
+        f"as a chat message {as_message}"
+    )
+    click.echo(
+        f"profile '{pname}': budget {prof.budget} = context_window "
+        f"{prof.context_window} - reserve {prof.reserve}; this message uses "
+        f"{result['share_of_budget']:.2%}"
+    )
 
 
 def register(cli: click.Group) -> None:

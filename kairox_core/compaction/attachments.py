@@ -37,8 +37,9 @@ def digest(text: str, max_tokens: int, counter: TokenCounter | None = None) -> s
     if counter.count(text) <= max_tokens:
         return text
     sentences = [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
-    scored = sorted(range(len(sentences)),
-                    key=lambda i: (i != 0, -len(_SIGNAL.findall(sentences[i])), i))
+    scored = sorted(
+        range(len(sentences)), key=lambda i: (i != 0, -len(_SIGNAL.findall(sentences[i])), i)
+    )
     chosen: set[int] = set()
     used = 0
     for i in scored:
@@ -51,12 +52,15 @@ def digest(text: str, max_tokens: int, counter: TokenCounter | None = None) -> s
     if not kept:  # one giant sentence: cut it
         enc = get_encoding(counter.encoding_name)
         kept = [enc.decode(enc.encode(text, disallowed_special=())[:max_tokens])]
-    return (" ".join(kept) + f" [document summarised: {len(kept)} of {len(sentences)} "
-            f"sentences kept]")
+    return (
+        " ".join(kept) + f" [document summarised: {len(kept)} of {len(sentences)} sentences kept]"
+    )
 
 
 def render_for_summary(
-    text: str, attachments: Sequence[Mapping[str, Any]], max_tokens: int,
+    text: str,
+    attachments: Sequence[Mapping[str, Any]],
+    max_tokens: int,
     counter: TokenCounter | None = None,
 ) -> str:
     """A user message's text with its attachments folded in, ready to summarise."""
@@ -83,7 +87,9 @@ def prepare_originals(events: Sequence[Event], config: KairoxConfig) -> list[Eve
     for event in events:
         if isinstance(event, UserMessageAdded) and event.attachments:
             event = dataclasses.replace(
-                event, text=render_for_summary(event.text, event.attachments, limit, counter),
-                attachments=())
+                event,
+                text=render_for_summary(event.text, event.attachments, limit, counter),
+                attachments=(),
+            )
         out.append(event)
     return out

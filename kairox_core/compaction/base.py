@@ -96,5 +96,6 @@ def as_output(value: Any, strategy: str | None = None) -> CompactionOutput:
     text = getattr(value, "text", None)
     if not isinstance(text, str):
         raise TypeError(f"a compaction strategy returned {type(value).__name__}, not a summary")
-    return CompactionOutput(text, getattr(value, "model", None),
-                            usage=getattr(value, "usage", None), strategy=strategy)
+    return CompactionOutput(
+        text, getattr(value, "model", None), usage=getattr(value, "usage", None), strategy=strategy
+    )

@@ -78,9 +78,11 @@ class CompactionResult:
     def __str__(self) -> str:
         if self.status == "completed":
             folded = f", folding summaries {list(self.folded)}" if self.folded else ""
-            return (f"seqs {self.first_seq}-{self.last_seq} summarised by {self.strategy} "
-                    f"({self.tokens_in} -> {self.tokens_out} tokens) at seq "
-                    f"{self.summary_seq}{folded}")
+            return (
+                f"seqs {self.first_seq}-{self.last_seq} summarised by {self.strategy} "
+                f"({self.tokens_in} -> {self.tokens_out} tokens) at seq "
+                f"{self.summary_seq}{folded}"
+            )
         return f"{self.status}: {self.reason}"
 
     def as_dict(self) -> dict[str, Any]:
@@ -112,8 +114,12 @@ class Compactor:
         if session.history_tokens(limit) <= limit:
             return
         if not self.kx.config.compaction.enabled:
-            self._skip(session, "the history passed the compaction trigger but compaction "
-                                "is disabled ([compaction] enabled = false)", "auto")
+            self._skip(
+                session,
+                "the history passed the compaction trigger but compaction "
+                "is disabled ([compaction] enabled = false)",
+                "auto",
+            )
             return
         for _ in range(MAX_RUNS_PER_TURN):  # a long backlog (after failures) takes a few
             outcome = await self.run(session, trigger="auto")
@@ -123,17 +129,22 @@ class Compactor:
     # --- one run ----------------------------------------------------------------------------
 
     async def run(
-        self, session: Session, *, first_seq: int | None = None, last_seq: int | None = None,
+        self,
+        session: Session,
+        *,
+        first_seq: int | None = None,
+        last_seq: int | None = None,
         trigger: str = "manual",
     ) -> CompactionResult:
         """Compact (the session must be held by the caller: see actor.py)."""
         busy = self._running_elsewhere(session)
         if session.id in self._running or busy:
-            return self._skip(session, busy or "a compaction of this session is running",
-                              trigger)
+            return self._skip(session, busy or "a compaction of this session is running", trigger)
         if first_seq is not None and last_seq is not None and first_seq > last_seq:
-            raise KairoxUserError(f"the range {first_seq}:{last_seq} is empty; give A:B with "
-                                  f"A <= B (seqs as `kairox events` shows them)")
+            raise KairoxUserError(
+                f"the range {first_seq}:{last_seq} is empty; give A:B with "
+                f"A <= B (seqs as `kairox events` shows them)"
+            )
         self._running.add(session.id)
         try:
             try:
@@ -143,8 +154,7 @@ class Compactor:
             except Exception as exc:  # e.g. a bad [compaction] setting at turn end
                 if trigger == "manual":
                     raise
-                return self._skip(session, f"could not plan: {type(exc).__name__}: {exc}",
-                                  trigger)
+                return self._skip(session, f"could not plan: {type(exc).__name__}: {exc}", trigger)
             if isinstance(plan, str):
                 return self._skip(session, plan, trigger)
             return await self._execute(session, plan, trigger)
@@ -170,8 +180,10 @@ class Compactor:
         rows = read_rows(store, session.id, ranges)
         stretch = oldest_stretch(rows, ranges, cfg.keep_recent_exchanges)
         if not stretch:
-            return (f"nothing to compact: only the {cfg.keep_recent_exchanges} most recent "
-                    f"exchanges ([compaction] keep_recent_exchanges) are uncompacted")
+            return (
+                f"nothing to compact: only the {cfg.keep_recent_exchanges} most recent "
+                f"exchanges ([compaction] keep_recent_exchanges) are uncompacted"
+            )
         _, profile = self.kx.config.resolve_profile(session.profile)
         stretch = cap_stretch(stretch, STRETCH_BUDGETS * profile.budget)
         lo, hi = stretch[0].first_seq, stretch[-1].last_seq
@@ -185,26 +197,43 @@ class Compactor:
         kx = self.kx
         cfg = kx.config.compaction
         cid = f"c-{uuid.uuid4().hex[:12]}"
-        kx.events_store.append(ContextCompactionStarted(
-            session_id=session.id, compaction_id=cid, first_seq=plan.first_seq,
-            last_seq=plan.last_seq, strategy=cfg.strategy, trigger=trigger))
-        result = CompactionResult("failed", compaction_id=cid, first_seq=plan.first_seq,
-                                  last_seq=plan.last_seq, folded=plan.folded_seqs,
-                                  strategy=cfg.strategy)
+        kx.events_store.append(
+            ContextCompactionStarted(
+                session_id=session.id,
+                compaction_id=cid,
+                first_seq=plan.first_seq,
+                last_seq=plan.last_seq,
+                strategy=cfg.strategy,
+                trigger=trigger,
+            )
+        )
+        result = CompactionResult(
+            "failed",
+            compaction_id=cid,
+            first_seq=plan.first_seq,
+            last_seq=plan.last_seq,
+            folded=plan.folded_seqs,
+            strategy=cfg.strategy,
+        )
         try:
             originals = self._originals(session, plan)
-            outcome = await run_strategy(kx.config, session, originals, plan.folded,
-                                         prepare_originals(originals, kx.config))
+            outcome = await run_strategy(
+                kx.config, session, originals, plan.folded, prepare_originals(originals, kx.config)
+            )
             summary = self._store(session, cid, plan, outcome)
         except Exception as exc:  # any strategy failure: record it, the session goes on
             reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            kx.events_store.append(ContextCompactionFailed(
-                session_id=session.id, compaction_id=cid, reason=reason))
+            kx.events_store.append(
+                ContextCompactionFailed(session_id=session.id, compaction_id=cid, reason=reason)
+            )
             result.reason = reason
             return result
         except BaseException:  # cancelled: close the run in the audit, then go on unwinding
-            kx.events_store.append(ContextCompactionFailed(
-                session_id=session.id, compaction_id=cid, reason="cancelled"))
+            kx.events_store.append(
+                ContextCompactionFailed(
+                    session_id=session.id, compaction_id=cid, reason="cancelled"
+                )
+            )
             raise
         session.refresh_compaction()
         result.status, result.summary_seq = "completed", summary.seq
@@ -216,47 +245,67 @@ class Compactor:
                 if inspect.isawaitable(outcome_cb):
                     await outcome_cb
             except Exception as exc:  # an observer never undoes a compaction
-                result.notes.append(f"on_compacted {getattr(callback, '__name__', callback)} "
-                                    f"failed: {type(exc).__name__}: {exc}")
+                result.notes.append(
+                    f"on_compacted {getattr(callback, '__name__', callback)} "
+                    f"failed: {type(exc).__name__}: {exc}"
+                )
         return result
 
     def _originals(self, session: Session, plan: Plan) -> list[Event]:
         """The original conversation events the new summary replaces (not those that
         folded summaries already replaced: only the gaps between them are read)."""
         events: list[Event] = []
-        for lo, hi in gaps(plan.first_seq, plan.last_seq,
-                           [(s.first_seq, s.last_seq) for s in plan.folded]):
-            events += self.kx.events_store.read(session.id, first_seq=lo, last_seq=hi,
-                                                types=CONVERSATION_TYPES)
+        for lo, hi in gaps(
+            plan.first_seq, plan.last_seq, [(s.first_seq, s.last_seq) for s in plan.folded]
+        ):
+            events += self.kx.events_store.read(
+                session.id, first_seq=lo, last_seq=hi, types=CONVERSATION_TYPES
+            )
         return events
 
-    def _store(self, session: Session, cid: str, plan: Plan,
-               outcome: StrategyOutcome) -> CompactionSummary:
+    def _store(
+        self, session: Session, cid: str, plan: Plan, outcome: StrategyOutcome
+    ) -> CompactionSummary:
         kx = self.kx
         with kx.db.atomic():
-            stored = kx.events_store.append(CompactionSummary(
-                session_id=session.id, compaction_id=cid, summary=outcome.text,
-                first_seq=plan.first_seq, last_seq=plan.last_seq, strategy=outcome.strategy,
-                model=outcome.model, tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out,
-                folded_summaries=plan.folded_seqs, usage=outcome.usage,
-            ))
+            stored = kx.events_store.append(
+                CompactionSummary(
+                    session_id=session.id,
+                    compaction_id=cid,
+                    summary=outcome.text,
+                    first_seq=plan.first_seq,
+                    last_seq=plan.last_seq,
+                    strategy=outcome.strategy,
+                    model=outcome.model,
+                    tokens_in=outcome.tokens_in,
+                    tokens_out=outcome.tokens_out,
+                    folded_summaries=plan.folded_seqs,
+                    usage=outcome.usage,
+                )
+            )
             assert isinstance(stored, CompactionSummary) and stored.seq is not None
-            kx.events_store.append(ContextCompactionCompleted(
-                session_id=session.id, compaction_id=cid, summary_seq=stored.seq))
+            kx.events_store.append(
+                ContextCompactionCompleted(
+                    session_id=session.id, compaction_id=cid, summary_seq=stored.seq
+                )
+            )
         return stored
 
     # --- skips --------------------------------------------------------------------------------
 
     def _skip(self, session: Session, reason: str, trigger: str) -> CompactionResult:
-        self.kx.events_store.append(ContextCompactionSkipped(
-            session_id=session.id, reason=reason, trigger=trigger))
+        self.kx.events_store.append(
+            ContextCompactionSkipped(session_id=session.id, reason=reason, trigger=trigger)
+        )
         return CompactionResult("skipped", reason=reason)
 
     def _running_elsewhere(self, session: Session) -> str | None:
         """A reason when another process has a compaction of this session in flight."""
-        sql = ("SELECT type, max(seq), data ->> '$.created_at' FROM events WHERE session_id = ? "
-               "AND type IN ('ContextCompactionStarted', 'ContextCompactionCompleted', "
-               "'ContextCompactionFailed') GROUP BY type")
+        sql = (
+            "SELECT type, max(seq), data ->> '$.created_at' FROM events WHERE session_id = ? "
+            "AND type IN ('ContextCompactionStarted', 'ContextCompactionCompleted', "
+            "'ContextCompactionFailed') GROUP BY type"
+        )
         db = self.kx.db
         with db.lock:
             rows = db.conn.execute(sql, (session.id,)).fetchall()

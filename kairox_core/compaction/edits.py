@@ -32,15 +32,16 @@ def active_summary(session: Session, summary_seq: int) -> SummaryItem:
         if item.seq == summary_seq:
             return item
     folded_into = [s.seq for s in state.summaries]
-    stored = session.kx.events_store.read(session.id, first_seq=summary_seq,
-                                          last_seq=summary_seq)
+    stored = session.kx.events_store.read(session.id, first_seq=summary_seq, last_seq=summary_seq)
     if stored and isinstance(stored[0], CompactionSummary):
         raise KairoxUserError(
             f"summary {summary_seq} of session {session.id} was folded into a later "
-            f"summary; edit the active one instead (active: {folded_into or 'none'})")
+            f"summary; edit the active one instead (active: {folded_into or 'none'})"
+        )
     raise KairoxUserError(
         f"no compaction summary at seq {summary_seq} in session {session.id}; "
-        f"`kairox events {session.id} --type CompactionSummary` lists them")
+        f"`kairox events {session.id} --type CompactionSummary` lists them"
+    )
 
 
 def chunks(text: str) -> list[str]:
@@ -51,9 +52,14 @@ def pin_fact(session: Session, text: str, *, source_seq: int | None = None) -> F
     text = text.strip()
     if not text:
         raise KairoxUserError("a pinned fact needs some text; give the fact to keep verbatim")
-    event = session.kx.events_store.append(FactPinned(
-        session_id=session.id, fact_id=f"f-{uuid.uuid4().hex[:10]}", text=text,
-        source_seq=source_seq))
+    event = session.kx.events_store.append(
+        FactPinned(
+            session_id=session.id,
+            fact_id=f"f-{uuid.uuid4().hex[:10]}",
+            text=text,
+            source_seq=source_seq,
+        )
+    )
     session.refresh_compaction()
     assert isinstance(event, FactPinned)
     return event
@@ -64,10 +70,13 @@ def unpin_fact(session: Session, fact_id: str) -> FactUnpinned:
     fact = pinned.get(fact_id)
     if fact is None:
         known = ", ".join(pinned) or "none"
-        raise KairoxUserError(f"no pinned fact '{fact_id}' in session {session.id} "
-                              f"(pinned: {known}); `kairox context {session.id}` lists them")
-    event = session.kx.events_store.append(FactUnpinned(
-        session_id=session.id, fact_id=fact_id, text=fact.text))
+        raise KairoxUserError(
+            f"no pinned fact '{fact_id}' in session {session.id} "
+            f"(pinned: {known}); `kairox context {session.id}` lists them"
+        )
+    event = session.kx.events_store.append(
+        FactUnpinned(session_id=session.id, fact_id=fact_id, text=fact.text)
+    )
     session.refresh_compaction()
     assert isinstance(event, FactUnpinned)
     return event
@@ -76,11 +85,16 @@ def unpin_fact(session: Session, fact_id: str) -> FactUnpinned:
 def edit_summary(session: Session, summary_seq: int, text: str) -> SummaryEdited:
     text = text.strip()
     if not text:
-        raise KairoxUserError("the edited summary is empty; to remove parts of it, drop "
-                              "chunks (`kairox summary drop`) instead")
+        raise KairoxUserError(
+            "the edited summary is empty; to remove parts of it, drop "
+            "chunks (`kairox summary drop`) instead"
+        )
     item = active_summary(session, summary_seq)
-    event = session.kx.events_store.append(SummaryEdited(
-        session_id=session.id, summary_seq=summary_seq, text=text, previous_text=item.text))
+    event = session.kx.events_store.append(
+        SummaryEdited(
+            session_id=session.id, summary_seq=summary_seq, text=text, previous_text=item.text
+        )
+    )
     session.refresh_compaction()
     assert isinstance(event, SummaryEdited)
     return event
@@ -92,10 +106,16 @@ def drop_chunk(session: Session, summary_seq: int, chunk_index: int) -> ChunkDro
     if not 0 <= chunk_index < len(parts) or not parts[chunk_index].strip():
         listing = ", ".join(str(i) for i, c in enumerate(parts) if c.strip())
         raise KairoxUserError(
-            f"summary {summary_seq} has no chunk {chunk_index}; its chunks are: {listing}")
-    event = session.kx.events_store.append(ChunkDropped(
-        session_id=session.id, summary_seq=summary_seq, chunk_index=chunk_index,
-        text=parts[chunk_index]))
+            f"summary {summary_seq} has no chunk {chunk_index}; its chunks are: {listing}"
+        )
+    event = session.kx.events_store.append(
+        ChunkDropped(
+            session_id=session.id,
+            summary_seq=summary_seq,
+            chunk_index=chunk_index,
+            text=parts[chunk_index],
+        )
+    )
     session.refresh_compaction()
     assert isinstance(event, ChunkDropped)
     return event

@@ -30,13 +30,19 @@ _DATE = re.compile(
     r"\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
     r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|monday|tuesday|wednesday|"
     r"thursday|friday|saturday|sunday|today|tonight|tomorrow|yesterday|next (?:week|month|"
-    r"year)|last (?:week|month|year))\b", re.I)
+    r"year)|last (?:week|month|year))\b",
+    re.I,
+)
 _DECISION = re.compile(
     r"\b(?:decided|decide|decision|we will|we'll|agreed|agree|let's|chose|chosen|settled on|"
-    r"going with|go with|approved)\b", re.I)
+    r"going with|go with|approved)\b",
+    re.I,
+)
 _TASK = re.compile(
     r"\b(?:todo|to-do|need to|needs to|must|have to|has to|should|will|won't|remind|"
-    r"follow up|follow-up|action item|deadline|due|pending|open question)\b", re.I)
+    r"follow up|follow-up|action item|deadline|due|pending|open question)\b",
+    re.I,
+)
 _LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
 
 
@@ -86,7 +92,9 @@ def _sentences(items: list[HistoryItem], keys: re.Pattern[str] | None) -> list[_
 
 
 def extract_summary(
-    items: list[HistoryItem], target_tokens: int, counter: TokenCounter,
+    items: list[HistoryItem],
+    target_tokens: int,
+    counter: TokenCounter,
     memory_keys: list[str] | None = None,
 ) -> str:
     """The extractive summary of ``items`` in at most ``target_tokens`` tokens."""

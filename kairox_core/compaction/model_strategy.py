@@ -69,9 +69,14 @@ class ModelStrategy:
     name = "model"
 
     def __init__(
-        self, *, config: KairoxConfig | None = None, profile: str | None = None,
-        provider: ModelProvider | None = None, max_input_tokens: int | None = None,
-        temperature: float | None = 0.0, **_: Any,
+        self,
+        *,
+        config: KairoxConfig | None = None,
+        profile: str | None = None,
+        provider: ModelProvider | None = None,
+        max_input_tokens: int | None = None,
+        temperature: float | None = 0.0,
+        **_: Any,
     ) -> None:
         self.config = config or KairoxConfig()
         max_input_tokens = max_input_tokens or self.config.compaction.max_input_tokens
@@ -85,8 +90,9 @@ class ModelStrategy:
         if self._provider is None:
             from kairox_core.providers import provider_for
 
-            self._provider = provider_for(self.config, self.config.compaction.provider,
-                                          profile=self.profile)
+            self._provider = provider_for(
+                self.config, self.config.compaction.provider, profile=self.profile
+            )
         return self._provider
 
     async def summarize(self, request: CompactionRequest) -> CompactionOutput:
@@ -102,13 +108,19 @@ class ModelStrategy:
         try:
             room = max(256, self.max_input_tokens - counter.count(summary) - target)
             for window in windows(lines, room, counter) or [""]:
-                user = (f"Summary so far:\n{summary}\n\n" if summary else "")
-                user += (f"Conversation to add:\n{window}\n\nWrite the updated summary, at "
-                         f"most about {target} tokens.")
+                user = f"Summary so far:\n{summary}\n\n" if summary else ""
+                user += (
+                    f"Conversation to add:\n{window}\n\nWrite the updated summary, at "
+                    f"most about {target} tokens."
+                )
                 result = await provider.complete(
-                    [{"role": "system", "content": SYSTEM_PROMPT},
-                     {"role": "user", "content": user}],
-                    max_tokens=target, temperature=self.temperature)
+                    [
+                        {"role": "system", "content": SYSTEM_PROMPT},
+                        {"role": "user", "content": user},
+                    ],
+                    max_tokens=target,
+                    temperature=self.temperature,
+                )
                 summary = result.text.strip()
                 usage: TokenUsage = result.usage
                 prompt_tokens += usage.prompt_tokens
@@ -121,9 +133,13 @@ class ModelStrategy:
         if not summary:
             raise ValueError(f"model provider '{provider.name}' returned an empty summary")
         return CompactionOutput(
-            summary, model, tokens_in=sum(counter.count(line) for line in lines),
-            tokens_out=counter.count(summary), strategy=self.name,
-            usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
+            summary,
+            model,
+            tokens_in=sum(counter.count(line) for line in lines),
+            tokens_out=counter.count(summary),
+            strategy=self.name,
+            usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+        )
 
 
 def create(**options: Any) -> ModelStrategy:

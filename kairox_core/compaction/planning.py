@@ -80,8 +80,14 @@ def gaps(lo: int, hi: int, ranges: Sequence[tuple[int, int]]) -> list[tuple[int,
     return [(a, b) for a, b in out if a <= b]
 
 
-def read_rows(store: Any, session_id: str, skip: Sequence[tuple[int, int]] = (),
-              *, first_seq: int | None = None, last_seq: int | None = None) -> list[Row]:
+def read_rows(
+    store: Any,
+    session_id: str,
+    skip: Sequence[tuple[int, int]] = (),
+    *,
+    first_seq: int | None = None,
+    last_seq: int | None = None,
+) -> list[Row]:
     """Conversation events outside ``skip`` (inclusive ranges), oldest first. A skipped
     range at the start of the session is not scanned at all."""
     skip = sorted(skip)
@@ -89,11 +95,14 @@ def read_rows(store: Any, session_id: str, skip: Sequence[tuple[int, int]] = (),
         with store.db.lock:
             (first,) = store.db.conn.execute(
                 "SELECT min(seq) FROM events WHERE session_id = ? AND type IN (?, ?, ?)",
-                (session_id, *CONVERSATION_TYPES)).fetchone()
+                (session_id, *CONVERSATION_TYPES),
+            ).fetchone()
         if first is not None and skip[0][0] <= first:
             first_seq, skip = skip[0][1] + 1, skip[1:]
-    sql = ("SELECT seq, type, data ->> '$.payload.turn_id', data ->> '$.payload.tokens' "
-           "FROM events WHERE session_id = ? AND type IN (?, ?, ?)")
+    sql = (
+        "SELECT seq, type, data ->> '$.payload.turn_id', data ->> '$.payload.tokens' "
+        "FROM events WHERE session_id = ? AND type IN (?, ?, ?)"
+    )
     params: list[Any] = [session_id, *CONVERSATION_TYPES]
     if first_seq is not None:
         sql += " AND seq >= ?"
@@ -123,13 +132,16 @@ def exchanges(rows: Sequence[Row]) -> list[Exchange]:
 
 
 def oldest_stretch(
-    rows: Sequence[Row], ranges: Sequence[tuple[int, int]], keep_recent: int,
-    *, exclude_turn: str | None = None,
+    rows: Sequence[Row],
+    ranges: Sequence[tuple[int, int]],
+    keep_recent: int,
+    *,
+    exclude_turn: str | None = None,
 ) -> list[Exchange]:
     """The oldest run of uncompacted exchanges not broken by a summary, leaving the
     ``keep_recent`` newest exchanges (and ``exclude_turn``, a turn still open) alone."""
     exs = [e for e in exchanges(rows) if e.turn_id != exclude_turn or not exclude_turn]
-    candidates = exs[:max(0, len(exs) - keep_recent)]
+    candidates = exs[: max(0, len(exs) - keep_recent)]
     stretch: list[Exchange] = []
     for ex in candidates:
         if stretch and any(stretch[-1].last_seq < a <= ex.first_seq for a, _ in ranges):
@@ -151,7 +163,10 @@ def cap_stretch(stretch: Sequence[Exchange], max_tokens: int) -> list[Exchange]:
 
 
 def with_folds(
-    first_seq: int, last_seq: int, summaries: Sequence[SummaryItem], *,
+    first_seq: int,
+    last_seq: int,
+    summaries: Sequence[SummaryItem],
+    *,
     fold_before: bool,
 ) -> tuple[int, int, tuple[SummaryItem, ...]]:
     """Widen ``first_seq..last_seq`` over every active summary it overlaps (and, when

@@ -101,15 +101,24 @@ def turn_document(event: Event, previous: Event | None = None) -> DocumentInput 
     said = turn_text(event)
     if said is None or event.seq is None or not said[1].strip():
         return None
-    assert isinstance(event, UserMessageAdded | AssistantMessageCompleted
-                      | ToolInvocationCompleted)
+    assert isinstance(event, UserMessageAdded | AssistantMessageCompleted | ToolInvocationCompleted)
     speaker, text = said
     before = turn_text(previous) if previous is not None else None
     context = before[1].strip()[-CONTEXT_CHARS:] if before else ""
-    meta = {"session_id": event.session_id, "seq": event.seq, "speaker": speaker,
-            "date": turn_date(event), "turn_id": event.turn_id}
-    return DocumentInput(doc_id=f"turn:{event.session_id}:{event.seq}", text=text,
-                         doc_type=DOC_TYPE, metadata=meta, context=context)
+    meta = {
+        "session_id": event.session_id,
+        "seq": event.seq,
+        "speaker": speaker,
+        "date": turn_date(event),
+        "turn_id": event.turn_id,
+    }
+    return DocumentInput(
+        doc_id=f"turn:{event.session_id}:{event.seq}",
+        text=text,
+        doc_type=DOC_TYPE,
+        metadata=meta,
+        context=context,
+    )
 
 
 class Recall:
@@ -139,13 +148,15 @@ class Recall:
                     from kairox_core.retrieval.embeddings import load_embedding_backend
 
                     self._backend = load_embedding_backend(self.kx.config.retrieval)
-                index = WorkspaceRagIndex.from_config(self.kx.config, self.kx.db.conn, space,
-                                                      backend=self._backend)
+                index = WorkspaceRagIndex.from_config(
+                    self.kx.config, self.kx.db.conn, space, backend=self._backend
+                )
                 self._indexes[space] = index
             return index
 
-    async def on_compacted(self, session: Session, summary: CompactionSummary,
-                           originals: Sequence[Event]) -> None:
+    async def on_compacted(
+        self, session: Session, summary: CompactionSummary, originals: Sequence[Event]
+    ) -> None:
         """The compactor's callback: bring the index up to date while the session waits
         for its compaction anyway (the next search then has nothing to embed)."""
         if self.enabled:
@@ -155,8 +166,8 @@ class Recall:
         """The stretch of seqs already indexed, (low, last); None before the first."""
         with self.kx.db.lock:
             row = self.kx.db.conn.execute(
-                "SELECT low_seq, last_seq FROM recall_progress WHERE session_id = ?",
-                (session_id,)).fetchone()
+                "SELECT low_seq, last_seq FROM recall_progress WHERE session_id = ?", (session_id,)
+            ).fetchone()
         if row is None:
             return None
         return (int(row[0]) if row[0] is not None else 0), int(row[1])
@@ -193,7 +204,9 @@ class Recall:
             db.conn.execute(
                 "INSERT INTO recall_progress(session_id, last_seq, low_seq) VALUES (?, ?, ?) "
                 "ON CONFLICT(session_id) DO UPDATE SET last_seq = excluded.last_seq, "
-                "low_seq = excluded.low_seq", (session.id, last, low))
+                "low_seq = excluded.low_seq",
+                (session.id, last, low),
+            )
         return changed
 
     def _seqs_below(self, session_id: str, below: int | None) -> list[int]:
@@ -210,13 +223,16 @@ class Recall:
         with self.kx.db.lock:
             return [int(r[0]) for r in self.kx.db.conn.execute(sql, params)]
 
-    def _index_range(self, session: Session, first: int, last: int,
-                     around: Sequence[int]) -> int:
+    def _index_range(self, session: Session, first: int, last: int, around: Sequence[int]) -> int:
         """Index the conversation events in [first, last], each with the one before it
         as context (read from the highest of ``around`` below ``first``)."""
         before = [s for s in around if s < first]
-        events = self.kx.events_store.read(session.id, first_seq=max(before, default=first),
-                                           last_seq=last, types=CONVERSATION_TYPES)
+        events = self.kx.events_store.read(
+            session.id,
+            first_seq=max(before, default=first),
+            last_seq=last,
+            types=CONVERSATION_TYPES,
+        )
         docs = []
         previous: Event | None = None
         for event in events:
@@ -235,8 +251,9 @@ class Recall:
 
     # --- recalling ---------------------------------------------------------------------
 
-    def turns(self, session: Session, prompt: str, *, before_seq: int | None = None
-              ) -> list[RetrievalHit]:
+    def turns(
+        self, session: Session, prompt: str, *, before_seq: int | None = None
+    ) -> list[RetrievalHit]:
         """The session's past turns that best match ``prompt``, one hit each, best
         first (at most ``[compaction] recall_k``); only seqs below ``before_seq``."""
         if not self.enabled or not prompt.strip():
@@ -247,8 +264,11 @@ class Recall:
         # No filters: the space holds this session's turns only, and a filter would cost a
         # document-row read per keyword match and an exact vector scan (no vec0 KNN).
         filters: dict[str, str] = {}
-        found = _rebuilt_if_needed(self.kx, index, lambda: index.search(
-            prompt, cfg.compaction.recall_k, cfg.retrieval.mode, filters))
+        found = _rebuilt_if_needed(
+            self.kx,
+            index,
+            lambda: index.search(prompt, cfg.compaction.recall_k, cfg.retrieval.mode, filters),
+        )
         hits = []
         for hit in found:
             seq = turn_seq(hit)
@@ -277,5 +297,4 @@ def install(kx: Kairox) -> Recall:
     return recall
 
 
-__all__ = ["DOC_TYPE", "SOURCE", "Recall", "install", "recall_space", "turn_document",
-           "turn_text"]
+__all__ = ["DOC_TYPE", "SOURCE", "Recall", "install", "recall_space", "turn_document", "turn_text"]

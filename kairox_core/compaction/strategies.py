@@ -42,15 +42,19 @@ def build_strategy(config: KairoxConfig, session: Session | None = None) -> Any:
     """The strategy object ``[compaction] strategy`` names (through the plugin hook)."""
     from kairox_core.plugins import get_plugins
 
-    registration = get_plugins().get("compaction_strategies", config.compaction.strategy,
-                                     context="compaction.strategy")
+    registration = get_plugins().get(
+        "compaction_strategies", config.compaction.strategy, context="compaction.strategy"
+    )
     profile = session.profile if session is not None else None
     return registration.factory(config=config, profile=profile)
 
 
 async def run_strategy(
-    config: KairoxConfig, session: Session, originals: Sequence[Event],
-    folded: Sequence[SummaryItem], prepared: Sequence[Event],
+    config: KairoxConfig,
+    session: Session,
+    originals: Sequence[Event],
+    folded: Sequence[SummaryItem],
+    prepared: Sequence[Event],
 ) -> StrategyOutcome:
     """Summarise ``prepared`` (the originals as the strategy should read them) together
     with the folded summaries' texts; redact; count."""
@@ -61,15 +65,18 @@ async def run_strategy(
     strategy = build_strategy(config, session)
     counter = TokenCounter()
     request = CompactionRequest(
-        events=list(prepared), previous_summaries=[s.text for s in folded],
+        events=list(prepared),
+        previous_summaries=[s.text for s in folded],
         target_tokens=config.compaction.target_tokens,
         pinned=[f.text for f in session.compaction.pinned],
-        memory_keys=[m.key for m in session.memories() if m.key], counter=counter,
+        memory_keys=[m.key for m in session.memories() if m.key],
+        counter=counter,
     )
     call = getattr(strategy, "summarize", None) or getattr(strategy, "compact", None)
     if not callable(call):
         raise CompactionStrategyError(
-            f"strategy {config.compaction.strategy!r} has no summarize(request) method")
+            f"strategy {config.compaction.strategy!r} has no summarize(request) method"
+        )
     raw = call(request)
     if inspect.isawaitable(raw):
         raw = await raw
@@ -85,7 +92,10 @@ async def run_strategy(
     if usage is not None and not isinstance(usage, dict):
         usage = usage.as_dict() if hasattr(usage, "as_dict") else dict(usage)
     return StrategyOutcome(
-        text=text, strategy=output.strategy or config.compaction.strategy,
-        model=output.model, tokens_in=tokens_in, tokens_out=counter.count(text), usage=usage,
+        text=text,
+        strategy=output.strategy or config.compaction.strategy,
+        model=output.model,
+        tokens_in=tokens_in,
+        tokens_out=counter.count(text),
+        usage=usage,
     )
-

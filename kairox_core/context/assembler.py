@@ -102,8 +102,12 @@ class ContextAssembler:
     @classmethod
     def from_config(cls, config: KairoxConfig, profile: str | None = None) -> ContextAssembler:
         name, prof = config.resolve_profile(profile)
-        return cls(prof, profile_name=name, retrieval_share=config.retrieval.share,
-                   memory_share=config.memory.max_memories_tokens_share)
+        return cls(
+            prof,
+            profile_name=name,
+            retrieval_share=config.retrieval.share,
+            memory_share=config.memory.max_memories_tokens_share,
+        )
 
     @property
     def budget(self) -> int:
@@ -132,14 +136,19 @@ class ContextAssembler:
         pc = self.counter
         budget = self.budget
         trace = ContextTrace(
-            profile=self.profile_name, encoding=pc.encoding, margin=pc.margin,
-            context_window=self.profile.context_window, reserve=self.profile.reserve,
-            budget=budget, priming=REPLY_PRIMING_TOKENS,
+            profile=self.profile_name,
+            encoding=pc.encoding,
+            margin=pc.margin,
+            context_window=self.profile.context_window,
+            reserve=self.profile.reserve,
+            budget=budget,
+            priming=REPLY_PRIMING_TOKENS,
         )
 
         # --- mandatory: system, prompt (and this turn's tool results), reply priming ---
         system_text = "\n\n".join(
-            t.strip() for t in (system_prompt or "", self.profile.instructions, *instructions)
+            t.strip()
+            for t in (system_prompt or "", self.profile.instructions, *instructions)
             if t and t.strip()
         )
         system_msg = {"role": "system", "content": system_text} if system_text else None
@@ -150,52 +159,65 @@ class ContextAssembler:
         parts = {"system prompt": system_tokens, "new prompt": prompt_tokens}
         if after_prompt:
             parts["this turn's tool results"] = tail_tokens
-        pins = [_Candidate(f.fact_id, "pinned fact", item_unit(pinned_header(f.fact_id), f.text))
-                for f in pinned]
+        pins = [
+            _Candidate(f.fact_id, "pinned fact", item_unit(pinned_header(f.fact_id), f.text))
+            for f in pinned
+        ]
         pins_cost = self._block_cost("pinned", pins) if pins else 0
         if pins:  # the user pinned them: always included verbatim, never silently dropped
             parts["pinned facts"] = pins_cost
         parts["reply priming"] = REPLY_PRIMING_TOKENS
         if sum(parts.values()) > budget:
             raise ContextBudgetExceeded(
-                parts, budget=budget, context_window=self.profile.context_window,
-                reserve=self.profile.reserve, profile=self.profile_name,
+                parts,
+                budget=budget,
+                context_window=self.profile.context_window,
+                reserve=self.profile.reserve,
+                profile=self.profile_name,
             )
         remaining = budget - sum(parts.values())
         if system_msg:
             layer = trace.layer("system")
             layer.tokens, layer.messages = system_tokens, 1
-            layer.included.append(TraceItem("system", "system prompt + instructions",
-                                            system_tokens))
+            layer.included.append(
+                TraceItem("system", "system prompt + instructions", system_tokens)
+            )
         layer = trace.layer("prompt")
-        layer.tokens, layer.messages = prompt_tokens + tail_tokens, 1 + sum(
-            len(u.messages) for u in after_prompt)
+        layer.tokens, layer.messages = (
+            prompt_tokens + tail_tokens,
+            1 + sum(len(u.messages) for u in after_prompt),
+        )
         layer.included.append(TraceItem("prompt", "new prompt (verbatim)", prompt_tokens))
         for unit in after_prompt:
-            layer.included.append(TraceItem(f"seq {unit.seq}", "tool call + result",
-                                            unit.tokens))
+            layer.included.append(TraceItem(f"seq {unit.seq}", "tool call + result", unit.tokens))
 
         blocks: list[dict[str, Any]] = []
 
         # --- memories: all when they fit; else the best matches, within memory_share ---
         mem_candidates = [
-            _Candidate(m.id, f"{m.scope}:{m.key}" if m.key else m.scope,
-                       item_unit(memory_header(m.scope, m.key, m.id), m.body), m.scope)
+            _Candidate(
+                m.id,
+                f"{m.scope}:{m.key}" if m.key else m.scope,
+                item_unit(memory_header(m.scope, m.key, m.id), m.body),
+                m.scope,
+            )
             for m in sorted(memories, key=_memory_order)
         ]
         mem_layer = trace.layer("memories")
         if mem_candidates:
             full = self._block_cost("memories", mem_candidates)
             if full <= remaining:
-                chosen, cost = self._fill("memories", mem_candidates, remaining, mem_layer,
-                                          "")
+                chosen, cost = self._fill("memories", mem_candidates, remaining, mem_layer, "")
             else:
                 limit = min(remaining, math.floor(self.memory_share * budget))
                 ranked = _rank_memories(memories, prompt)
                 order = {m.id: i for i, m in enumerate(ranked)}
                 by_rank = sorted(mem_candidates, key=lambda c: order[c.id])
                 chosen, cost = self._fill(
-                    "memories", by_rank, limit, mem_layer,
+                    "memories",
+                    by_rank,
+                    limit,
+                    mem_layer,
                     "memories did not fit; kept by prompt match, then recency",
                 )
                 mem_layer.notes.append(
@@ -216,10 +238,14 @@ class ContextAssembler:
         sum_layer = trace.layer("summaries")
         if summaries:
             newest = sorted(summaries, key=lambda s: (-s.last_seq, -s.seq))
-            cands = [_Candidate(f"seq {s.seq}", f"summary of seq {s.first_seq}-{s.last_seq}",
-                                item_unit(summary_header(s.seq, s.first_seq, s.last_seq),
-                                          s.text))
-                     for s in newest]
+            cands = [
+                _Candidate(
+                    f"seq {s.seq}",
+                    f"summary of seq {s.first_seq}-{s.last_seq}",
+                    item_unit(summary_header(s.seq, s.first_seq, s.last_seq), s.text),
+                )
+                for s in newest
+            ]
             chosen, cost = self._fill("summaries", cands, remaining, sum_layer, "no room left")
             chosen.reverse()  # chronological
             remaining -= self._emit(blocks, "summaries", chosen, cost, sum_layer, limit=None)
@@ -228,8 +254,9 @@ class ContextAssembler:
         # retrieval_share (history keeps the rest) ---
         ret_layer = trace.layer("retrieval")
         limit = min(remaining, math.floor(self.retrieval_share * budget))
-        history_units = _Replay(history.newest_first() if hasattr(history, "newest_first")
-                                else iter(history))
+        history_units = _Replay(
+            history.newest_first() if hasattr(history, "newest_first") else iter(history)
+        )
         turns: list[RetrievalHit] = []
         if recalled:
             # History gets at least what retrieval leaves at its cap: the turns that fit
@@ -237,12 +264,13 @@ class ContextAssembler:
             held = {u.seq for u in _newest_that_fit(history_units.replay(), remaining - limit)}
             turns = [h for h in recalled if turn_seq(h) not in held]
             if len(turns) < len(recalled):
-                ret_layer.notes.append(f"{len(recalled) - len(turns)} recalled turns "
-                                       f"skipped: history holds them verbatim")
+                ret_layer.notes.append(
+                    f"{len(recalled) - len(turns)} recalled turns "
+                    f"skipped: history holds them verbatim"
+                )
         pack, chosen_hits = self._choose_retrieval(hits, turns, limit, ret_layer)
         ret_layer.limit = limit
-        ret_at, ret_cost = len(blocks), self._retrieval_block(blocks, pack, chosen_hits,
-                                                              ret_layer)
+        ret_at, ret_cost = len(blocks), self._retrieval_block(blocks, pack, chosen_hits, ret_layer)
         remaining -= ret_cost
 
         # --- history, newest first, whole units, stop at the first that does not fit ---
@@ -254,13 +282,18 @@ class ContextAssembler:
         for unit in history_units.replay():
             if used + unit.tokens > remaining:
                 stopped = True
-                hist_layer.dropped.append(TraceItem(
-                    f"seq {unit.seq}", unit.kind, unit.tokens,
-                    reason=f"budget full ({remaining - used} tokens left); "
-                           f"older history not included",
-                ))
-                hist_layer.notes.append(f"stopped at seq {unit.seq}: messages with a lower "
-                                        f"seq were not read")
+                hist_layer.dropped.append(
+                    TraceItem(
+                        f"seq {unit.seq}",
+                        unit.kind,
+                        unit.tokens,
+                        reason=f"budget full ({remaining - used} tokens left); "
+                        f"older history not included",
+                    )
+                )
+                hist_layer.notes.append(
+                    f"stopped at seq {unit.seq}: messages with a lower seq were not read"
+                )
                 break
             units.append(unit)
             used += unit.tokens
@@ -269,28 +302,37 @@ class ContextAssembler:
             while units and units[-1].kind != "user":
                 orphan = units.pop()
                 used -= orphan.tokens
-                hist_layer.dropped.append(TraceItem(
-                    f"seq {orphan.seq}", orphan.kind, orphan.tokens,
-                    reason="its user message did not fit",
-                ))
+                hist_layer.dropped.append(
+                    TraceItem(
+                        f"seq {orphan.seq}",
+                        orphan.kind,
+                        orphan.tokens,
+                        reason="its user message did not fit",
+                    )
+                )
         units.reverse()
         if pack.turns:
             # History may get more than the room retrieval left at its cap (retrieval did
             # not fill it): a turn it took in is not repeated in the retrieved block.
             dropped = pack.discard({u.seq for u in units})
             if dropped:
-                ret_layer.notes.append(f"{dropped} recalled turns left out: history took "
-                                       f"them in with the room retrieval did not use")
+                ret_layer.notes.append(
+                    f"{dropped} recalled turns left out: history took "
+                    f"them in with the room retrieval did not use"
+                )
                 kept: list[dict[str, Any]] = []
                 cost = self._retrieval_block(kept, pack, chosen_hits, ret_layer)
-                blocks[ret_at:ret_at + 1] = kept
+                blocks[ret_at : ret_at + 1] = kept
                 remaining += ret_cost - cost
         history_messages = [dict(m) for u in units for m in u.messages]
         if units:  # one item for the whole contiguous stretch: it may be thousands long
-            hist_layer.included.append(TraceItem(
-                f"seq {units[0].seq}-{units[-1].seq}",
-                f"{len(units)} units ({len(history_messages)} messages), newest first",
-                used))
+            hist_layer.included.append(
+                TraceItem(
+                    f"seq {units[0].seq}-{units[-1].seq}",
+                    f"{len(units)} units ({len(history_messages)} messages), newest first",
+                    used,
+                )
+            )
         hist_layer.tokens, hist_layer.messages = used, len(history_messages)
         remaining -= used
 
@@ -306,8 +348,13 @@ class ContextAssembler:
 
     # --- blocks ------------------------------------------------------------------------
 
-    def _choose_retrieval(self, hits: Sequence[RetrievalHit], turns: Sequence[RetrievalHit],
-                          limit: int, layer: LayerTrace) -> tuple[TurnPack, list[_Candidate]]:
+    def _choose_retrieval(
+        self,
+        hits: Sequence[RetrievalHit],
+        turns: Sequence[RetrievalHit],
+        limit: int,
+        layer: LayerTrace,
+    ) -> tuple[TurnPack, list[_Candidate]]:
         """Recalled turns and other hits alternate by rank (neither crowds the other
         out), each taken while it fits within ``limit``."""
         pc = self.counter
@@ -319,8 +366,11 @@ class ContextAssembler:
             if key not in seen:
                 seen.add(key)
                 header = hit_header(hit)
-                others.append(_Candidate(key, header.split(" score=")[0],
-                                         item_unit(header, hit.text), hit.source))
+                others.append(
+                    _Candidate(
+                        key, header.split(" score=")[0], item_unit(header, hit.text), hit.source
+                    )
+                )
         pack = TurnPack(pc)
         chosen: list[_Candidate] = []
         raw = pc.raw_count(block_open("retrieved")) + pc.raw_count(block_close("retrieved"))
@@ -338,8 +388,15 @@ class ContextAssembler:
                     chosen.append(others[i])
                     raw += n
                 else:
-                    layer.dropped.append(TraceItem(others[i].id, others[i].label, pc.scale(n),
-                                                   source=others[i].source, reason=over))
+                    layer.dropped.append(
+                        TraceItem(
+                            others[i].id,
+                            others[i].label,
+                            pc.scale(n),
+                            source=others[i].source,
+                            reason=over,
+                        )
+                    )
         while pack.turns:  # the estimate was a sum of parts: check the exact text
             if self._block_cost("retrieved", [_recall_candidate(pack), *chosen]) <= limit:
                 break
@@ -347,8 +404,13 @@ class ContextAssembler:
             layer.dropped.append(_turn_trace(pack.pop(), pc.scale(cost), over))
         return pack, chosen
 
-    def _retrieval_block(self, blocks: list[dict[str, Any]], pack: TurnPack,
-                         chosen: Sequence[_Candidate], layer: LayerTrace) -> int:
+    def _retrieval_block(
+        self,
+        blocks: list[dict[str, Any]],
+        pack: TurnPack,
+        chosen: Sequence[_Candidate],
+        layer: LayerTrace,
+    ) -> int:
         """Append the retrieved block (if any) and record it in ``layer``; its cost."""
         pc = self.counter
         items = ([_recall_candidate(pack)] if pack.turns else []) + list(chosen)
@@ -357,14 +419,17 @@ class ContextAssembler:
         if not items:
             return 0
         cost = self._block_cost("retrieved", items)
-        blocks.append({"role": "system",
-                       "content": block_content("retrieved", [c.unit for c in items])})
-        for hit, n in sorted(zip(pack.turns, pack.costs, strict=True),
-                             key=lambda t: turn_seq(t[0]) or 0):
+        blocks.append(
+            {"role": "system", "content": block_content("retrieved", [c.unit for c in items])}
+        )
+        for hit, n in sorted(
+            zip(pack.turns, pack.costs, strict=True), key=lambda t: turn_seq(t[0]) or 0
+        ):
             layer.included.append(_turn_trace(hit, pc.scale(n)))
         for c in chosen:
-            layer.included.append(TraceItem(c.id, c.label, pc.scale(pc.raw_count(c.unit)),
-                                            source=c.source))
+            layer.included.append(
+                TraceItem(c.id, c.label, pc.scale(pc.raw_count(c.unit)), source=c.source)
+            )
         layer.tokens, layer.messages = cost, 1
         return cost
 
@@ -375,7 +440,11 @@ class ContextAssembler:
         return pc.block_message("system", raw)
 
     def _fill(
-        self, name: str, cands: Sequence[_Candidate], limit: int, layer: LayerTrace,
+        self,
+        name: str,
+        cands: Sequence[_Candidate],
+        limit: int,
+        layer: LayerTrace,
         reason: str,
     ) -> tuple[list[_Candidate], int]:
         """Greedy, in the given order, skipping what does not fit. Returns (chosen, cost)."""
@@ -389,15 +458,27 @@ class ContextAssembler:
                 chosen.append(cand)
                 raw += n
             else:
-                layer.dropped.append(TraceItem(cand.id, cand.label, pc.scale(n),
-                                               source=cand.source,
-                                               reason=reason or "no room left"))
+                layer.dropped.append(
+                    TraceItem(
+                        cand.id,
+                        cand.label,
+                        pc.scale(n),
+                        source=cand.source,
+                        reason=reason or "no room left",
+                    )
+                )
         cost = pc.block_message("system", raw) if chosen else 0
         return chosen, cost
 
     def _emit(
-        self, blocks: list[dict[str, Any]], name: str, chosen: Sequence[_Candidate], cost: int,
-        layer: LayerTrace, *, limit: int | None,
+        self,
+        blocks: list[dict[str, Any]],
+        name: str,
+        chosen: Sequence[_Candidate],
+        cost: int,
+        layer: LayerTrace,
+        *,
+        limit: int | None,
     ) -> int:
         layer.limit = limit
         if not chosen:
@@ -405,8 +486,9 @@ class ContextAssembler:
         pc = self.counter
         blocks.append({"role": "system", "content": block_content(name, [c.unit for c in chosen])})
         for c in chosen:
-            layer.included.append(TraceItem(c.id, c.label, pc.scale(pc.raw_count(c.unit)),
-                                            source=c.source))
+            layer.included.append(
+                TraceItem(c.id, c.label, pc.scale(pc.raw_count(c.unit)), source=c.source)
+            )
         layer.tokens, layer.messages = cost, 1
         return cost
 
@@ -447,9 +529,13 @@ def _recall_candidate(pack: TurnPack) -> _Candidate:
 
 def _turn_trace(hit: RetrievalHit, tokens: int, reason: str | None = None) -> TraceItem:
     meta = hit.metadata
-    return TraceItem(f"seq {turn_seq(hit)}",
-                     f"recalled turn ({meta.get('speaker')}, {meta.get('date')})", tokens,
-                     source=RECALL_SOURCE, reason=reason)
+    return TraceItem(
+        f"seq {turn_seq(hit)}",
+        f"recalled turn ({meta.get('speaker')}, {meta.get('date')})",
+        tokens,
+        source=RECALL_SOURCE,
+        reason=reason,
+    )
 
 
 def _memory_order(m: MemoryItem) -> tuple[int, str, str]:

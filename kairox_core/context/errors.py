@@ -32,8 +32,9 @@ class ContextBudgetExceeded(KairoxUserError):
         self.total = sum(self.parts.values())
         sizes = " + ".join(f"{name} {n}" for name, n in self.parts.items())
         where = f"profile '{profile}'" if profile else "this profile"
-        unpin = (", unpin facts (`kairox unpin SESSION FACT_ID`)" if "pinned facts" in self.parts
-                 else "")
+        unpin = (
+            ", unpin facts (`kairox unpin SESSION FACT_ID`)" if "pinned facts" in self.parts else ""
+        )
         super().__init__(
             f"the turn does not fit the context budget of {where}: {sizes} = {self.total} "
             f"tokens, but the budget is {budget} (context_window {context_window} - reserve "

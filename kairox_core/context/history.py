@@ -43,8 +43,9 @@ def history_user_message(
     images = [a for a in attachments if a.get("kind") == "image"]
     message = user_message(text, [a for a in attachments if a.get("kind") != "image"])
     if images:
-        markers = "\n".join(image_marker(str(a.get("filename") or a.get("name") or ""))
-                            for a in images)
+        markers = "\n".join(
+            image_marker(str(a.get("filename") or a.get("name") or "")) for a in images
+        )
         message["content"] = f"{message['content']}\n\n{markers}"
     return message
 
@@ -56,13 +57,15 @@ def messages_for(type_name: str, payload: Mapping[str, Any]) -> tuple[dict[str, 
     if type_name == "AssistantMessageCompleted":
         return (assistant_message(payload["text"]),)
     if type_name == "ToolInvocationCompleted":
-        return tool_messages(payload["tool_call_id"], payload["tool_name"],
-                             payload["arguments"], payload["result"])
+        return tool_messages(
+            payload["tool_call_id"], payload["tool_name"], payload["arguments"], payload["result"]
+        )
     raise ValueError(f"{type_name} is not a conversation event")
 
 
 _KINDS: dict[str, HistoryKind] = {
-    "UserMessageAdded": "user", "AssistantMessageCompleted": "assistant",
+    "UserMessageAdded": "user",
+    "AssistantMessageCompleted": "assistant",
     "ToolInvocationCompleted": "tool",
 }
 
@@ -76,8 +79,9 @@ def with_tokens(event: Event, pc: ProfileCounter) -> Event:
     """The event with its token count filled in (call once, before appending it)."""
     import dataclasses
 
-    if not isinstance(event, UserMessageAdded | AssistantMessageCompleted
-                      | ToolInvocationCompleted):
+    if not isinstance(
+        event, UserMessageAdded | AssistantMessageCompleted | ToolInvocationCompleted
+    ):
         return event
     n = count_event(event.type, event.payload(), pc)
     return dataclasses.replace(event, tokens=n, token_counter=pc.key)
@@ -90,8 +94,13 @@ def unit_from(
     tokens = payload.get("tokens")
     if tokens is None or payload.get("token_counter") != pc.key:
         tokens = sum(pc.message(m) for m in messages)
-    return HistoryUnit(seq=seq, turn_id=str(payload.get("turn_id", "")),
-                       kind=_KINDS[type_name], messages=messages, tokens=int(tokens))
+    return HistoryUnit(
+        seq=seq,
+        turn_id=str(payload.get("turn_id", "")),
+        kind=_KINDS[type_name],
+        messages=messages,
+        tokens=int(tokens),
+    )
 
 
 def unit_from_event(event: Event, pc: ProfileCounter) -> HistoryUnit | None:
@@ -122,8 +131,13 @@ def _unit_from_row(row: Any, pc: ProfileCounter) -> HistoryUnit:
         messages = tool_messages(call_id, tool, args, result)
     if tokens is None or scheme != pc.key:
         tokens = sum(pc.message(m) for m in messages)
-    return HistoryUnit(seq=seq, turn_id=turn_id or "", kind=_KINDS[type_name],
-                       messages=messages, tokens=int(tokens))
+    return HistoryUnit(
+        seq=seq,
+        turn_id=turn_id or "",
+        kind=_KINDS[type_name],
+        messages=messages,
+        tokens=int(tokens),
+    )
 
 
 class _Reader:
@@ -156,10 +170,11 @@ class _Reader:
 
     def newer(self, lower: int) -> list[HistoryUnit]:
         """Every unit above seq ``lower``, oldest first (what was added since)."""
-        sql = (f"SELECT {_PAYLOAD_COLUMNS} FROM events WHERE session_id = ? AND seq > ? "
-               f"AND {_TYPES_SQL} ORDER BY seq")
-        return [_unit_from_row(r, self.counter) for r in self._rows(sql, (self.session_id,
-                                                                           lower))]
+        sql = (
+            f"SELECT {_PAYLOAD_COLUMNS} FROM events WHERE session_id = ? AND seq > ? "
+            f"AND {_TYPES_SQL} ORDER BY seq"
+        )
+        return [_unit_from_row(r, self.counter) for r in self._rows(sql, (self.session_id, lower))]
 
 
 def _covered(seq: int, skip: list[tuple[int, int]]) -> int | None:
@@ -245,7 +260,10 @@ class HistoryCache:
         self.reader: _Reader | None = None
 
     def source(
-        self, counter: ProfileCounter, *, before_seq: int | None = None,
+        self,
+        counter: ProfileCounter,
+        *,
+        before_seq: int | None = None,
         skip: Sequence[tuple[int, int]] = (),
     ) -> Iterator[HistoryUnit]:
         """Newest first, like ``EventHistory.newest_first``, served from the cache."""
@@ -293,6 +311,6 @@ class HistoryCache:
         for i, unit in enumerate(self.desc):
             total += unit.tokens
             if total > keep_tokens:
-                del self.desc[i + 1:]
+                del self.desc[i + 1 :]
                 self.at_start = False
                 return

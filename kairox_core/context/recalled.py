@@ -86,8 +86,9 @@ class TurnPack:
 
     def discard(self, seqs: set[int]) -> int:
         """Take back the turns whose seq is in ``seqs``; returns how many."""
-        keep = [(h, c) for h, c in zip(self.turns, self.costs, strict=True)
-                if turn_seq(h) not in seqs]
+        keep = [
+            (h, c) for h, c in zip(self.turns, self.costs, strict=True) if turn_seq(h) not in seqs
+        ]
         dropped = len(self.turns) - len(keep)
         if dropped:
             self.turns, self.costs, self.days = [], [], {}
@@ -99,5 +100,4 @@ class TurnPack:
         return render_turns(self.turns)
 
 
-__all__ = ["DOC_TYPE", "HEADER", "SOURCE", "TurnPack", "render_turns", "turn_line",
-           "turn_seq"]
+__all__ = ["DOC_TYPE", "HEADER", "SOURCE", "TurnPack", "render_turns", "turn_line", "turn_seq"]

@@ -21,8 +21,13 @@ from kairox_core.events import (
     SummaryEdited,
 )
 
-COMPACTION_EVENT_TYPES = ("FactPinned", "FactUnpinned", "CompactionSummary", "SummaryEdited",
-                          "ChunkDropped")
+COMPACTION_EVENT_TYPES = (
+    "FactPinned",
+    "FactUnpinned",
+    "CompactionSummary",
+    "SummaryEdited",
+    "ChunkDropped",
+)
 
 
 @dataclass(frozen=True)
@@ -38,8 +43,13 @@ class MemoryItem:
     @classmethod
     def from_record(cls, record: Any) -> MemoryItem:
         scope = getattr(record.scope, "value", record.scope)
-        return cls(id=str(record.id), scope=str(scope), key=record.key, body=record.body,
-                   updated_at=float(getattr(record, "updated_at", 0.0) or 0.0))
+        return cls(
+            id=str(record.id),
+            scope=str(scope),
+            key=record.key,
+            body=record.body,
+            updated_at=float(getattr(record, "updated_at", 0.0) or 0.0),
+        )
 
 
 @dataclass(frozen=True)
@@ -123,7 +133,9 @@ class CompactionState:
                 self.watermark = max(self.watermark, event.seq)
             if isinstance(event, FactPinned):
                 self._pinned[event.fact_id] = PinnedFact(
-                    fact_id=event.fact_id, text=event.text, seq=event.seq or 0,
+                    fact_id=event.fact_id,
+                    text=event.text,
+                    seq=event.seq or 0,
                     source_seq=event.source_seq,
                 )
             elif isinstance(event, FactUnpinned):
@@ -151,9 +163,15 @@ class CompactionState:
             text = self._edits.get(seq, summary.summary)
             for chunk in self._dropped.get(seq, ()):
                 text = _drop_line(text, chunk)
-            items.append(SummaryItem(seq=seq, first_seq=summary.first_seq,
-                                     last_seq=summary.last_seq, text=text.strip(),
-                                     strategy=summary.strategy))
+            items.append(
+                SummaryItem(
+                    seq=seq,
+                    first_seq=summary.first_seq,
+                    last_seq=summary.last_seq,
+                    text=text.strip(),
+                    strategy=summary.strategy,
+                )
+            )
         return sorted(items, key=lambda s: (s.first_seq, s.seq))
 
     def covered_ranges(self) -> list[tuple[int, int]]:
@@ -192,10 +210,10 @@ def read_compaction_events(store: Any, session_id: str, after_seq: int = 0) -> l
     from kairox_core.events import event_from_dict
 
     marks = ", ".join("?" * len(COMPACTION_EVENT_TYPES))
-    sql = (f"SELECT data FROM events WHERE session_id = ? AND type IN ({marks}) "
-           f"AND seq > ?")
+    sql = f"SELECT data FROM events WHERE session_id = ? AND type IN ({marks}) AND seq > ?"
     with store.db.lock:
-        rows = store.db.conn.execute(sql, (session_id, *COMPACTION_EVENT_TYPES,
-                                           after_seq)).fetchall()
+        rows = store.db.conn.execute(
+            sql, (session_id, *COMPACTION_EVENT_TYPES, after_seq)
+        ).fetchall()
     events = [event_from_dict(json.loads(row[0])) for row in rows]
     return sorted(events, key=lambda e: e.seq or 0)

@@ -58,7 +58,7 @@ class Cleaner:
         t = s.rstrip(HWS)
         if t:
             self._emit(self.held + t if self.held else t)
-            self.held = s[len(t):]
+            self.held = s[len(t) :]
         else:
             self.held += s
 
@@ -105,15 +105,15 @@ class Cleaner:
             a = j
             nl = ws.find("\n")
             if nl >= 0:  # ``_resolve`` for this case, inlined
-                rest = ws[nl + 1:]
+                rest = ws[nl + 1 :]
                 if not self.lstart:
                     rest = "\n" + rest
                 elif self._tail2() == "\n\n":
-                    rest = rest[rest.rfind("\n") + 1:]
+                    rest = rest[rest.rfind("\n") + 1 :]
                 t = rest.rstrip(HWS)
                 if t:
                     out.append(t)
-                    self.held = rest[len(t):]
+                    self.held = rest[len(t) :]
                 else:
                     self.held = rest
             else:
@@ -158,16 +158,16 @@ class Cleaner:
         self.ws = ""
         nl = ws.find("\n")
         if nl >= 0:
-            rest = ws[nl + 1:]
+            rest = ws[nl + 1 :]
             if not self.lstart:
                 rest = "\n" + rest
             elif self._tail2() == "\n\n":
-                rest = rest[rest.rfind("\n") + 1:]
+                rest = rest[rest.rfind("\n") + 1 :]
             # ``text(rest)`` with nothing held, inlined: ``rest`` is only whitespace
             t = rest.rstrip(HWS)
             if t:
                 self.out.append(t)
-                self.held = rest[len(t):]
+                self.held = rest[len(t) :]
             else:
                 self.held = rest
             return

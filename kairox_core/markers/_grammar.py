@@ -29,8 +29,7 @@ CLOSER = re.compile(r"</(?i:memory)" + _TWS + "{0," + str(CLOSER_MAX_WS) + "}>")
 # The opening tag alone (to its first '>'); the body is found with CLOSER after it.
 OPEN_TAG = re.compile(r"<(?i:memory)(?=[ \t\r\n\f/>])([^>]*)>")
 _ATTR = re.compile(
-    _TWS + r"*([A-Za-z_:][-A-Za-z0-9_:.]*)" + _TWS + r"*=" + _TWS
-    + r"""*(?:"([^"]*)"|'([^']*)')"""
+    _TWS + r"*([A-Za-z_:][-A-Za-z0-9_:.]*)" + _TWS + r"*=" + _TWS + r"""*(?:"([^"]*)"|'([^']*)')"""
 )
 _TRAILING_WS = re.compile(_TWS + r"*")
 KEY_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
@@ -136,7 +135,8 @@ def parse_attributes(attrs: str) -> dict[str, str] | InvalidMarker:
     if end is None or end.end() != n:
         bad = attrs[pos:].strip()[:40]
         return InvalidMarker(
-            InvalidReason.MALFORMED_ATTRIBUTES, "",
+            InvalidReason.MALFORMED_ATTRIBUTES,
+            "",
             f"cannot read attributes near {bad!r}; use name=\"value\" or name='value'",
         )
     return out
@@ -155,8 +155,13 @@ _COMMON_ATTRS = re.compile(
 # whole element: one search finds and reads the common case. Groups as above; 9 is the
 # body, None for a bare tag start.
 TAG_OR_ELEMENT = re.compile(
-    r"<(?i:memory)(?:" + _COMMON_ATTRS.pattern + r">([^<]*+)</(?i:memory)" + _TWS + "{0,"
-    + str(CLOSER_MAX_WS) + r"}>|(?=[ \t\r\n\f/>]))"
+    r"<(?i:memory)(?:"
+    + _COMMON_ATTRS.pattern
+    + r">([^<]*+)</(?i:memory)"
+    + _TWS
+    + "{0,"
+    + str(CLOSER_MAX_WS)
+    + r"}>|(?=[ \t\r\n\f/>]))"
 )
 
 
@@ -183,33 +188,43 @@ def build_element(
         return InvalidMarker(InvalidReason.NESTED, raw, "a <memory> tag inside another one")
     scope_value = parsed.get("scope")
     if scope_value is None:
-        return InvalidMarker(InvalidReason.MISSING_SCOPE, raw,
-                             'add scope="session", "user" or "workspace"')
+        return InvalidMarker(
+            InvalidReason.MISSING_SCOPE, raw, 'add scope="session", "user" or "workspace"'
+        )
     scope = SCOPES.get(scope_value.strip().lower())
     if scope is None:
-        return InvalidMarker(InvalidReason.UNKNOWN_SCOPE, raw,
-                             f"scope {scope_value!r} is not session, user or workspace")
+        return InvalidMarker(
+            InvalidReason.UNKNOWN_SCOPE,
+            raw,
+            f"scope {scope_value!r} is not session, user or workspace",
+        )
     key = parsed.get("key")
     if key is not None and not KEY_RE.fullmatch(key):
-        return InvalidMarker(InvalidReason.MALFORMED_KEY, raw,
-                             f"key {key[:40]!r} must match [A-Za-z0-9_.:-]{{1,128}}")
+        return InvalidMarker(
+            InvalidReason.MALFORMED_KEY,
+            raw,
+            f"key {key[:40]!r} must match [A-Za-z0-9_.:-]{{1,128}}",
+        )
     body = _unescape(body_raw).strip() if body_raw else ""
     return judge(scope, key, body, raw, max_body_chars)
 
 
-def judge(scope: MemoryScope, key: str | None, body: str, raw: str,
-          max_body_chars: int) -> MemoryMarker | InvalidMarker:
+def judge(
+    scope: MemoryScope, key: str | None, body: str, raw: str, max_body_chars: int
+) -> MemoryMarker | InvalidMarker:
     """The last checks of an element whose attributes read well (``key`` well formed
     if given, ``body`` decoded and trimmed): the whole-text extractor's fast path
     ends here too."""
     if key is None and scope is not MemoryScope.SESSION:
-        return InvalidMarker(InvalidReason.MISSING_KEY, raw,
-                             f"a {scope.value} memory needs a key")
+        return InvalidMarker(InvalidReason.MISSING_KEY, raw, f"a {scope.value} memory needs a key")
     if not body:
         return InvalidMarker(InvalidReason.EMPTY_BODY, raw, "the memory has no text")
     if len(body) > max_body_chars:
-        return InvalidMarker(InvalidReason.BODY_TOO_LONG, raw,
-                             f"{len(body)} characters; the limit is {max_body_chars}")
+        return InvalidMarker(
+            InvalidReason.BODY_TOO_LONG,
+            raw,
+            f"{len(body)} characters; the limit is {max_body_chars}",
+        )
     return MemoryMarker(scope, key, body, raw)
 
 

@@ -136,8 +136,11 @@ def extract_memory_markers(
         if tag is None:  # never closed by '>': the rest of the text is released
             raw = text[i:]
             text_(raw)
-            invalid.append(InvalidMarker(InvalidReason.UNTERMINATED, raw,
-                                         "the opening tag is never closed by '>'"))
+            invalid.append(
+                InvalidMarker(
+                    InvalidReason.UNTERMINATED, raw, "the opening tag is never closed by '>'"
+                )
+            )
             done = n
             break
         attrs = tag.group(1)
@@ -149,12 +152,14 @@ def extract_memory_markers(
             if closer is None:  # an opening tag never closed
                 raw = text[i:end]
                 text_(raw)
-                invalid.append(InvalidMarker(InvalidReason.UNTERMINATED, raw,
-                                             "no </memory> closes this tag"))
+                invalid.append(
+                    InvalidMarker(InvalidReason.UNTERMINATED, raw, "no </memory> closes this tag")
+                )
                 done = q = pos = end
                 continue
-            result = build_element(text[i:closer.end()], attrs,
-                                   text[end:closer.start()], max_body_chars)
+            result = build_element(
+                text[i : closer.end()], attrs, text[end : closer.start()], max_body_chars
+            )
             end = closer.end()
         if isinstance(result, MemoryMarker):
             markers.append(result)

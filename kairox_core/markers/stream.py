@@ -100,7 +100,7 @@ class MarkerStreamParser:
             elif "`" in delta or "~" in delta:
                 return self._slow(delta)
             else:
-                tail = delta[delta.rfind("\n") + 1:]
+                tail = delta[delta.rfind("\n") + 1 :]
                 self._ctx = [tail]
                 self._blank = not tail.strip(" \t")
             c = self._c
@@ -115,7 +115,7 @@ class MarkerStreamParser:
                 c.held += delta
                 return ""
             else:
-                held = delta[len(t):]
+                held = delta[len(t) :]
                 if c.held:
                     t = c.held + t
                 c.held = held
@@ -137,7 +137,7 @@ class MarkerStreamParser:
             if not t:
                 c.held += delta
                 return ""
-            held = delta[len(t):]
+            held = delta[len(t) :]
             if c.held:
                 t = c.held + t
             c.held = held
@@ -154,8 +154,7 @@ class MarkerStreamParser:
             s = self._pend + delta if self._pend else delta
             self._pend = ""
             self._process(s, False)
-        self._plain = (self._mode == _NORMAL and not self._pend and not self._fcand
-                       and not c.after)
+        self._plain = self._mode == _NORMAL and not self._pend and not self._fcand and not c.after
         return "".join(c.out[mark:])
 
     def finish(self) -> str:
@@ -281,7 +280,7 @@ class MarkerStreamParser:
             c.text(s[done:hold])
         nl = s.rfind("\n", 0, hold)
         if nl >= 0:
-            self._ctx = [s[max(nl + 1, res):hold]]
+            self._ctx = [s[max(nl + 1, res) : hold]]
             self._blank = is_blank(s, nl + 1, hold)
         else:
             if res > 0:
@@ -335,7 +334,7 @@ class MarkerStreamParser:
             self._tag_parts.append(s[: g + 1])
             tag = "".join(self._tag_parts)
             self._tag_parts = []
-            s = s[g + 1:]
+            s = s[g + 1 :]
             attrs_full = tag[7:-1]
             if attrs_full.rstrip(TAG_WS).endswith("/"):
                 self._record(build_element(tag, attrs_full, None, self.max_body_chars))
@@ -362,7 +361,7 @@ class MarkerStreamParser:
         self._record(build_element(raw, self._tag[7:-1], body, self.max_body_chars))
         self._tag = ""
         self._body_parts = []
-        return s[m.end():]
+        return s[m.end() :]
 
     def _record(self, result: MemoryMarker | InvalidMarker) -> None:
         if isinstance(result, MemoryMarker):
@@ -384,8 +383,11 @@ class MarkerStreamParser:
             self._tag_parts = []
             self._after_element()
             self._c.text(raw)
-            self.invalid.append(InvalidMarker(InvalidReason.UNTERMINATED, raw,
-                                              "the opening tag is never closed by '>'"))
+            self.invalid.append(
+                InvalidMarker(
+                    InvalidReason.UNTERMINATED, raw, "the opening tag is never closed by '>'"
+                )
+            )
             return ""
         tag = self._tag
         body = "".join(self._body_parts) + self._carry
@@ -394,6 +396,7 @@ class MarkerStreamParser:
         self._carry = ""
         self._after_element()
         self._c.text(tag)
-        self.invalid.append(InvalidMarker(InvalidReason.UNTERMINATED, tag,
-                                          "no </memory> closes this tag"))
+        self.invalid.append(
+            InvalidMarker(InvalidReason.UNTERMINATED, tag, "no </memory> closes this tag")
+        )
         return body

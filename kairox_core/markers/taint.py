@@ -22,7 +22,10 @@ def _tokens(text: str) -> list[str]:
 
 
 def is_tainted(
-    body: str, untrusted_texts: Iterable[str], *, threshold: float = THRESHOLD,
+    body: str,
+    untrusted_texts: Iterable[str],
+    *,
+    threshold: float = THRESHOLD,
     ngram: int = NGRAM,
 ) -> bool:
     """True when ``body``, or at least ``threshold`` of its word ``ngram``-grams, appears
@@ -37,7 +40,7 @@ def is_tainted(
     if len(words) < ngram:
         needle = " " + " ".join(words) + " "
         return any(needle in " " + " ".join(_tokens(t)) + " " for t in untrusted_texts if t)
-    grams = {tuple(words[i:i + ngram]) for i in range(len(words) - ngram + 1)}
+    grams = {tuple(words[i : i + ngram]) for i in range(len(words) - ngram + 1)}
     need = threshold * len(grams)
     seen: set[tuple[str, ...]] = set()
     for text in untrusted_texts:
@@ -45,7 +48,7 @@ def is_tainted(
             continue
         toks = _tokens(text)
         for i in range(len(toks) - ngram + 1):
-            gram = tuple(toks[i:i + ngram])
+            gram = tuple(toks[i : i + ngram])
             if gram in grams:
                 seen.add(gram)
         if len(seen) >= need:

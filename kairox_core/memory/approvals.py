@@ -128,13 +128,24 @@ class Proposal:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "id": self.id, "scope": self.scope.value, "key": self.key, "body": self.body,
-            "tainted": self.tainted, "session_id": self.session_id,
-            "workspace_id": self.workspace_id, "turn_id": self.turn_id, "raw": self.raw,
-            "created_at": self.created_at, "status": self.status, "source": self.source,
-            "resolved_at": self.resolved_at, "reason": self.reason,
-            "supersedes": self.supersedes, "superseded_by": self.superseded_by,
-            "memory_id": self.memory_id, "final_body": self.final_body,
+            "id": self.id,
+            "scope": self.scope.value,
+            "key": self.key,
+            "body": self.body,
+            "tainted": self.tainted,
+            "session_id": self.session_id,
+            "workspace_id": self.workspace_id,
+            "turn_id": self.turn_id,
+            "raw": self.raw,
+            "created_at": self.created_at,
+            "status": self.status,
+            "source": self.source,
+            "resolved_at": self.resolved_at,
+            "reason": self.reason,
+            "supersedes": self.supersedes,
+            "superseded_by": self.superseded_by,
+            "memory_id": self.memory_id,
+            "final_body": self.final_body,
         }
 
 
@@ -181,14 +192,30 @@ class ApprovalService:
         """Route one marker from the assistant's output; None when it would change nothing."""
         scope = parse_scope(marker.scope)
         return self._propose(
-            scope, marker.key, marker.body, session_id=session_id, workspace_id=workspace_id,
-            turn_id=turn_id, raw=str(getattr(marker, "raw", "") or ""), tainted=tainted,
-            source="assistant", auto_accept=scope == "session",
+            scope,
+            marker.key,
+            marker.body,
+            session_id=session_id,
+            workspace_id=workspace_id,
+            turn_id=turn_id,
+            raw=str(getattr(marker, "raw", "") or ""),
+            tainted=tainted,
+            source="assistant",
+            auto_accept=scope == "session",
         )
 
     def _propose(
-        self, scope: MemoryScope, key: str | None, body: str, *, session_id: str,
-        workspace_id: str | None, turn_id: str | None, raw: str, tainted: bool, source: str,
+        self,
+        scope: MemoryScope,
+        key: str | None,
+        body: str,
+        *,
+        session_id: str,
+        workspace_id: str | None,
+        turn_id: str | None,
+        raw: str,
+        tainted: bool,
+        source: str,
         auto_accept: bool,
     ) -> Proposal | None:
         if source == "user":
@@ -199,34 +226,60 @@ class ApprovalService:
         if key is None and scope != "session":
             raise ValueError(f"a {scope.value} memory needs a key")
         with self._unit():
-            if self._unchanged(scope, key, body, workspace_id=workspace_id,
-                               session_id=session_id):
+            if self._unchanged(scope, key, body, workspace_id=workspace_id, session_id=session_id):
                 return None
             pending = self._pending_for(scope, owner, key)
             if pending is not None and pending.body == body and not auto_accept:
                 return None  # already waiting for a decision
             now = self.clock()
             proposal = Proposal(
-                id=new_id("p"), scope=scope, key=key, body=body, tainted=tainted,
-                session_id=session_id, workspace_id=workspace_id, turn_id=turn_id, raw=raw,
-                created_at=now, source=source,
+                id=new_id("p"),
+                scope=scope,
+                key=key,
+                body=body,
+                tainted=tainted,
+                session_id=session_id,
+                workspace_id=workspace_id,
+                turn_id=turn_id,
+                raw=raw,
+                created_at=now,
+                source=source,
                 supersedes=pending.id if pending is not None else None,
             )
             record = None
             if auto_accept:
                 record = self.memories.put(
-                    scope, key, body, workspace_id=workspace_id, session_id=session_id,
+                    scope,
+                    key,
+                    body,
+                    workspace_id=workspace_id,
+                    session_id=session_id,
                     provenance=Provenance(session_id, turn_id, raw),
                 )
-            events: list[Event] = [MemoryProposed(
-                session_id=session_id, proposal_id=proposal.id, scope=scope.value, key=key,
-                body=body, workspace_id=workspace_id, turn_id=turn_id, raw=raw,
-                tainted=tainted, supersedes=proposal.supersedes, source=source,
-            )]
+            events: list[Event] = [
+                MemoryProposed(
+                    session_id=session_id,
+                    proposal_id=proposal.id,
+                    scope=scope.value,
+                    key=key,
+                    body=body,
+                    workspace_id=workspace_id,
+                    turn_id=turn_id,
+                    raw=raw,
+                    tainted=tainted,
+                    supersedes=proposal.supersedes,
+                    source=source,
+                )
+            ]
             if record is not None:
                 events.append(self._accepted_event(proposal, record, edited=False))
-                proposal = _replace(proposal, status="accepted", resolved_at=now,
-                                    memory_id=record.id, final_body=body)
+                proposal = _replace(
+                    proposal,
+                    status="accepted",
+                    resolved_at=now,
+                    memory_id=record.id,
+                    final_body=body,
+                )
             with self.events.db.atomic() as conn:
                 if pending is not None:
                     conn.execute(
@@ -238,20 +291,36 @@ class ApprovalService:
                 self.events.append_many(events)
             return proposal
 
-    def _unchanged(self, scope: MemoryScope, key: str | None, body: str, *,
-                   workspace_id: str | None, session_id: str) -> bool:
+    def _unchanged(
+        self,
+        scope: MemoryScope,
+        key: str | None,
+        body: str,
+        *,
+        workspace_id: str | None,
+        session_id: str,
+    ) -> bool:
         if key is not None:
-            current = self.memories.get(scope, key, workspace_id=workspace_id,
-                                        session_id=session_id)
+            current = self.memories.get(
+                scope, key, workspace_id=workspace_id, session_id=session_id
+            )
             return current is not None and current.body == body
-        return any(m.key is None and m.body == body
-                   for m in self.memories.list(scope, session_id=session_id))
+        return any(
+            m.key is None and m.body == body
+            for m in self.memories.list(scope, session_id=session_id)
+        )
 
-    def _accepted_event(self, proposal: Proposal, record: MemoryRecord, *,
-                        edited: bool) -> MemoryAccepted:
+    def _accepted_event(
+        self, proposal: Proposal, record: MemoryRecord, *, edited: bool
+    ) -> MemoryAccepted:
         return MemoryAccepted(
-            session_id=proposal.session_id, proposal_id=proposal.id, memory_id=record.id,
-            scope=record.scope.value, key=record.key, body=record.body, edited=edited,
+            session_id=proposal.session_id,
+            proposal_id=proposal.id,
+            memory_id=record.id,
+            scope=record.scope.value,
+            key=record.key,
+            body=record.body,
+            edited=edited,
             workspace_id=proposal.workspace_id,
         )
 
@@ -262,23 +331,27 @@ class ApprovalService:
     ) -> list[Proposal]:
         """Proposals waiting for a decision, oldest first (optionally those raised in one
         workspace or session)."""
-        return self.proposals(status="pending", workspace_id=workspace_id,
-                              session_id=session_id)
+        return self.proposals(status="pending", workspace_id=workspace_id, session_id=session_id)
 
     def proposals(
-        self, *, status: str | None = None, workspace_id: str | None = None,
+        self,
+        *,
+        status: str | None = None,
+        workspace_id: str | None = None,
         session_id: str | None = None,
     ) -> list[Proposal]:
         """Every proposal ever made (the audit view), oldest first, optionally filtered."""
         sql, params = "SELECT * FROM memory_proposals WHERE 1 = 1", []
-        for column, value in (("status", status), ("workspace_id", workspace_id),
-                              ("session_id", session_id)):
+        for column, value in (
+            ("status", status),
+            ("workspace_id", workspace_id),
+            ("session_id", session_id),
+        ):
             if value is not None:
                 sql += f" AND {column} = ?"
                 params.append(value)
         with self.events.db.lock:
-            rows = self.events.conn.execute(sql + " ORDER BY created_at, rowid",
-                                            params).fetchall()
+            rows = self.events.conn.execute(sql + " ORDER BY created_at, rowid", params).fetchall()
         return [_proposal(r) for r in rows]
 
     def get_proposal(self, proposal_id: str) -> Proposal | None:
@@ -295,7 +368,10 @@ class ApprovalService:
             final = proposal.body if body is None else body
             self._check_body(final)
             record = self.memories.put(
-                proposal.scope, proposal.key, final, workspace_id=proposal.workspace_id,
+                proposal.scope,
+                proposal.key,
+                final,
+                workspace_id=proposal.workspace_id,
                 session_id=proposal.session_id,
                 provenance=Provenance(proposal.session_id, proposal.turn_id, proposal.raw),
             )
@@ -318,12 +394,18 @@ class ApprovalService:
             now = self.clock()
             conn.execute(
                 "UPDATE memory_proposals SET status = 'rejected', resolved_at = ?, reason = ? "
-                "WHERE id = ?", (now, reason, proposal_id),
+                "WHERE id = ?",
+                (now, reason, proposal_id),
             )
-            self.events.append(MemoryRejected(
-                session_id=proposal.session_id, proposal_id=proposal.id,
-                scope=proposal.scope.value, key=proposal.key, reason=reason,
-            ))
+            self.events.append(
+                MemoryRejected(
+                    session_id=proposal.session_id,
+                    proposal_id=proposal.id,
+                    scope=proposal.scope.value,
+                    key=proposal.key,
+                    reason=reason,
+                )
+            )
         return _replace(proposal, status="rejected", resolved_at=now, reason=reason)
 
     # --- a person's own changes --------------------------------------------------------------
@@ -344,24 +426,37 @@ class ApprovalService:
         scope = parse_scope(scope)
         owner_of(scope, workspace_id=workspace_id, session_id=session_id)  # ids present?
         proposal = self._propose(
-            scope, key, body, session_id=session_id or maintenance_session_id(workspace_id),
-            workspace_id=workspace_id, turn_id=None, raw="", tainted=False, source="user",
+            scope,
+            key,
+            body,
+            session_id=session_id or maintenance_session_id(workspace_id),
+            workspace_id=workspace_id,
+            turn_id=None,
+            raw="",
+            tainted=False,
+            source="user",
             auto_accept=True,
         )
         if proposal is not None and proposal.memory_id is not None:
             record = self.memories.get_by_id(proposal.memory_id)
         elif key is not None:  # the body was already the accepted one
-            record = self.memories.get(scope, key, workspace_id=workspace_id,
-                                       session_id=session_id)
+            record = self.memories.get(scope, key, workspace_id=workspace_id, session_id=session_id)
         else:
-            record = next((m for m in self.memories.list(scope, session_id=session_id)
-                           if m.key is None and m.body == body), None)
+            record = next(
+                (
+                    m
+                    for m in self.memories.list(scope, session_id=session_id)
+                    if m.key is None and m.body == body
+                ),
+                None,
+            )
         if record is None:  # pragma: no cover - removed by another process meanwhile
             raise MemoryNotFoundError("the memory was removed while it was being written")
         return record
 
-    def edit_memory(self, memory_id: str, body: str, *,
-                    session_id: str | None = None) -> MemoryRecord:
+    def edit_memory(
+        self, memory_id: str, body: str, *, session_id: str | None = None
+    ) -> MemoryRecord:
         """Change an accepted memory's body by hand (MemoryEdited)."""
         self._check_body(body)
         with self._unit():
@@ -369,11 +464,16 @@ class ApprovalService:
             if before.body == body:
                 return before
             after = self.memories.update_body(memory_id, body)
-            self.events.append(MemoryEdited(
-                session_id=session_id or self._home_session(before), memory_id=memory_id,
-                scope=before.scope.value, key=before.key, body=body,
-                previous_body=before.body,
-            ))
+            self.events.append(
+                MemoryEdited(
+                    session_id=session_id or self._home_session(before),
+                    memory_id=memory_id,
+                    scope=before.scope.value,
+                    key=before.key,
+                    body=body,
+                    previous_body=before.body,
+                )
+            )
             return after
 
     def delete_memory(self, memory_id: str, *, session_id: str | None = None) -> MemoryRecord:
@@ -381,11 +481,16 @@ class ApprovalService:
         with self._unit():
             before = self._require_memory(memory_id)
             self.memories.delete(memory_id)
-            self.events.append(MemoryDeleted(
-                session_id=session_id or self._home_session(before), memory_id=memory_id,
-                scope=before.scope.value, key=before.key, body=before.body,
-                workspace_id=before.workspace_id,
-            ))
+            self.events.append(
+                MemoryDeleted(
+                    session_id=session_id or self._home_session(before),
+                    memory_id=memory_id,
+                    scope=before.scope.value,
+                    key=before.key,
+                    body=before.body,
+                    workspace_id=before.workspace_id,
+                )
+            )
             return before
 
     def archive_session(self, session_id: str, *, reason: str | None = None) -> int:
@@ -418,18 +523,21 @@ class ApprovalService:
         record = self.memories.get_by_id(memory_id)
         if record is None:
             raise MemoryNotFoundError(
-                f"no memory with id '{memory_id}'; `kairox memory list` shows the ids")
+                f"no memory with id '{memory_id}'; `kairox memory list` shows the ids"
+            )
         return record
 
     def _require_pending(self, proposal_id: str) -> Proposal:
         proposal = self.get_proposal(proposal_id)
         if proposal is None:
             raise MemoryNotFoundError(
-                f"no proposal with id '{proposal_id}'; `kairox memory pending` shows the ids")
+                f"no proposal with id '{proposal_id}'; `kairox memory pending` shows the ids"
+            )
         if proposal.status != "pending":
             raise ProposalNotPendingError(
                 f"proposal '{proposal_id}' is already {proposal.status}; only pending "
-                f"proposals can be accepted or rejected")
+                f"proposals can be accepted or rejected"
+            )
         return proposal
 
     def _pending_for(self, scope: MemoryScope, owner: str, key: str | None) -> Proposal | None:
@@ -437,7 +545,8 @@ class ApprovalService:
             return None
         row = self.events.conn.execute(
             "SELECT * FROM memory_proposals WHERE scope = ? AND owner = ? AND key = ? "
-            "AND status = 'pending'", (scope.value, owner, key),
+            "AND status = 'pending'",
+            (scope.value, owner, key),
         ).fetchone()
         return _proposal(row) if row is not None else None
 
@@ -447,9 +556,25 @@ def _insert(conn: Any, p: Proposal, owner: str) -> None:
         "INSERT INTO memory_proposals (id, scope, owner, key, body, workspace_id, session_id, "
         "turn_id, raw, tainted, source, created_at, status, resolved_at, supersedes, "
         "memory_id, final_body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (p.id, p.scope.value, owner, p.key, p.body, p.workspace_id, p.session_id, p.turn_id,
-         p.raw, int(p.tainted), p.source, p.created_at, p.status, p.resolved_at, p.supersedes,
-         p.memory_id, p.final_body),
+        (
+            p.id,
+            p.scope.value,
+            owner,
+            p.key,
+            p.body,
+            p.workspace_id,
+            p.session_id,
+            p.turn_id,
+            p.raw,
+            int(p.tainted),
+            p.source,
+            p.created_at,
+            p.status,
+            p.resolved_at,
+            p.supersedes,
+            p.memory_id,
+            p.final_body,
+        ),
     )
 
 
@@ -461,11 +586,22 @@ def _replace(p: Proposal, **changes: Any) -> Proposal:
 
 def _proposal(row: Any) -> Proposal:
     return Proposal(
-        id=row["id"], scope=MemoryScope(row["scope"]), key=row["key"], body=row["body"],
-        tainted=bool(row["tainted"]), session_id=row["session_id"],
-        workspace_id=row["workspace_id"], turn_id=row["turn_id"], raw=row["raw"],
-        created_at=row["created_at"], status=row["status"], source=row["source"],
-        resolved_at=row["resolved_at"], reason=row["reason"], supersedes=row["supersedes"],
-        superseded_by=row["superseded_by"], memory_id=row["memory_id"],
+        id=row["id"],
+        scope=MemoryScope(row["scope"]),
+        key=row["key"],
+        body=row["body"],
+        tainted=bool(row["tainted"]),
+        session_id=row["session_id"],
+        workspace_id=row["workspace_id"],
+        turn_id=row["turn_id"],
+        raw=row["raw"],
+        created_at=row["created_at"],
+        status=row["status"],
+        source=row["source"],
+        resolved_at=row["resolved_at"],
+        reason=row["reason"],
+        supersedes=row["supersedes"],
+        superseded_by=row["superseded_by"],
+        memory_id=row["memory_id"],
         final_body=row["final_body"],
     )

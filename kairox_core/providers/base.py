@@ -61,12 +61,18 @@ class ModelProvider(Protocol):
     model: str
 
     def stream(
-        self, messages: Sequence[Message], *, max_tokens: int | None = None,
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
         temperature: float | None = None,
     ) -> AsyncIterator[ChatChunk]: ...
 
     async def complete(
-        self, messages: Sequence[Message], *, max_tokens: int | None = None,
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
         temperature: float | None = None,
     ) -> ChatResult: ...
 
@@ -81,8 +87,13 @@ class ProviderError(KairoxError):
     """
 
     def __init__(
-        self, provider: str, cause: str, *, fix: str | None = None,
-        status: int | None = None, retryable: bool = False,
+        self,
+        provider: str,
+        cause: str,
+        *,
+        fix: str | None = None,
+        status: int | None = None,
+        retryable: bool = False,
     ) -> None:
         self.provider = provider
         self.cause = cause
@@ -100,9 +111,7 @@ class ProviderSetupError(ProviderError, KairoxUserError):
     package, rejected API key): the user's to fix, shown without a traceback."""
 
 
-async def collect(
-    chunks: AsyncIterator[ChatChunk], *, model: str
-) -> ChatResult:
+async def collect(chunks: AsyncIterator[ChatChunk], *, model: str) -> ChatResult:
     """Drain a stream into one ``ChatResult`` (for providers whose ``complete`` streams)."""
     parts: list[str] = []
     usage: TokenUsage | None = None

@@ -141,10 +141,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, status: int, message: str, etype: str, code: str | None,
-               headers: Mapping[str, str] | None = None) -> None:
-        self._json(status, {"error": {"message": message, "type": etype, "param": None,
-                                      "code": code}}, headers)
+    def _error(
+        self,
+        status: int,
+        message: str,
+        etype: str,
+        code: str | None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self._json(
+            status,
+            {"error": {"message": message, "type": etype, "param": None, "code": code}},
+            headers,
+        )
 
     def _chunk(self, text: str | bytes) -> None:
         data = text.encode() if isinstance(text, str) else text
@@ -157,7 +166,7 @@ class _Handler(BaseHTTPRequestHandler):
             # split every event across several HTTP chunks, UTF-8 sequences included
             data = text.encode()
             for i in range(0, len(data), self._fragment):
-                self._chunk(data[i:i + self._fragment])
+                self._chunk(data[i : i + self._fragment])
         else:
             self._chunk(text)
 
@@ -165,8 +174,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
-            self._json(200, {"object": "list", "data": [
-                {"id": m, "object": "model", "owned_by": "kairox"} for m in self.fake.models]})
+            self._json(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": m, "object": "model", "owned_by": "kairox"} for m in self.fake.models
+                    ],
+                },
+            )
         else:
             self._error(404, f"no route {self.path}", "invalid_request_error", None)
 
@@ -188,18 +204,28 @@ class _Handler(BaseHTTPRequestHandler):
         if self.fake.api_key is not None:
             auth = self.headers.get("Authorization", "")
             if auth != f"Bearer {self.fake.api_key}":
-                self._error(401, "Incorrect API key provided.", "invalid_request_error",
-                            "invalid_api_key")
+                self._error(
+                    401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"
+                )
                 return
         if action.status is not None:
             headers = {"Retry-After": action.retry_after} if action.retry_after else None
-            self._error(action.status, action.message or f"scripted failure {action.status}",
-                        "server_error" if action.status >= 500 else "requests", None, headers)
+            self._error(
+                action.status,
+                action.message or f"scripted failure {action.status}",
+                "server_error" if action.status >= 500 else "requests",
+                None,
+                headers,
+            )
             return
         model = body.get("model")
         if model not in self.fake.models:
-            self._error(404, f"The model `{model}` does not exist or you do not have access "
-                             "to it.", "invalid_request_error", "model_not_found")
+            self._error(
+                404,
+                f"The model `{model}` does not exist or you do not have access to it.",
+                "invalid_request_error",
+                "model_not_found",
+            )
             return
         messages = body.get("messages") or []
         text = self.fake.reply_for(messages, action)
@@ -208,22 +234,41 @@ class _Handler(BaseHTTPRequestHandler):
         finish = "stop"
         if limit is not None and len(pieces) > int(limit):
             pieces, finish = pieces[: int(limit)], "length"
-        usage = {"prompt_tokens": count_prompt(messages), "completion_tokens": len(pieces),
-                 "total_tokens": count_prompt(messages) + len(pieces)}
+        usage = {
+            "prompt_tokens": count_prompt(messages),
+            "completion_tokens": len(pieces),
+            "total_tokens": count_prompt(messages) + len(pieces),
+        }
         if body.get("stream"):
             self._stream(model, pieces, finish, usage, body, action)
         else:
-            self._json(200, {
-                "id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
-                "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant",
-                                                     "content": "".join(pieces)},
-                             "finish_reason": finish}],
-                "usage": usage,
-            })
+            self._json(
+                200,
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": "".join(pieces)},
+                            "finish_reason": finish,
+                        }
+                    ],
+                    "usage": usage,
+                },
+            )
 
-    def _stream(self, model: str, pieces: list[str], finish: str, usage: dict[str, int],
-                body: dict[str, Any], action: Action) -> None:
+    def _stream(
+        self,
+        model: str,
+        pieces: list[str],
+        finish: str,
+        usage: dict[str, int],
+        body: dict[str, Any],
+        action: Action,
+    ) -> None:
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         self._fragment = 5 if action.stream_fault == "fragmented" else 0
         self.send_response(200)
@@ -231,8 +276,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
-                "model": model}
+        base = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+        }
 
         def chunk(delta: dict[str, Any], reason: str | None) -> dict[str, Any]:
             out = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": reason}]}

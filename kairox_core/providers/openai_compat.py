@@ -62,8 +62,13 @@ class OpenAICompatProvider:
     """A chat model behind an OpenAI-compatible ``/chat/completions`` endpoint."""
 
     def __init__(
-        self, name: str, model: str, options: OpenAIOptions | None = None, *,
-        api_key: SecretStr | None = None, headers: dict[str, str] | None = None,
+        self,
+        name: str,
+        model: str,
+        options: OpenAIOptions | None = None,
+        *,
+        api_key: SecretStr | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         self.name = name
         self.model = model
@@ -83,7 +88,7 @@ class OpenAICompatProvider:
                 "no model is set for this OpenAI-compatible provider",
                 key=f"providers.{name}.model",
                 fix='add model = "..." (e.g. "gpt-4o-mini", or an Ollama model such as '
-                    '"llama3.2") to the section, or set model in the profile',
+                '"llama3.2") to the section, or set model in the profile',
             )
         api_key = config.secret("api_key")
         if api_key is None and urlparse(options.base_url).hostname == "api.openai.com":
@@ -97,7 +102,10 @@ class OpenAICompatProvider:
     # --- public API ----------------------------------------------------------------
 
     async def stream(
-        self, messages: Sequence[Message], *, max_tokens: int | None = None,
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
         temperature: float | None = None,
     ) -> AsyncIterator[ChatChunk]:
         body = self._body(messages, max_tokens, temperature, stream=True)
@@ -145,23 +153,32 @@ class OpenAICompatProvider:
             await response.aclose()
         if not done and finish is None:
             raise ProviderError(
-                self.name, "the stream ended before the reply was complete (no [DONE])",
+                self.name,
+                "the stream ended before the reply was complete (no [DONE])",
                 fix=f"check the server at {self.base_url}; it may have crashed or restarted",
                 retryable=True,
             )
-        yield ChatChunk(usage=usage or self._estimate(messages, "".join(parts)),
-                        finish_reason=finish)
+        yield ChatChunk(
+            usage=usage or self._estimate(messages, "".join(parts)), finish_reason=finish
+        )
 
     async def complete(
-        self, messages: Sequence[Message], *, max_tokens: int | None = None,
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
         temperature: float | None = None,
     ) -> ChatResult:
         body = self._body(messages, max_tokens, temperature, stream=False)
         response = await self._send(body, stream=False)
         result = self._parse_result(response.content)
         if result.usage.estimated:
-            result = ChatResult(result.text, self._estimate(messages, result.text),
-                                result.model, result.finish_reason)
+            result = ChatResult(
+                result.text,
+                self._estimate(messages, result.text),
+                result.model,
+                result.finish_reason,
+            )
         return result
 
     async def close(self) -> None:
@@ -173,11 +190,19 @@ class OpenAICompatProvider:
     # --- request -------------------------------------------------------------------
 
     def _body(
-        self, messages: Sequence[Message], max_tokens: int | None,
-        temperature: float | None, *, stream: bool,
+        self,
+        messages: Sequence[Message],
+        max_tokens: int | None,
+        temperature: float | None,
+        *,
+        stream: bool,
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {**self.options.extra_body, "model": self.model,
-                                "messages": [dict(m) for m in messages], "stream": stream}
+        body: dict[str, Any] = {
+            **self.options.extra_body,
+            "model": self.model,
+            "messages": [dict(m) for m in messages],
+            "stream": stream,
+        }
         limit = max_tokens if max_tokens is not None else self.options.max_tokens
         if limit is not None:
             body[self.options.max_tokens_param] = limit
@@ -206,17 +231,21 @@ class OpenAICompatProvider:
         attempt = 0
         while True:
             try:
-                response = await client.send(client.build_request("POST", url, json=body),
-                                             stream=stream)
+                response = await client.send(
+                    client.build_request("POST", url, json=body), stream=stream
+                )
             except httpx.TimeoutException:
                 raise self._timeout_error() from None
             except httpx.InvalidURL as exc:
-                raise ProviderSetupError(self.name, f"invalid base_url {self.base_url!r}: {exc}",
-                                         fix="set base_url to e.g. http://localhost:11434/v1") \
-                    from None
+                raise ProviderSetupError(
+                    self.name,
+                    f"invalid base_url {self.base_url!r}: {exc}",
+                    fix="set base_url to e.g. http://localhost:11434/v1",
+                ) from None
             except httpx.TransportError as exc:
                 raise ProviderError(
-                    self.name, f"cannot reach {self.base_url} ({type(exc).__name__}: {exc})",
+                    self.name,
+                    f"cannot reach {self.base_url} ({type(exc).__name__}: {exc})",
                     fix="start the server or correct base_url in the provider's section",
                 ) from None
             if response.status_code < 400:
@@ -230,7 +259,7 @@ class OpenAICompatProvider:
             attempt += 1
 
     def _retry_delay(self, attempt: int, response: httpx.Response) -> float:
-        wait = self.options.retry_backoff * (2 ** attempt)
+        wait = self.options.retry_backoff * (2**attempt)
         retry_after = response.headers.get("retry-after")
         if retry_after is not None:
             with contextlib.suppress(ValueError):  # an HTTP date: keep our own backoff
@@ -246,7 +275,8 @@ class OpenAICompatProvider:
             raise self._timeout_error() from None
         except httpx.TransportError as exc:
             raise ProviderError(
-                self.name, f"the connection broke mid-reply ({type(exc).__name__}: {exc})",
+                self.name,
+                f"the connection broke mid-reply ({type(exc).__name__}: {exc})",
                 retryable=True,
             ) from None
 
@@ -254,9 +284,11 @@ class OpenAICompatProvider:
 
     def _timeout_error(self) -> ProviderError:
         return ProviderError(
-            self.name, f"no answer from {self.base_url} within {self.options.timeout:g} s",
+            self.name,
+            f"no answer from {self.base_url} within {self.options.timeout:g} s",
             fix="raise timeout in the provider's section, or check that the server is not "
-                "overloaded", retryable=True,
+            "overloaded",
+            retryable=True,
         )
 
     def _http_error(self, response: httpx.Response, *, attempts: int = 1) -> ProviderError:
@@ -267,38 +299,50 @@ class OpenAICompatProvider:
             said += f" (gave up after {attempts} attempts)"
         if status in (401, 403):
             return ProviderSetupError(
-                self.name, f"the server rejected the API key (HTTP {status}){said}",
-                fix="check api_key in the provider's section and the environment variable "
-                    "it names", status=status,
+                self.name,
+                f"the server rejected the API key (HTTP {status}){said}",
+                fix="check api_key in the provider's section and the environment variable it names",
+                status=status,
             )
         if status == 404:
             if "model" in detail.lower():
                 return ProviderSetupError(
-                    self.name, f"model '{self.model}' not found at {self.base_url} "
-                               f"(HTTP 404){said}",
+                    self.name,
+                    f"model '{self.model}' not found at {self.base_url} (HTTP 404){said}",
                     fix="set model to one the server serves (Ollama: `ollama pull <model>`)",
                     status=status,
                 )
             return ProviderSetupError(
-                self.name, f"{self.base_url}/chat/completions does not exist (HTTP 404){said}",
+                self.name,
+                f"{self.base_url}/chat/completions does not exist (HTTP 404){said}",
                 fix="check base_url; OpenAI-compatible servers usually serve it under /v1",
                 status=status,
             )
         if status == 429:
-            return ProviderError(self.name, f"rate limited (HTTP 429){said}",
-                                 fix="wait a moment, or lower the request rate",
-                                 status=status, retryable=True)
+            return ProviderError(
+                self.name,
+                f"rate limited (HTTP 429){said}",
+                fix="wait a moment, or lower the request rate",
+                status=status,
+                retryable=True,
+            )
         if status >= 500:
-            return ProviderError(self.name, f"server error (HTTP {status}){said}",
-                                 fix=f"check the server at {self.base_url}", status=status,
-                                 retryable=status in RETRY_STATUSES)
-        return ProviderError(self.name, f"request rejected (HTTP {status}){said}",
-                             status=status)
+            return ProviderError(
+                self.name,
+                f"server error (HTTP {status}){said}",
+                fix=f"check the server at {self.base_url}",
+                status=status,
+                retryable=status in RETRY_STATUSES,
+            )
+        return ProviderError(self.name, f"request rejected (HTTP {status}){said}", status=status)
 
     def _malformed(self, what: str, data: str) -> ProviderError:
         sample = data if len(data) <= 120 else data[:117] + "..."
-        return ProviderError(self.name, f"malformed response: {what}: {sample!r}",
-                             fix=f"check that {self.base_url} is an OpenAI-compatible endpoint")
+        return ProviderError(
+            self.name,
+            f"malformed response: {what}: {sample!r}",
+            fix=f"check that {self.base_url} is an OpenAI-compatible endpoint",
+        )
 
     def _parse_chunk(self, data: str) -> tuple[str, str | None, TokenUsage | None]:
         try:
@@ -308,8 +352,9 @@ class OpenAICompatProvider:
         if not isinstance(payload, dict):
             raise self._malformed("a stream event is not an object", data)
         if payload.get("error"):
-            raise ProviderError(self.name, f"error in the stream: {_message_of(payload)}",
-                                retryable=True)
+            raise ProviderError(
+                self.name, f"error in the stream: {_message_of(payload)}", retryable=True
+            )
         choices = payload.get("choices") or []
         if not isinstance(choices, list):
             raise self._malformed("'choices' is not a list", data)
@@ -340,8 +385,9 @@ class OpenAICompatProvider:
         if not isinstance(content, str):
             raise self._malformed("'message.content' is not a string", data)
         usage = _usage(payload.get("usage")) or TokenUsage(estimated=True)
-        return ChatResult(content, usage, str(payload.get("model") or self.model),
-                          choice.get("finish_reason"))
+        return ChatResult(
+            content, usage, str(payload.get("model") or self.model), choice.get("finish_reason")
+        )
 
     def _estimate(self, messages: Sequence[Message], text: str) -> TokenUsage:
         """Usage counted locally (o200k) when the server reported none."""
@@ -355,8 +401,9 @@ def _usage(value: Any) -> TokenUsage | None:
     if not isinstance(value, dict):
         return None
     try:
-        return TokenUsage(int(value.get("prompt_tokens") or 0),
-                          int(value.get("completion_tokens") or 0))
+        return TokenUsage(
+            int(value.get("prompt_tokens") or 0), int(value.get("completion_tokens") or 0)
+        )
     except (TypeError, ValueError):
         return None
 

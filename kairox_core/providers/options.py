@@ -29,8 +29,10 @@ def parse_options(config: ProviderConfig, cls: type[T]) -> T:
         if err["type"] == "extra_forbidden":
             close = difflib.get_close_matches(str(err["loc"][0]), known, n=1)
             fix = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}"
-            raise ConfigError(f"unknown option for a '{config.kind}' provider", key=key,
-                              fix=fix) from None
+            raise ConfigError(
+                f"unknown option for a '{config.kind}' provider", key=key, fix=fix
+            ) from None
         message = err["msg"].removeprefix("Value error, ")
-        raise ConfigError(message, key=key, fix=f"see the '{config.kind}' provider's options") \
-            from None
+        raise ConfigError(
+            message, key=key, fix=f"see the '{config.kind}' provider's options"
+        ) from None

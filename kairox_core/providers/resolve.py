@@ -56,14 +56,20 @@ def _section(config: KairoxConfig, provider_id: str, *, key: str) -> ProviderCon
         return ProviderConfig(id=provider_id, kind=provider_id)  # a kind used bare
     known = sorted(config.providers)
     if provider_id == DEFAULT_PROVIDER:
-        raise NoProviderError(f"{key} names '{provider_id}', which is not installed\n"
-                              f"  fix: {INSTALL_HINT}")
+        raise NoProviderError(
+            f"{key} names '{provider_id}', which is not installed\n  fix: {INSTALL_HINT}"
+        )
     raise ConfigError(
         f"no provider '{provider_id}': no [providers.{provider_id}] section and no "
-        f"installed provider kind of that name", file=config.source, key=key,
-        fix=(f"use one of: {', '.join(known)}" if known
-             else f'add [providers.{provider_id}] with kind = "openai" (or another kind: '
-                  f"{', '.join(_registered_kinds()) or 'none installed'})"),
+        f"installed provider kind of that name",
+        file=config.source,
+        key=key,
+        fix=(
+            f"use one of: {', '.join(known)}"
+            if known
+            else f'add [providers.{provider_id}] with kind = "openai" (or another kind: '
+            f"{', '.join(_registered_kinds()) or 'none installed'})"
+        ),
     )
 
 
@@ -78,35 +84,45 @@ def choose_provider(
 ) -> ProviderChoice:
     """The provider section to use, without building the provider."""
     if provider_id:
-        return ProviderChoice(_section(config, provider_id, key="provider"),
-                              f"provider '{provider_id}'")
+        return ProviderChoice(
+            _section(config, provider_id, key="provider"), f"provider '{provider_id}'"
+        )
     pname, prof = config.resolve_profile(profile)
     if prof.provider:
         section = _section(config, prof.provider, key=f"profiles.{pname}.provider")
-        return ProviderChoice(_with_profile_model(section, prof),
-                              f"provider '{prof.provider}' of profile '{pname}'")
+        return ProviderChoice(
+            _with_profile_model(section, prof), f"provider '{prof.provider}' of profile '{pname}'"
+        )
     local_model = "model" in prof.model_fields_set and prof.model == DEFAULT_LOCAL_MODEL
     if local_model and DEFAULT_PROVIDER in _registered_kinds():
         # a profile that asks for the bundled model by name runs it locally, even when
         # an endpoint is configured for other profiles
-        return ProviderChoice(ProviderConfig(id=DEFAULT_PROVIDER, kind=DEFAULT_PROVIDER),
-                              f"the offline default model (kairox-llamacpp), named by "
-                              f"profile '{pname}'", is_default=True)
+        return ProviderChoice(
+            ProviderConfig(id=DEFAULT_PROVIDER, kind=DEFAULT_PROVIDER),
+            f"the offline default model (kairox-llamacpp), named by profile '{pname}'",
+            is_default=True,
+        )
     if len(config.providers) == 1 or "default" in config.providers:
         pid = "default" if "default" in config.providers else next(iter(config.providers))
-        return ProviderChoice(_with_profile_model(config.providers[pid], prof),
-                              f"provider '{pid}', the only one configured"
-                              if pid != "default" else "provider 'default'")
+        return ProviderChoice(
+            _with_profile_model(config.providers[pid], prof),
+            f"provider '{pid}', the only one configured"
+            if pid != "default"
+            else "provider 'default'",
+        )
     if config.providers:
         raise ConfigError(
             f"profile '{pname}' names no provider and several are configured",
-            file=config.source, key=f"profiles.{pname}.provider",
+            file=config.source,
+            key=f"profiles.{pname}.provider",
             fix=f"set it to one of: {', '.join(sorted(config.providers))}",
         )
     if DEFAULT_PROVIDER in _registered_kinds():
-        return ProviderChoice(ProviderConfig(id=DEFAULT_PROVIDER, kind=DEFAULT_PROVIDER),
-                              "the offline default model (kairox-llamacpp; no provider "
-                              "is configured)", is_default=True)
+        return ProviderChoice(
+            ProviderConfig(id=DEFAULT_PROVIDER, kind=DEFAULT_PROVIDER),
+            "the offline default model (kairox-llamacpp; no provider is configured)",
+            is_default=True,
+        )
     raise NoProviderError(
         f"no model provider is configured for profile '{pname}' and the offline default "
         f"('{DEFAULT_PROVIDER}' from {DEFAULT_DISTRIBUTION}) is not installed\n"
@@ -119,8 +135,9 @@ def build_provider(section: ProviderConfig) -> ModelProvider:
     from kairox_core.plugins import get_plugins
 
     name = section.id or section.kind
-    registration = get_plugins().get("model_providers", section.kind,
-                                     context=f"providers.{name}.kind")
+    registration = get_plugins().get(
+        "model_providers", section.kind, context=f"providers.{name}.kind"
+    )
     provider: ModelProvider = registration.factory(section)
     return provider
 

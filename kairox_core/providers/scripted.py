@@ -32,29 +32,41 @@ class ScriptedProvider:
     """Answers each call with the next reply (or ``reply_fn(messages)``)."""
 
     def __init__(
-        self, replies: Sequence[str] | ReplyFn = ("OK.",), *, name: str = "scripted",
-        model: str = "scripted", chunk_chars: int = 4,
+        self,
+        replies: Sequence[str] | ReplyFn = ("OK.",),
+        *,
+        name: str = "scripted",
+        model: str = "scripted",
+        chunk_chars: int = 4,
     ) -> None:
         self.name = name
         self.model = model
         self.chunk_chars = chunk_chars
         self.calls: list[list[Message]] = []
         self._fn: ReplyFn | None = replies if callable(replies) else None
-        self._cycle: Iterator[str] = itertools.cycle(list(replies) if not callable(replies)
-                                                     else [""])
+        self._cycle: Iterator[str] = itertools.cycle(
+            list(replies) if not callable(replies) else [""]
+        )
 
     @classmethod
     def from_config(cls, config: ProviderConfig) -> ScriptedProvider:
         options = parse_options(config, ScriptedOptions)
-        return cls(options.replies, name=config.id or config.kind,
-                   model=config.model or "scripted", chunk_chars=options.chunk_chars)
+        return cls(
+            options.replies,
+            name=config.id or config.kind,
+            model=config.model or "scripted",
+            chunk_chars=options.chunk_chars,
+        )
 
     def _next(self, messages: Sequence[Message]) -> str:
         self.calls.append([dict(m) for m in messages])
         return self._fn(messages) if self._fn is not None else next(self._cycle)
 
     async def stream(
-        self, messages: Sequence[Message], *, max_tokens: int | None = None,
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
         temperature: float | None = None,
     ) -> AsyncIterator[ChatChunk]:
         from kairox_core.tokens import TokenCounter, get_encoding
@@ -68,12 +80,15 @@ class ScriptedProvider:
             finish = "length"
         for i in range(0, len(text), self.chunk_chars):
             await asyncio.sleep(0)  # a real await point, as a network stream has
-            yield ChatChunk(text=text[i:i + self.chunk_chars])
+            yield ChatChunk(text=text[i : i + self.chunk_chars])
         usage = TokenUsage(counter.count_messages(messages), counter.count(text), estimated=True)
         yield ChatChunk(usage=usage, finish_reason=finish)
 
     async def complete(
-        self, messages: Sequence[Message], *, max_tokens: int | None = None,
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
         temperature: float | None = None,
     ) -> ChatResult:
         return await collect(self.stream(messages, max_tokens=max_tokens), model=self.model)

@@ -91,10 +91,15 @@ class IndexReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "added": self.added, "updated": self.updated, "unchanged": self.unchanged,
-            "removed": self.removed, "chunks": self.chunks,
-            "skipped_binary": self.skipped_binary, "skipped_large": self.skipped_large,
-            "errors": list(self.errors), "seconds": round(self.seconds, 3),
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "removed": self.removed,
+            "chunks": self.chunks,
+            "skipped_binary": self.skipped_binary,
+            "skipped_large": self.skipped_large,
+            "errors": list(self.errors),
+            "seconds": round(self.seconds, 3),
         }
 
 

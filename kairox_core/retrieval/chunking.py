@@ -172,8 +172,7 @@ class Chunker:
             if fresh == 0:
                 return
             body = "\n\n".join(t for t, _ in parts)
-            chunks.append(Chunk(body, self.counter.count(body), chunk_heading,
-                                content_hash(body)))
+            chunks.append(Chunk(body, self.counter.count(body), chunk_heading, content_hash(body)))
             parts = self._tail(parts) if carry else []
             size = sum(self.counter.count(t) + 2 for t, _ in parts)
             fresh = 0

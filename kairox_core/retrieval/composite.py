@@ -46,9 +46,15 @@ class SourceReport:
     timed_out: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "ok": self.ok, "error": self.error,
-                "elapsed_ms": round(self.elapsed_ms, 2), "hits": self.hits,
-                "timed_out": self.timed_out}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "ok": self.ok,
+            "error": self.error,
+            "elapsed_ms": round(self.elapsed_ms, 2),
+            "hits": self.hits,
+            "timed_out": self.timed_out,
+        }
 
 
 @dataclass(frozen=True)
@@ -83,15 +89,23 @@ class CompositeWorkspaceRetriever:
     ) -> None:
         self.sources: list[RetrieverSource] = []
         for item in retrievers:
-            src = item if isinstance(item, RetrieverSource) else RetrieverSource(
-                item, "workspace" if item.name == "workspace" else "knowledge_base",
-                timeout=timeout)
+            src = (
+                item
+                if isinstance(item, RetrieverSource)
+                else RetrieverSource(
+                    item,
+                    "workspace" if item.name == "workspace" else "knowledge_base",
+                    timeout=timeout,
+                )
+            )
             if weights and src.name in weights:
-                src = RetrieverSource(src.retriever, src.kind, float(weights[src.name]),
-                                      src.timeout)
+                src = RetrieverSource(
+                    src.retriever, src.kind, float(weights[src.name]), src.timeout
+                )
             if timeouts and src.name in timeouts:
-                src = RetrieverSource(src.retriever, src.kind, src.weight,
-                                      float(timeouts[src.name]))
+                src = RetrieverSource(
+                    src.retriever, src.kind, src.weight, float(timeouts[src.name])
+                )
             if any(s.name == src.name for s in self.sources):
                 raise ValueError(f"two retrieval sources are named '{src.name}'")
             self.sources.append(src)
@@ -102,42 +116,49 @@ class CompositeWorkspaceRetriever:
     def names(self) -> list[str]:
         return [s.name for s in self.sources]
 
-    async def _one(self, src: RetrieverSource, query: str, k: int,
-                   filters: Mapping[str, Any] | None) -> tuple[list[RetrievalHit], SourceReport]:
+    async def _one(
+        self, src: RetrieverSource, query: str, k: int, filters: Mapping[str, Any] | None
+    ) -> tuple[list[RetrievalHit], SourceReport]:
         start = time.perf_counter()
         try:
-            hits = await asyncio.wait_for(src.retriever.retrieve(query, k, filters),
-                                          timeout=src.timeout)
+            hits = await asyncio.wait_for(
+                src.retriever.retrieve(query, k, filters), timeout=src.timeout
+            )
         except asyncio.TimeoutError:
             ms = (time.perf_counter() - start) * 1000
-            return [], SourceReport(src.name, src.kind, False,
-                                    f"timed out after {src.timeout:g}s", ms, 0, True)
+            return [], SourceReport(
+                src.name, src.kind, False, f"timed out after {src.timeout:g}s", ms, 0, True
+            )
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # any source's failure is reported, never propagated
             ms = (time.perf_counter() - start) * 1000
             message = str(exc) or type(exc).__name__
-            return [], SourceReport(src.name, src.kind, False,
-                                    f"{type(exc).__name__}: {message}", ms, 0)
+            return [], SourceReport(
+                src.name, src.kind, False, f"{type(exc).__name__}: {message}", ms, 0
+            )
         ms = (time.perf_counter() - start) * 1000
         hits = list(hits)[:k]
         return hits, SourceReport(src.name, src.kind, True, None, ms, len(hits))
 
-    async def search(self, query: str, k: int,
-                     filters: Mapping[str, Any] | None = None) -> CompositeResult:
+    async def search(
+        self, query: str, k: int, filters: Mapping[str, Any] | None = None
+    ) -> CompositeResult:
         """Fused hits from every source, plus a report per source."""
         if k <= 0 or not self.sources:
             return CompositeResult([], [])
         per_k = self.per_source_k or k
         results = await asyncio.gather(
-            *(self._one(src, query, per_k, filters) for src in self.sources))
+            *(self._one(src, query, per_k, filters) for src in self.sources)
+        )
         rankings = {src.name: hits for src, (hits, _) in zip(self.sources, results, strict=True)}
         weights = {src.name: src.weight for src in self.sources}
         hits = rrf_fuse(rankings, weights, k=self.rrf_k, limit=k)
         return CompositeResult(hits, [report for _, report in results])
 
-    async def retrieve(self, query: str, k: int,
-                       filters: Mapping[str, Any] | None = None) -> list[RetrievalHit]:
+    async def retrieve(
+        self, query: str, k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[RetrievalHit]:
         return (await self.search(query, k, filters)).hits
 
     async def close(self) -> None:

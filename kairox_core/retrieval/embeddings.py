@@ -62,8 +62,9 @@ class HashingEmbedding:
         idx, sign = self._feature("w:" + word)
         acc[idx] = acc.get(idx, 0.0) + sign
         padded = f"<{word}>"
-        grams = [padded[i : i + n] for n in self.char_ngrams
-                 for i in range(max(1, len(padded) - n + 1))]
+        grams = [
+            padded[i : i + n] for n in self.char_ngrams for i in range(max(1, len(padded) - n + 1))
+        ]
         if grams:
             weight = self.char_weight / math.sqrt(len(grams))
             for gram in grams:

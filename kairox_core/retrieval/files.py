@@ -14,8 +14,21 @@ from typing import Any
 import pathspec
 
 DEFAULT_MAX_BYTES = 2_000_000
-ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "node_modules",
-                                 ".nox", ".tox", ".mypy_cache", ".ruff_cache", ".pytest_cache"})
+ALWAYS_SKIPPED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".venv",
+        "node_modules",
+        ".nox",
+        ".tox",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+    }
+)
 _SNIFF = 8192
 
 
@@ -62,8 +75,11 @@ def _walk(root: Path) -> Iterator[Path]:
         spec = _gitignore(here)
         if spec is not None:
             specs.append((here, spec))
-        dirnames[:] = sorted(d for d in dirnames if d not in ALWAYS_SKIPPED_DIRS
-                             and not _ignored(specs, here / d, True))
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in ALWAYS_SKIPPED_DIRS and not _ignored(specs, here / d, True)
+        )
         for name in sorted(filenames):
             p = here / name
             if name != ".gitignore" and not _ignored(specs, p, False):
@@ -78,8 +94,9 @@ def _ignored(specs: list[tuple[Path, pathspec.PathSpec[Any]]], p: Path, is_dir: 
     return False
 
 
-def scan_files(paths: Sequence[str | os.PathLike[str]], *,
-               max_bytes: int = DEFAULT_MAX_BYTES) -> FileScan:
+def scan_files(
+    paths: Sequence[str | os.PathLike[str]], *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> FileScan:
     scan = FileScan()
     seen: set[Path] = set()
     for raw in paths:

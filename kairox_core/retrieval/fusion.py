@@ -43,8 +43,7 @@ def rrf_fuse(
             contribution = weight / (k + rank)
             if gi is None:
                 gi = len(groups)
-                groups.append({"hit": hit, "score": 0.0, "best": contribution,
-                               "sources": []})
+                groups.append({"hit": hit, "score": 0.0, "best": contribution, "sources": []})
             group = groups[gi]
             group["score"] += contribution
             if source not in group["sources"]:
@@ -58,7 +57,6 @@ def rrf_fuse(
     for i in order[:limit]:
         group = groups[i]
         best: RetrievalHit = group["hit"]
-        metadata = {**best.metadata, "sources": list(group["sources"]),
-                    "source_score": best.score}
+        metadata = {**best.metadata, "sources": list(group["sources"]), "source_score": best.score}
         fused.append(replace(best, score=float(group["score"]), metadata=metadata))
     return fused

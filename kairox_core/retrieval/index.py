@@ -106,9 +106,33 @@ MIGRATIONS = [
     "ALTER TABLE rag_chunks ADD COLUMN context TEXT NOT NULL DEFAULT '';",
 ]
 
-_CODE_EXT = {".py", ".js", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".c", ".h", ".cc",
-             ".cpp", ".hpp", ".rb", ".sh", ".kt", ".swift", ".cs", ".php", ".scala", ".sql",
-             ".toml", ".yaml", ".yml", ".json"}
+_CODE_EXT = {
+    ".py",
+    ".js",
+    ".ts",
+    ".tsx",
+    ".jsx",
+    ".go",
+    ".rs",
+    ".java",
+    ".c",
+    ".h",
+    ".cc",
+    ".cpp",
+    ".hpp",
+    ".rb",
+    ".sh",
+    ".kt",
+    ".swift",
+    ".cs",
+    ".php",
+    ".scala",
+    ".sql",
+    ".toml",
+    ".yaml",
+    ".yml",
+    ".json",
+}
 _MARKDOWN_EXT = {".md", ".markdown", ".mdx", ".rst"}
 _META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
@@ -116,8 +140,9 @@ _META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 Ranked = list[tuple[int, int, float]]  # (chunk id, document row id, score), best first
 
 
-def fuse_rankings(lists: Sequence[tuple[float, Ranked]], *, rrf_k: int = 60,
-                  limit: int | None = None) -> Ranked:
+def fuse_rankings(
+    lists: Sequence[tuple[float, Ranked]], *, rrf_k: int = 60, limit: int | None = None
+) -> Ranked:
     """Weighted reciprocal rank fusion of document rankings: sum(w / (rrf_k + rank))."""
     fused: dict[int, float] = {}
     best_chunk: dict[int, int] = {}
@@ -247,17 +272,28 @@ class WorkspaceRagIndex:
         migrate(self.conn, COMPONENT, MIGRATIONS)
 
     @classmethod
-    def from_config(cls, config: Any, database: str | os.PathLike[str] | Any,
-                    workspace_id: str = "default",
-                    backend: EmbeddingBackend | None = None) -> WorkspaceRagIndex:
+    def from_config(
+        cls,
+        config: Any,
+        database: str | os.PathLike[str] | Any,
+        workspace_id: str = "default",
+        backend: EmbeddingBackend | None = None,
+    ) -> WorkspaceRagIndex:
         """An index set up from a ``KairoxConfig``'s ``[retrieval]`` section."""
         from kairox_core.retrieval.embeddings import load_embedding_backend
 
         r = config.retrieval
-        return cls(database, workspace_id, backend or load_embedding_backend(r),
-                   chunk_tokens=r.chunk_tokens, chunk_overlap=r.chunk_overlap, rrf_k=r.rrf_k,
-                   keyword_weight=r.keyword_weight, vector_weight=r.vector_weight,
-                   candidates=r.hybrid_candidates)
+        return cls(
+            database,
+            workspace_id,
+            backend or load_embedding_backend(r),
+            chunk_tokens=r.chunk_tokens,
+            chunk_overlap=r.chunk_overlap,
+            rrf_k=r.rrf_k,
+            keyword_weight=r.keyword_weight,
+            vector_weight=r.vector_weight,
+            candidates=r.hybrid_candidates,
+        )
 
     def close(self) -> None:
         if self._owns_conn:
@@ -274,8 +310,8 @@ class WorkspaceRagIndex:
 
     def recorded_backend(self) -> tuple[str, int] | None:
         row = self.conn.execute(
-            "SELECT backend, dimension FROM rag_spaces WHERE workspace_id = ?",
-            (self.workspace_id,)).fetchone()
+            "SELECT backend, dimension FROM rag_spaces WHERE workspace_id = ?", (self.workspace_id,)
+        ).fetchone()
         return (row[0], int(row[1])) if row else None
 
     def _check_backend(self) -> None:
@@ -295,17 +331,21 @@ class WorkspaceRagIndex:
         self.conn.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._vec_table} USING vec0("
             f" workspace_id TEXT PARTITION KEY, embedding float[{dim}] distance_metric=cosine,"
-            f" doc_type TEXT, path TEXT)")
+            f" doc_type TEXT, path TEXT)"
+        )
         self.conn.execute(
             "INSERT INTO rag_spaces(workspace_id, backend, dimension, updated_at) "
             "VALUES (?, ?, ?, ?) ON CONFLICT(workspace_id) DO UPDATE SET "
             "backend = excluded.backend, dimension = excluded.dimension, "
             "updated_at = excluded.updated_at",
-            (self.workspace_id, self.backend.name, dim, time.time()))
+            (self.workspace_id, self.backend.name, dim, time.time()),
+        )
 
     def _has_vec_table(self, table: str) -> bool:
-        return self.conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is not None
+        return (
+            self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+            is not None
+        )
 
     def _embed(self, items: Sequence[tuple[str, str, str]]) -> list[bytes]:
         """Vectors for (text, heading, context) chunks, in one backend call."""
@@ -322,20 +362,32 @@ class WorkspaceRagIndex:
         out = []
         for _, _, context in items:
             own = list(next(vectors))
-            out.append(pack_vector(_mean_vector([own, list(next(vectors))]) if context
-                                   else own))
+            out.append(pack_vector(_mean_vector([own, list(next(vectors))]) if context else own))
         return out
 
     # --- writing ---------------------------------------------------------------------
 
-    def add_text(self, doc_id: str, text: str, *, doc_type: str = "text", path: str = "",
-                 title: str = "", metadata: Mapping[str, Any] | None = None) -> str:
+    def add_text(
+        self,
+        doc_id: str,
+        text: str,
+        *,
+        doc_type: str = "text",
+        path: str = "",
+        title: str = "",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
         """Index (or re-index) one string; returns "added", "updated" or "unchanged"."""
         doc = DocumentInput(doc_id, text, doc_type, path, title, dict(metadata or {}))
         return self.add_documents([doc])[0]
 
-    def add_file(self, path: str | os.PathLike[str], *, doc_id: str | None = None,
-                 metadata: Mapping[str, Any] | None = None) -> str:
+    def add_file(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        doc_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
         """Index one text file (by resolved path); "unchanged" costs a stat, no read."""
         p = Path(path).expanduser().resolve()
         st = p.stat()
@@ -343,16 +395,29 @@ class WorkspaceRagIndex:
         with self._lock:
             row = self.conn.execute(
                 "SELECT mtime, size FROM rag_documents WHERE workspace_id = ? AND doc_id = ?",
-                (self.workspace_id, key)).fetchone()
+                (self.workspace_id, key),
+            ).fetchone()
         if row is not None and row[0] == st.st_mtime and row[1] == st.st_size:
             return "unchanged"
         text = p.read_bytes().decode("utf-8", errors="replace")
-        doc = DocumentInput(key, text, doc_type_for(p), str(p), p.name,
-                            dict(metadata or {}), "file", st.st_mtime, st.st_size)
+        doc = DocumentInput(
+            key,
+            text,
+            doc_type_for(p),
+            str(p),
+            p.name,
+            dict(metadata or {}),
+            "file",
+            st.st_mtime,
+            st.st_size,
+        )
         return self.add_documents([doc])[0]
 
     def add_documents(
-        self, docs: Iterable[DocumentInput], *, batch_size: int = 64,
+        self,
+        docs: Iterable[DocumentInput],
+        *,
+        batch_size: int = 64,
         progress: Callable[[int], None] | None = None,
     ) -> list[str]:
         """Index many documents, one transaction per batch; statuses in input order."""
@@ -379,7 +444,9 @@ class WorkspaceRagIndex:
             for doc in docs:
                 row = self.conn.execute(
                     "SELECT id, content_hash, metadata, doc_type FROM rag_documents "
-                    "WHERE workspace_id = ? AND doc_id = ?", (ws, doc.doc_id)).fetchone()
+                    "WHERE workspace_id = ? AND doc_id = ?",
+                    (ws, doc.doc_id),
+                ).fetchone()
                 if row is not None:
                     existing[doc.doc_id] = (row[0], row[1], row[2], row[3])
             plan: list[tuple[DocumentInput, str, list[Any] | None]] = []
@@ -394,9 +461,15 @@ class WorkspaceRagIndex:
                     plan.append((doc, dhash, None if same else []))
                     continue
                 statuses.append("updated" if old is not None else "added")
-                plan.append((doc, dhash, [_with_context(c, doc.context)
-                                          for c in self.chunker.chunk(doc.text)]
-                             if doc.text.strip() else []))
+                plan.append(
+                    (
+                        doc,
+                        dhash,
+                        [_with_context(c, doc.context) for c in self.chunker.chunk(doc.text)]
+                        if doc.text.strip()
+                        else [],
+                    )
+                )
             # vectors already embedded for identical chunk text are reused, not recomputed
             wanted = {c.content_hash for _, _, chunks in plan if chunks for c in chunks}
             known = self._vectors_by_hash(wanted)
@@ -435,7 +508,8 @@ class WorkspaceRagIndex:
                 f"SELECT c.content_hash, v.embedding FROM rag_chunks c "
                 f"JOIN {self._vec_table} v ON v.rowid = c.id "
                 f"WHERE c.workspace_id = ? AND c.content_hash IN ({marks})",
-                (self.workspace_id, *part)):
+                (self.workspace_id, *part),
+            ):
                 found.setdefault(h, bytes(blob))
         return found
 
@@ -445,11 +519,14 @@ class WorkspaceRagIndex:
         self.conn.execute(
             "UPDATE rag_documents SET metadata = ?, doc_type = ?, mtime = ?, size = ?, "
             "updated_at = ? WHERE id = ?",
-            (meta, doc.doc_type, doc.mtime, doc.size, time.time(), document_id))
+            (meta, doc.doc_type, doc.mtime, doc.size, time.time(), document_id),
+        )
         table = self._vec_table
         rows = self.conn.execute(
             f"SELECT v.rowid, v.embedding, v.doc_type FROM {table} v WHERE v.rowid IN "
-            f"(SELECT id FROM rag_chunks WHERE document_id = ?)", (document_id,)).fetchall()
+            f"(SELECT id FROM rag_chunks WHERE document_id = ?)",
+            (document_id,),
+        ).fetchall()
         for rowid, blob, old_type in rows:  # vec0 cannot UPDATE here: delete and re-insert
             if old_type == doc.doc_type:
                 continue
@@ -457,17 +534,26 @@ class WorkspaceRagIndex:
             self.conn.execute(
                 f"INSERT INTO {table}(rowid, workspace_id, embedding, doc_type, path) "
                 f"VALUES (?, ?, ?, ?, ?)",
-                (rowid, self.workspace_id, bytes(blob), doc.doc_type, doc.path))
+                (rowid, self.workspace_id, bytes(blob), doc.doc_type, doc.path),
+            )
 
     def _delete_chunks(self, document_id: int) -> None:
         if self._has_vec_table(self._vec_table):
             self.conn.execute(
                 f"DELETE FROM {self._vec_table} WHERE rowid IN "
-                f"(SELECT id FROM rag_chunks WHERE document_id = ?)", (document_id,))
+                f"(SELECT id FROM rag_chunks WHERE document_id = ?)",
+                (document_id,),
+            )
         self.conn.execute("DELETE FROM rag_chunks WHERE document_id = ?", (document_id,))
 
-    def _write(self, doc: DocumentInput, dhash: str, chunks: list[Any],
-               document_id: int | None, vectors: Mapping[str, bytes]) -> None:
+    def _write(
+        self,
+        doc: DocumentInput,
+        dhash: str,
+        chunks: list[Any],
+        document_id: int | None,
+        vectors: Mapping[str, bytes],
+    ) -> None:
         meta = json.dumps(dict(doc.metadata), sort_keys=True, default=str)
         now = time.time()
         if document_id is not None:
@@ -476,25 +562,58 @@ class WorkspaceRagIndex:
                 "UPDATE rag_documents SET origin = ?, doc_type = ?, path = ?, title = ?, "
                 "metadata = ?, content_hash = ?, mtime = ?, size = ?, updated_at = ? "
                 "WHERE id = ?",
-                (doc.origin, doc.doc_type, doc.path, doc.title, meta, dhash, doc.mtime,
-                 doc.size, now, document_id))
+                (
+                    doc.origin,
+                    doc.doc_type,
+                    doc.path,
+                    doc.title,
+                    meta,
+                    dhash,
+                    doc.mtime,
+                    doc.size,
+                    now,
+                    document_id,
+                ),
+            )
         else:
             document_id = self.conn.execute(
                 "INSERT INTO rag_documents(workspace_id, doc_id, origin, doc_type, path, title, "
                 "metadata, content_hash, mtime, size, updated_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (self.workspace_id, doc.doc_id, doc.origin, doc.doc_type, doc.path, doc.title,
-                 meta, dhash, doc.mtime, doc.size, now)).lastrowid
+                (
+                    self.workspace_id,
+                    doc.doc_id,
+                    doc.origin,
+                    doc.doc_type,
+                    doc.path,
+                    doc.title,
+                    meta,
+                    dhash,
+                    doc.mtime,
+                    doc.size,
+                    now,
+                ),
+            ).lastrowid
         for ord_, c in enumerate(chunks):
             chunk_id = self.conn.execute(
                 "INSERT INTO rag_chunks(document_id, workspace_id, ord, text, heading, tokens, "
                 "content_hash, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (document_id, self.workspace_id, ord_, c.text, c.heading, c.tokens,
-                 c.content_hash, doc.context)).lastrowid
+                (
+                    document_id,
+                    self.workspace_id,
+                    ord_,
+                    c.text,
+                    c.heading,
+                    c.tokens,
+                    c.content_hash,
+                    doc.context,
+                ),
+            ).lastrowid
             self.conn.execute(
                 f"INSERT INTO {self._vec_table}(rowid, workspace_id, embedding, doc_type, path) "
                 f"VALUES (?, ?, ?, ?, ?)",
-                (chunk_id, self.workspace_id, vectors[c.content_hash], doc.doc_type, doc.path))
+                (chunk_id, self.workspace_id, vectors[c.content_hash], doc.doc_type, doc.path),
+            )
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document and its chunks; False when it was not indexed."""
@@ -506,7 +625,8 @@ class WorkspaceRagIndex:
             for doc_id in doc_ids:
                 row = self.conn.execute(
                     "SELECT id FROM rag_documents WHERE workspace_id = ? AND doc_id = ?",
-                    (self.workspace_id, doc_id)).fetchone()
+                    (self.workspace_id, doc_id),
+                ).fetchone()
                 if row is None:
                     continue
                 self._delete_chunks(row[0])
@@ -515,9 +635,11 @@ class WorkspaceRagIndex:
         return removed
 
     def documents(self, *, origin: str | None = None) -> list[DocumentInfo]:
-        sql = ("SELECT d.doc_id, d.doc_type, d.path, d.origin, d.content_hash, "
-               "(SELECT count(*) FROM rag_chunks c WHERE c.document_id = d.id) "
-               "FROM rag_documents d WHERE d.workspace_id = ?")
+        sql = (
+            "SELECT d.doc_id, d.doc_type, d.path, d.origin, d.content_hash, "
+            "(SELECT count(*) FROM rag_chunks c WHERE c.document_id = d.id) "
+            "FROM rag_documents d WHERE d.workspace_id = ?"
+        )
         args: list[Any] = [self.workspace_id]
         if origin is not None:
             sql += " AND d.origin = ?"
@@ -533,18 +655,22 @@ class WorkspaceRagIndex:
 
     def chunk_count(self) -> int:
         with self._lock:
-            row = self.conn.execute("SELECT count(*) FROM rag_chunks WHERE workspace_id = ?",
-                                    (self.workspace_id,)).fetchone()
+            row = self.conn.execute(
+                "SELECT count(*) FROM rag_chunks WHERE workspace_id = ?", (self.workspace_id,)
+            ).fetchone()
         return int(row[0])
 
-    def rebuild(self, *, batch_size: int = 256,
-                progress: Callable[[int, int], None] | None = None) -> int:
+    def rebuild(
+        self, *, batch_size: int = 256, progress: Callable[[int, int], None] | None = None
+    ) -> int:
         """Re-embed every chunk of the workspace with the current backend; returns chunks."""
         with self._lock:
             rows = self.conn.execute(
                 "SELECT c.id, c.text, c.heading, d.doc_type, d.path, c.context FROM rag_chunks c "
                 "JOIN rag_documents d ON d.id = c.document_id WHERE c.workspace_id = ? "
-                "ORDER BY c.id", (self.workspace_id,)).fetchall()
+                "ORDER BY c.id",
+                (self.workspace_id,),
+            ).fetchall()
             blobs: list[bytes] = []
             for start in range(0, len(rows), batch_size):
                 part = rows[start : start + batch_size]
@@ -554,22 +680,28 @@ class WorkspaceRagIndex:
             old = self.recorded_backend()
             with transaction(self.conn):
                 if old is not None and self._has_vec_table(f"rag_vec_{old[1]}"):
-                    self.conn.execute(f"DELETE FROM rag_vec_{old[1]} WHERE workspace_id = ?",
-                                      (self.workspace_id,))
+                    self.conn.execute(
+                        f"DELETE FROM rag_vec_{old[1]} WHERE workspace_id = ?", (self.workspace_id,)
+                    )
                 self._ensure_space()
-                self.conn.execute(f"DELETE FROM {self._vec_table} WHERE workspace_id = ?",
-                                  (self.workspace_id,))
+                self.conn.execute(
+                    f"DELETE FROM {self._vec_table} WHERE workspace_id = ?", (self.workspace_id,)
+                )
                 self.conn.executemany(
                     f"INSERT INTO {self._vec_table}(rowid, workspace_id, embedding, doc_type, "
                     f"path) VALUES (?, ?, ?, ?, ?)",
-                    [(r[0], self.workspace_id, b, r[3], r[4])
-                     for r, b in zip(rows, blobs, strict=True)])
+                    [
+                        (r[0], self.workspace_id, b, r[3], r[4])
+                        for r, b in zip(rows, blobs, strict=True)
+                    ],
+                )
             return len(rows)
 
     # --- searching -------------------------------------------------------------------
 
-    def search(self, query: str, k: int = 8, mode: str = "hybrid",
-               filters: Mapping[str, Any] | None = None) -> list[RetrievalHit]:
+    def search(
+        self, query: str, k: int = 8, mode: str = "hybrid", filters: Mapping[str, Any] | None = None
+    ) -> list[RetrievalHit]:
         """The best ``k`` documents (best chunk of each) for ``query``."""
         if mode not in MODES:
             raise KairoxUserError(f"unknown search mode '{mode}'; use one of: {', '.join(MODES)}")
@@ -583,24 +715,30 @@ class WorkspaceRagIndex:
             if mode == "vector":
                 return self._hits(self._vector(query, k, where, args, push))
             keyword, vector = self._rankings(query, max(k, self.candidates), where, args, push)
-            fused = fuse_rankings([(self.keyword_weight, keyword), (self.vector_weight, vector)],
-                                  rrf_k=self.rrf_k, limit=k)
+            fused = fuse_rankings(
+                [(self.keyword_weight, keyword), (self.vector_weight, vector)],
+                rrf_k=self.rrf_k,
+                limit=k,
+            )
             return self._hits(fused)
 
-    def rankings(self, query: str, n: int, filters: Mapping[str, Any] | None = None
-                 ) -> tuple[Ranked, Ranked]:
+    def rankings(
+        self, query: str, n: int, filters: Mapping[str, Any] | None = None
+    ) -> tuple[Ranked, Ranked]:
         """The keyword and vector rankings hybrid search fuses (for tuning and tracing)."""
         where, args, push = _filter_sql(filters or {})
         with self._lock:
             self._check_backend()
             return self._rankings(query, n, where, args, push)
 
-    def _rankings(self, query: str, n: int, where: str, args: list[Any],
-                  push: tuple[str, list[Any]] | None) -> tuple[Ranked, Ranked]:
+    def _rankings(
+        self, query: str, n: int, where: str, args: list[Any], push: tuple[str, list[Any]] | None
+    ) -> tuple[Ranked, Ranked]:
         return self._keyword(query, n, where, args), self._vector(query, n, where, args, push)
 
-    def _collapse(self, fetch: Callable[[int], list[tuple[int, int, float]]],
-                  k: int) -> list[tuple[int, int, float]]:
+    def _collapse(
+        self, fetch: Callable[[int], list[tuple[int, int, float]]], k: int
+    ) -> list[tuple[int, int, float]]:
         """Best chunk per document from a ranked chunk list, over-fetching as needed."""
         limit = k * 2 + 4
         while True:
@@ -613,28 +751,33 @@ class WorkspaceRagIndex:
                 return list(seen.values())[:k]
             limit = min(limit * 4, VEC_MAX_K)
 
-    def _keyword(self, query: str, k: int, where: str,
-                 args: list[Any]) -> list[tuple[int, int, float]]:
+    def _keyword(
+        self, query: str, k: int, where: str, args: list[Any]
+    ) -> list[tuple[int, int, float]]:
         terms = fts_match_expression(query)
         if terms is None:
             return []
         # the workspace is a term in its own column (weight 0 in bm25): FTS5 intersects
         # doclists itself, so no row outside the workspace is ever read
-        others = self.conn.execute("SELECT 1 FROM rag_spaces WHERE workspace_id != ? LIMIT 1",
-                                   (self.workspace_id,)).fetchone()
+        others = self.conn.execute(
+            "SELECT 1 FROM rag_spaces WHERE workspace_id != ? LIMIT 1", (self.workspace_id,)
+        ).fetchone()
         if others is None:  # the only workspace here: the workspace term would filter nothing
             expr = terms  # (a "kxws..." token in a prompt may match ws_token: weight 0)
         else:
-            token = self.conn.execute("SELECT 'kxws' || lower(hex(?))",
-                                      (self.workspace_id,)).fetchone()[0]
+            token = self.conn.execute(
+                "SELECT 'kxws' || lower(hex(?))", (self.workspace_id,)
+            ).fetchone()[0]
             cols = fts_match_expression(query, columns=["text", "heading"])
             expr = f'{cols} AND ws_token : "{token}"'
         rank = "bm25(rag_fts, 1.0, 1.0, 0.0)"
         if where:  # other filters need the document row of every match
-            sql = ("SELECT c.id, c.document_id, " + rank + " AS s FROM rag_fts "
-                   "JOIN rag_chunks c ON c.id = rag_fts.rowid "
-                   "JOIN rag_documents d ON d.id = c.document_id "
-                   f"WHERE rag_fts MATCH ?{where} ORDER BY s LIMIT ?")
+            sql = (
+                "SELECT c.id, c.document_id, " + rank + " AS s FROM rag_fts "
+                "JOIN rag_chunks c ON c.id = rag_fts.rowid "
+                "JOIN rag_documents d ON d.id = c.document_id "
+                f"WHERE rag_fts MATCH ?{where} ORDER BY s LIMIT ?"
+            )
         else:  # rank in FTS5 alone (the raw query), then read only the top rows
             sql = f"SELECT rowid, {rank} AS s FROM rag_fts WHERE rag_fts MATCH ? ORDER BY s LIMIT ?"
 
@@ -644,15 +787,24 @@ class WorkspaceRagIndex:
             if where:
                 return [(r[0], r[1], -float(r[2])) for r in rows]
             ids = [r[0] for r in rows]
-            docs = dict(self.conn.execute(
-                f"SELECT id, document_id FROM rag_chunks WHERE id IN ({','.join('?' * len(ids))})",
-                ids)) if ids else {}
+            docs = (
+                dict(
+                    self.conn.execute(
+                        "SELECT id, document_id FROM rag_chunks WHERE id IN "
+                        f"({','.join('?' * len(ids))})",
+                        ids,
+                    )
+                )
+                if ids
+                else {}
+            )
             return [(r[0], docs[r[0]], -float(r[1])) for r in rows]
 
         return self._collapse(fetch, k)
 
-    def _vector(self, query: str, k: int, where: str, args: list[Any],
-                push: tuple[str, list[Any]] | None) -> list[tuple[int, int, float]]:
+    def _vector(
+        self, query: str, k: int, where: str, args: list[Any], push: tuple[str, list[Any]] | None
+    ) -> list[tuple[int, int, float]]:
         table = self._vec_table
         if not self._has_vec_table(table):
             return []
@@ -665,10 +817,15 @@ class WorkspaceRagIndex:
                 f"SELECT c.id, c.document_id, vec_distance_cosine(v.embedding, ?) AS dist "
                 f"FROM rag_chunks c JOIN rag_documents d ON d.id = c.document_id "
                 f"JOIN {table} v ON v.rowid = c.id WHERE c.workspace_id = ?{where} "
-                f"ORDER BY dist LIMIT ?", (blob, self.workspace_id, *args, k * 8)).fetchall()
-            return self._collapse(lambda limit: [(r[0], r[1], 1.0 - float(r[2]))
-                                                 for r in rows[:limit] if r[2] is not None],
-                                  k)  # NULL: a chunk with an all-zero vector (no features)
+                f"ORDER BY dist LIMIT ?",
+                (blob, self.workspace_id, *args, k * 8),
+            ).fetchall()
+            return self._collapse(
+                lambda limit: [
+                    (r[0], r[1], 1.0 - float(r[2])) for r in rows[:limit] if r[2] is not None
+                ],
+                k,
+            )  # NULL: a chunk with an all-zero vector (no features)
         vwhere, vargs = push
 
         def fetch(limit: int) -> list[tuple[int, int, float]]:
@@ -677,7 +834,8 @@ class WorkspaceRagIndex:
                 f"WHERE embedding MATCH ? AND k = ? AND workspace_id = ?{vwhere}) "
                 f"SELECT knn.id, c.document_id, knn.distance FROM knn "
                 f"JOIN rag_chunks c ON c.id = knn.id ORDER BY knn.distance",
-                (blob, limit, self.workspace_id, *vargs)).fetchall()
+                (blob, limit, self.workspace_id, *vargs),
+            ).fetchall()
             return [(r[0], r[1], 1.0 - float(r[2])) for r in rows if r[2] is not None]
 
         return self._collapse(fetch, k)
@@ -687,18 +845,38 @@ class WorkspaceRagIndex:
         if not ranked:
             return []
         ids = [cid for cid, _, _ in ranked]
-        rows = {r[0]: r for r in self.conn.execute(
-            "SELECT c.id, c.text, c.heading, d.doc_id, d.doc_type, d.path, d.title, d.metadata "
-            "FROM rag_chunks c JOIN rag_documents d ON d.id = c.document_id "
-            f"WHERE c.id IN ({','.join('?' * len(ids))})", ids)}
+        rows = {
+            r[0]: r
+            for r in self.conn.execute(
+                "SELECT c.id, c.text, c.heading, d.doc_id, d.doc_type, d.path, d.title, d.metadata "
+                "FROM rag_chunks c JOIN rag_documents d ON d.id = c.document_id "
+                f"WHERE c.id IN ({','.join('?' * len(ids))})",
+                ids,
+            )
+        }
         hits = []
         for cid, _, score in ranked:
             row = rows[cid]
             metadata: dict[str, Any] = json.loads(row[7])
-            metadata.update({"doc_type": row[4], "path": row[5], "title": row[6],
-                             "heading": row[2], "workspace_id": self.workspace_id})
-            hits.append(RetrievalHit(text=row[1], score=float(score), source=SOURCE,
-                                     doc_id=row[3], metadata=metadata, chunk_id=str(cid)))
+            metadata.update(
+                {
+                    "doc_type": row[4],
+                    "path": row[5],
+                    "title": row[6],
+                    "heading": row[2],
+                    "workspace_id": self.workspace_id,
+                }
+            )
+            hits.append(
+                RetrievalHit(
+                    text=row[1],
+                    score=float(score),
+                    source=SOURCE,
+                    doc_id=row[3],
+                    metadata=metadata,
+                    chunk_id=str(cid),
+                )
+            )
         return hits
 
 
@@ -719,8 +897,10 @@ def _filter_sql(filters: Mapping[str, Any]) -> tuple[str, list[Any], tuple[str, 
             raise RetrieverError(SOURCE, f"filter '{key}' has no allowed value")
         for v in values:
             if not isinstance(v, str | int | float | bool):
-                raise RetrieverError(SOURCE, f"filter '{key}': values must be strings or "
-                                             f"numbers, got {type(v).__name__}")
+                raise RetrieverError(
+                    SOURCE,
+                    f"filter '{key}': values must be strings or numbers, got {type(v).__name__}",
+                )
         marks = ",".join("?" * len(values))
         if key == "path":
             where.append("(" + " OR ".join("d.path GLOB ?" for _ in values) + ")")
@@ -739,8 +919,10 @@ def _filter_sql(filters: Mapping[str, Any]) -> tuple[str, list[Any], tuple[str, 
             args += values
             pushable = False
         else:
-            raise RetrieverError(SOURCE, f"cannot filter on '{key}': metadata keys are letters, "
-                                         f"digits, '_', '.' and '-'")
+            raise RetrieverError(
+                SOURCE,
+                f"cannot filter on '{key}': metadata keys are letters, digits, '_', '.' and '-'",
+            )
     sql = "".join(" AND " + w for w in where)
     push = ("".join(" AND " + w for w in vwhere), vargs) if pushable else None
     return sql, args, push
@@ -751,14 +933,16 @@ class WorkspaceIndexRetriever:
 
     kind = "workspace"
 
-    def __init__(self, index: WorkspaceRagIndex, *, name: str = SOURCE,
-                 mode: str = "hybrid") -> None:
+    def __init__(
+        self, index: WorkspaceRagIndex, *, name: str = SOURCE, mode: str = "hybrid"
+    ) -> None:
         self.index = index
         self.name = name
         self.mode = mode
 
-    async def retrieve(self, query: str, k: int,
-                       filters: Mapping[str, Any] | None = None) -> list[RetrievalHit]:
+    async def retrieve(
+        self, query: str, k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[RetrievalHit]:
         import asyncio
 
         return await asyncio.to_thread(self.index.search, query, k, self.mode, filters)

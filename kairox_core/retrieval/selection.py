@@ -40,14 +40,19 @@ def retriever_for_profile(
     sources: list[RetrieverSource] = []
     try:
         if r.workspace_index:
-            index = WorkspaceRagIndex.from_config(config, database_path, workspace_id,
-                                                  backend=backend)
-            sources.append(RetrieverSource(index.as_retriever(mode=r.mode), "workspace",
-                                           r.workspace_weight, r.timeout))
+            index = WorkspaceRagIndex.from_config(
+                config, database_path, workspace_id, backend=backend
+            )
+            sources.append(
+                RetrieverSource(
+                    index.as_retriever(mode=r.mode), "workspace", r.workspace_weight, r.timeout
+                )
+            )
         for kb in config.knowledge_bases_for(name):
             timeout = kb.timeout if "timeout" in kb.model_fields_set else r.timeout
-            sources.append(RetrieverSource(build_knowledge_base(kb), "knowledge_base",
-                                           kb.weight, timeout))
+            sources.append(
+                RetrieverSource(build_knowledge_base(kb), "knowledge_base", kb.weight, timeout)
+            )
     except BaseException:
         for src in sources:  # do not leak an opened index when a later source fails
             close = getattr(getattr(src.retriever, "index", None), "close", None)

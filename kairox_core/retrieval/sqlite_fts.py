@@ -89,7 +89,8 @@ class SqliteFtsRetriever:
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}"
-                for e in exc.errors())
+                for e in exc.errors()
+            )
             raise RetrieverConfigError(kb.id, f"bad sqlite_fts options: {problems}") from None
         return cls(kb.id, options)
 
@@ -100,8 +101,9 @@ class SqliteFtsRetriever:
     # --- schema ----------------------------------------------------------------------
 
     def _table_sql(self, conn: Any, name: str) -> str | None:
-        row = conn.execute("SELECT sql FROM sqlite_master WHERE name = ? AND type = 'table'",
-                           (name,)).fetchone()
+        row = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = ? AND type = 'table'", (name,)
+        ).fetchone()
         return str(row[0] or "") if row else None
 
     def _columns(self, conn: Any, table: str) -> set[str]:
@@ -113,43 +115,57 @@ class SqliteFtsRetriever:
         sql = self._table_sql(conn, o.table)
         if sql is None:
             raise RetrieverConfigError(
-                self.name, f"table '{o.table}' not found in {self.database}; check "
-                           f"knowledge_bases.{self.name}.table, or build it with "
-                           f"`kairox kb index {self.name} PATH...`")
-        wanted = [*o.text_columns, o.id_column if o.id_column != "rowid" else None,
-                  o.title_column, *o.metadata_columns]
+                self.name,
+                f"table '{o.table}' not found in {self.database}; check "
+                f"knowledge_bases.{self.name}.table, or build it with "
+                f"`kairox kb index {self.name} PATH...`",
+            )
+        wanted = [
+            *o.text_columns,
+            o.id_column if o.id_column != "rowid" else None,
+            o.title_column,
+            *o.metadata_columns,
+        ]
         have = self._columns(conn, o.table)
         missing = [c for c in wanted if c and c not in have]
         if missing:
             raise RetrieverConfigError(
-                self.name, f"table '{o.table}' in {self.database} has no column(s) "
-                           f"{', '.join(missing)}; columns: {', '.join(sorted(have))}")
+                self.name,
+                f"table '{o.table}' in {self.database} has no column(s) "
+                f"{', '.join(missing)}; columns: {', '.join(sorted(have))}",
+            )
         if "using fts5" in sql.lower():
             return o.table, ""
         fts = f"{o.table}_fts"
         if self._table_sql(conn, fts) is None:
             raise RetrieverConfigError(
-                self.name, f"table '{o.table}' has no full-text index '{fts}' in "
-                           f"{self.database}; run `kairox kb index {self.name}` to build it")
+                self.name,
+                f"table '{o.table}' has no full-text index '{fts}' in "
+                f"{self.database}; run `kairox kb index {self.name}` to build it",
+            )
         return fts, f" JOIN {_q(o.table)} t ON t.rowid = {_q(fts)}.rowid"
 
     def _connect(self) -> Any:
         if self._conn is None:
             if not self.database.is_file():
                 raise RetrieverConfigError(
-                    self.name, f"database file {self.database} not found; check "
-                               f"knowledge_bases.{self.name}.path")
+                    self.name,
+                    f"database file {self.database} not found; check "
+                    f"knowledge_bases.{self.name}.path",
+                )
             try:
                 self._conn = connect(self.database, vec=False, readonly=True)
             except OperationalError as exc:
                 raise RetrieverConfigError(
-                    self.name, f"cannot open {self.database}: {exc}") from None
+                    self.name, f"cannot open {self.database}: {exc}"
+                ) from None
         return self._conn
 
     # --- searching -------------------------------------------------------------------
 
-    def search(self, query: str, k: int,
-               filters: Mapping[str, Any] | None = None) -> list[RetrievalHit]:
+    def search(
+        self, query: str, k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[RetrievalHit]:
         o = self.options
         if k <= 0:
             return []
@@ -165,24 +181,35 @@ class SqliteFtsRetriever:
                 raise RetrieverError(self.name, f"cannot read {self.database}: {exc}") from None
             src = "t" if join else _q(fts)
             where, args = self._filters(src, filters or {})
-            select = [f"{src}.{_q(o.id_column)}", *(f"{src}.{_q(c)}" for c in o.text_columns),
-                      f"{src}.{_q(o.title_column)}" if o.title_column else "NULL",
-                      *(f"{src}.{_q(c)}" for c in o.metadata_columns)]
-            sql = (f"SELECT {', '.join(select)}, bm25({_q(fts)}) AS s FROM {_q(fts)}{join} "
-                   f"WHERE {_q(fts)} MATCH ?{where} ORDER BY s LIMIT ?")
+            select = [
+                f"{src}.{_q(o.id_column)}",
+                *(f"{src}.{_q(c)}" for c in o.text_columns),
+                f"{src}.{_q(o.title_column)}" if o.title_column else "NULL",
+                *(f"{src}.{_q(c)}" for c in o.metadata_columns),
+            ]
+            sql = (
+                f"SELECT {', '.join(select)}, bm25({_q(fts)}) AS s FROM {_q(fts)}{join} "
+                f"WHERE {_q(fts)} MATCH ?{where} ORDER BY s LIMIT ?"
+            )
             try:
                 rows = conn.execute(sql, (expr, *args, k)).fetchall()
             except OperationalError as exc:
-                raise RetrieverError(self.name, f"query failed on {self.database}: {exc}") \
-                    from None
+                raise RetrieverError(self.name, f"query failed on {self.database}: {exc}") from None
         hits = []
         n_text = len(o.text_columns)
         for row in rows:
             text = "\n".join(str(v) for v in row[1 : 1 + n_text] if v)
             metadata: dict[str, Any] = {"title": row[1 + n_text]} if o.title_column else {}
             metadata.update(zip(o.metadata_columns, row[2 + n_text : -1], strict=True))
-            hits.append(RetrievalHit(text=text, score=-float(row[-1]), source=self.name,
-                                     doc_id=str(row[0]), metadata=metadata))
+            hits.append(
+                RetrievalHit(
+                    text=text,
+                    score=-float(row[-1]),
+                    source=self.name,
+                    doc_id=str(row[0]),
+                    metadata=metadata,
+                )
+            )
         return hits
 
     def _filters(self, src: str, filters: Mapping[str, Any]) -> tuple[str, list[Any]]:
@@ -190,16 +217,19 @@ class SqliteFtsRetriever:
         for key, value in filters.items():
             if key not in self.options.metadata_columns:
                 raise RetrieverError(
-                    self.name, f"cannot filter on '{key}': filterable columns are "
-                               f"{', '.join(self.options.metadata_columns) or 'none'} "
-                               f"(knowledge_bases.{self.name}.metadata_columns)")
+                    self.name,
+                    f"cannot filter on '{key}': filterable columns are "
+                    f"{', '.join(self.options.metadata_columns) or 'none'} "
+                    f"(knowledge_bases.{self.name}.metadata_columns)",
+                )
             values = list(value) if isinstance(value, list | tuple | set) else [value]
             where += f" AND {src}.{_q(key)} IN ({','.join('?' * len(values))})"
             args += values
         return where, args
 
-    async def retrieve(self, query: str, k: int,
-                       filters: Mapping[str, Any] | None = None) -> list[RetrievalHit]:
+    async def retrieve(
+        self, query: str, k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[RetrievalHit]:
         return await asyncio.to_thread(self.search, query, k, filters)
 
     async def close(self) -> None:
@@ -210,8 +240,7 @@ class SqliteFtsRetriever:
 
     # --- building --------------------------------------------------------------------
 
-    def index(self, paths: Sequence[str], *,
-              progress: IndexProgress | None = None) -> IndexReport:
+    def index(self, paths: Sequence[str], *, progress: IndexProgress | None = None) -> IndexReport:
         """Add/refresh one row per file under ``paths`` and (re)build ``<table>_fts``."""
         o = self.options
         started = time.perf_counter()
@@ -223,17 +252,23 @@ class SqliteFtsRetriever:
             if paths:
                 with transaction(conn):
                     if self._table_sql(conn, o.table) is None:
-                        extra = "".join(f", {_q(c)} TEXT" for c in o.metadata_columns
-                                        if c not in {"path", title, text, o.id_column})
+                        extra = "".join(
+                            f", {_q(c)} TEXT"
+                            for c in o.metadata_columns
+                            if c not in {"path", title, text, o.id_column}
+                        )
                         conn.execute(
                             f"CREATE TABLE {_q(o.table)} ({_q(o.id_column)} TEXT PRIMARY KEY, "
                             f"{_q(title)} TEXT, {_q(text)} TEXT, path TEXT, mtime REAL, "
-                            f"size INTEGER{extra})")
+                            f"size INTEGER{extra})"
+                        )
                 need = {o.id_column, title, text, "path", "mtime", "size"}
                 if not need <= self._columns(conn, o.table):
                     raise RetrieverConfigError(
-                        self.name, f"table '{o.table}' in {self.database} was not built by "
-                                   f"`kairox kb index` (needs columns {', '.join(sorted(need))})")
+                        self.name,
+                        f"table '{o.table}' in {self.database} was not built by "
+                        f"`kairox kb index` (needs columns {', '.join(sorted(need))})",
+                    )
                 self._ingest(conn, paths, report, progress, title, text)
             self._build_fts(conn)
         finally:
@@ -241,15 +276,24 @@ class SqliteFtsRetriever:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _ingest(self, conn: Any, paths: Sequence[str], report: IndexReport,
-                progress: IndexProgress | None, title: str, text: str) -> None:
+    def _ingest(
+        self,
+        conn: Any,
+        paths: Sequence[str],
+        report: IndexReport,
+        progress: IndexProgress | None,
+        title: str,
+        text: str,
+    ) -> None:
         o = self.options
         scan = scan_files(paths, max_bytes=o.max_file_bytes)
         report.skipped_binary = len(scan.skipped_binary)
         report.skipped_large = len(scan.skipped_large)
         report.errors.extend(scan.errors)
-        known = {r[0]: (r[1], r[2]) for r in conn.execute(
-            f"SELECT {_q(o.id_column)}, mtime, size FROM {_q(o.table)}")}
+        known = {
+            r[0]: (r[1], r[2])
+            for r in conn.execute(f"SELECT {_q(o.id_column)}, mtime, size FROM {_q(o.table)}")
+        }
         seen: set[str] = set()
         batch: list[tuple[Any, ...]] = []
         for i, path in enumerate(scan.files, start=1):
@@ -271,16 +315,22 @@ class SqliteFtsRetriever:
             else:
                 report.added += 1
             batch.append((key, path.name, body, key, st.st_mtime, st.st_size))
-        gone = [key for key in known if key not in seen
-                and any(Path(key) == r or r in Path(key).parents for r in scan.roots)]
+        gone = [
+            key
+            for key in known
+            if key not in seen and any(Path(key) == r or r in Path(key).parents for r in scan.roots)
+        ]
         with transaction(conn):
             conn.executemany(
                 f"INSERT INTO {_q(o.table)} ({_q(o.id_column)}, {_q(title)}, {_q(text)}, path, "
                 f"mtime, size) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT({_q(o.id_column)}) DO "
                 f"UPDATE SET {_q(title)} = excluded.{_q(title)}, {_q(text)} = "
-                f"excluded.{_q(text)}, mtime = excluded.mtime, size = excluded.size", batch)
-            conn.executemany(f"DELETE FROM {_q(o.table)} WHERE {_q(o.id_column)} = ?",
-                             [(key,) for key in gone])
+                f"excluded.{_q(text)}, mtime = excluded.mtime, size = excluded.size",
+                batch,
+            )
+            conn.executemany(
+                f"DELETE FROM {_q(o.table)} WHERE {_q(o.id_column)} = ?", [(key,) for key in gone]
+            )
         report.removed = len(gone)
         report.chunks = len(batch)
 
@@ -290,8 +340,10 @@ class SqliteFtsRetriever:
         sql = self._table_sql(conn, o.table)
         if sql is None:
             raise RetrieverConfigError(
-                self.name, f"table '{o.table}' not found in {self.database}; give paths to "
-                           f"index: `kairox kb index {self.name} PATH...`")
+                self.name,
+                f"table '{o.table}' not found in {self.database}; give paths to "
+                f"index: `kairox kb index {self.name} PATH...`",
+            )
         if "using fts5" in sql.lower():
             return  # an FTS5 table indexes itself
         fts = f"{o.table}_fts"
@@ -300,5 +352,6 @@ class SqliteFtsRetriever:
             conn.execute(f"DROP TABLE IF EXISTS {_q(fts)}")
             conn.execute(
                 f"CREATE VIRTUAL TABLE {_q(fts)} USING fts5({', '.join(_q(c) for c in cols)}, "
-                f"content={_q(o.table)}, tokenize='porter unicode61 remove_diacritics 2')")
+                f"content={_q(o.table)}, tokenize='porter unicode61 remove_diacritics 2')"
+            )
             conn.execute(f"INSERT INTO {_q(fts)}({_q(fts)}) VALUES ('rebuild')")

@@ -24,9 +24,7 @@ BUSY_TIMEOUT_MS = 30_000
 _vec_lock = threading.Lock()
 
 
-def connect(
-    path: str | os.PathLike[str], *, vec: bool = True, readonly: bool = False
-) -> Any:
+def connect(path: str | os.PathLike[str], *, vec: bool = True, readonly: bool = False) -> Any:
     """Open ``path`` with WAL, foreign keys, a busy timeout and (by default) sqlite-vec.
 
     ``":memory:"`` opens a private in-memory database. Parent folders are created.
@@ -38,11 +36,20 @@ def connect(
         Path(target).expanduser().parent.mkdir(parents=True, exist_ok=True)
     if readonly:
         uri = f"file:{Path(target).expanduser()}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
-                               isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(
+            uri,
+            uri=True,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+        )
     else:
-        conn = sqlite3.connect(os.path.expanduser(target), timeout=BUSY_TIMEOUT_MS / 1000,
-                               isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(
+            os.path.expanduser(target),
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+        )
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     if target != ":memory:" and not readonly:

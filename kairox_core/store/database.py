@@ -125,7 +125,9 @@ class DatabaseStore:
     brings the store's schema up to date, and releases its share on ``close``."""
 
     def __init__(
-        self, path_or_conn: str | os.PathLike[str] | Database | Any, component: str,
+        self,
+        path_or_conn: str | os.PathLike[str] | Database | Any,
+        component: str,
         migrations: Sequence[str],
     ) -> None:
         self.db = Database.open(path_or_conn)

@@ -148,7 +148,8 @@ class EventStore(DatabaseStore):
                 if n:
                     conn.execute(
                         "UPDATE sessions SET last_seq = ?, event_count = event_count + ? "
-                        "WHERE session_id = ?", (heads[sid], n, sid),
+                        "WHERE session_id = ?",
+                        (heads[sid], n, sid),
                     )
             self.db.after_commit(_emit(tuple(stored)))
         return stored
@@ -158,8 +159,14 @@ class EventStore(DatabaseStore):
         conn.execute(
             "INSERT INTO events (session_id, seq, type, version, created_at, data) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            (event.session_id, event.seq, event.type, int(data["version"]), event.created_at,
-             json.dumps(data, ensure_ascii=False, separators=(",", ":"))),
+            (
+                event.session_id,
+                event.seq,
+                event.type,
+                int(data["version"]),
+                event.created_at,
+                json.dumps(data, ensure_ascii=False, separators=(",", ":")),
+            ),
         )
 
     def _track_session(self, conn: Any, event: Event, n: int) -> None:
@@ -178,11 +185,15 @@ class EventStore(DatabaseStore):
                 (event.workspace_id, event.profile, event.created_at, event.session_id),
             )
         elif isinstance(event, ProfileSwitched):
-            conn.execute("UPDATE sessions SET profile = ? WHERE session_id = ?",
-                         (event.to_profile, event.session_id))
+            conn.execute(
+                "UPDATE sessions SET profile = ? WHERE session_id = ?",
+                (event.to_profile, event.session_id),
+            )
         elif isinstance(event, SessionArchived):
-            conn.execute("UPDATE sessions SET archived_at = ? WHERE session_id = ?",
-                         (event.created_at, event.session_id))
+            conn.execute(
+                "UPDATE sessions SET archived_at = ? WHERE session_id = ?",
+                (event.created_at, event.session_id),
+            )
 
     # --- reading -------------------------------------------------------------------
 
@@ -244,7 +255,6 @@ class EventStore(DatabaseStore):
                 "SELECT * FROM sessions WHERE session_id = ?", (session_id,)
             ).fetchone()
         return _session_info(row) if row is not None else None
-
 
 
 def _session_info(row: Any) -> SessionInfo:

@@ -131,21 +131,46 @@ class SqliteMemoryStore(DatabaseStore):
                     (body, now, approved_at, prov.session_id, prov.turn_id, prov.raw, row["id"]),
                 )
                 return MemoryRecord(
-                    id=row["id"], scope=scope, key=key, body=body,
-                    workspace_id=row["workspace_id"], session_id=row["session_id"],
-                    created_at=row["created_at"], updated_at=now, approved_at=approved_at,
+                    id=row["id"],
+                    scope=scope,
+                    key=key,
+                    body=body,
+                    workspace_id=row["workspace_id"],
+                    session_id=row["session_id"],
+                    created_at=row["created_at"],
+                    updated_at=now,
+                    approved_at=approved_at,
                     provenance=prov,
                 )
             memory_id = new_id("m")
             conn.execute(
-                f"INSERT INTO memories ({_COLUMNS}) VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (memory_id, scope.value, owner, key, body, workspace_id, session_id,
-                 now, now, approved_at, prov.session_id, prov.turn_id, prov.raw),
+                f"INSERT INTO memories ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    memory_id,
+                    scope.value,
+                    owner,
+                    key,
+                    body,
+                    workspace_id,
+                    session_id,
+                    now,
+                    now,
+                    approved_at,
+                    prov.session_id,
+                    prov.turn_id,
+                    prov.raw,
+                ),
             )
             return MemoryRecord(
-                id=memory_id, scope=scope, key=key, body=body, workspace_id=workspace_id,
-                session_id=session_id, created_at=now, updated_at=now, approved_at=approved_at,
+                id=memory_id,
+                scope=scope,
+                key=key,
+                body=body,
+                workspace_id=workspace_id,
+                session_id=session_id,
+                created_at=now,
+                updated_at=now,
+                approved_at=approved_at,
                 provenance=prov,
             )
 
@@ -195,9 +220,20 @@ class SqliteMemoryStore(DatabaseStore):
             "INSERT INTO memory_history (memory_id, scope, owner, key, body, valid_from, "
             "replaced_at, ended, approved_at, prov_session_id, prov_turn_id, prov_raw) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (row["id"], row["scope"], row["owner"], row["key"], row["body"], row["updated_at"],
-             now, ended, row["approved_at"], row["prov_session_id"], row["prov_turn_id"],
-             row["prov_raw"]),
+            (
+                row["id"],
+                row["scope"],
+                row["owner"],
+                row["key"],
+                row["body"],
+                row["updated_at"],
+                now,
+                ended,
+                row["approved_at"],
+                row["prov_session_id"],
+                row["prov_turn_id"],
+                row["prov_raw"],
+            ),
         )
 
     def _fetch(self, conn: Any, memory_id: str) -> MemoryRecord:
@@ -257,8 +293,10 @@ class SqliteMemoryStore(DatabaseStore):
                 params.append(workspace_id)
             else:
                 clauses.append("scope = 'session'")
-        sql = (f"SELECT {_COLUMNS} FROM memories WHERE {' OR '.join(clauses)} "
-               "ORDER BY updated_at DESC, rowid DESC")
+        sql = (
+            f"SELECT {_COLUMNS} FROM memories WHERE {' OR '.join(clauses)} "
+            "ORDER BY updated_at DESC, rowid DESC"
+        )
         with self.db.lock:
             rows = self.db.conn.execute(sql, params).fetchall()
         return [_record(row) for row in rows]
@@ -276,7 +314,8 @@ class SqliteMemoryStore(DatabaseStore):
         with self.db.lock:
             rows = self.db.conn.execute(
                 "SELECT * FROM memory_history WHERE scope = ? AND owner = ? AND key = ? "
-                "ORDER BY id", (scope.value, owner, key),
+                "ORDER BY id",
+                (scope.value, owner, key),
             ).fetchall()
             current = self.db.conn.execute(
                 f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND owner = ? AND key = ?",
@@ -284,20 +323,33 @@ class SqliteMemoryStore(DatabaseStore):
             ).fetchone()
         versions = [
             MemoryVersion(
-                memory_id=r["memory_id"], scope=scope, key=r["key"], body=r["body"],
-                valid_from=r["valid_from"], replaced_at=r["replaced_at"], ended=r["ended"],
-                approved_at=r["approved_at"], provenance=_provenance(r),
+                memory_id=r["memory_id"],
+                scope=scope,
+                key=r["key"],
+                body=r["body"],
+                valid_from=r["valid_from"],
+                replaced_at=r["replaced_at"],
+                ended=r["ended"],
+                approved_at=r["approved_at"],
+                provenance=_provenance(r),
             )
             for r in rows
         ]
         if current is not None:
-            versions.append(MemoryVersion(
-                memory_id=current["id"], scope=scope, key=current["key"], body=current["body"],
-                valid_from=current["updated_at"], replaced_at=None, ended=None,
-                approved_at=current["approved_at"], provenance=_provenance(current),
-            ))
+            versions.append(
+                MemoryVersion(
+                    memory_id=current["id"],
+                    scope=scope,
+                    key=current["key"],
+                    body=current["body"],
+                    valid_from=current["updated_at"],
+                    replaced_at=None,
+                    ended=None,
+                    approved_at=current["approved_at"],
+                    provenance=_provenance(current),
+                )
+            )
         return versions
-
 
 
 def _provenance(row: Any) -> Provenance:

@@ -48,13 +48,15 @@ def recall_at(ranked: Sequence[str], rels: Mapping[str, int], k: int = 100) -> f
     return len(relevant.intersection(ranked[:k])) / len(relevant) if relevant else 0.0
 
 
-def evaluate(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]
-             ) -> dict[str, float]:
+def evaluate(
+    run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]
+) -> dict[str, float]:
     """Mean nDCG@10 and Recall@100 of ``run`` (query id -> ranked doc ids)."""
     n = len(qrels)
-    return {"ndcg@10": round(sum(ndcg_at(run.get(q, []), r) for q, r in qrels.items()) / n, 4),
-            "recall@100": round(sum(recall_at(run.get(q, []), r)
-                                    for q, r in qrels.items()) / n, 4)}
+    return {
+        "ndcg@10": round(sum(ndcg_at(run.get(q, []), r) for q, r in qrels.items()) / n, 4),
+        "recall@100": round(sum(recall_at(run.get(q, []), r) for q, r in qrels.items()) / n, 4),
+    }
 
 
 __all__ = ["evaluate", "load_corpus", "load_qrels", "load_queries", "ndcg_at", "recall_at"]

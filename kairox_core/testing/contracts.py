@@ -37,21 +37,36 @@ class ContractDoc:
 
 # A small corpus in which each probe query has exactly one obvious answer.
 CONTRACT_DOCS: tuple[ContractDoc, ...] = (
-    ContractDoc("doc-photo", "Photosynthesis",
-                "Plants turn sunlight into chemical energy with chlorophyll in their leaves.",
-                {"category": "biology"}),
-    ContractDoc("doc-volcano", "Volcanoes",
-                "Magma rises through the crust and erupts from a volcano as lava and ash.",
-                {"category": "geology"}),
-    ContractDoc("doc-tides", "Tides",
-                "The moon's gravity pulls the oceans and makes the tides rise and fall.",
-                {"category": "physics"}),
-    ContractDoc("doc-enzyme", "Enzymes",
-                "Enzymes are proteins that speed up chemical reactions inside living cells.",
-                {"category": "biology"}),
-    ContractDoc("doc-quartz", "Quartz",
-                "Quartz is a hard mineral made of silicon and oxygen found in granite.",
-                {"category": "geology"}),
+    ContractDoc(
+        "doc-photo",
+        "Photosynthesis",
+        "Plants turn sunlight into chemical energy with chlorophyll in their leaves.",
+        {"category": "biology"},
+    ),
+    ContractDoc(
+        "doc-volcano",
+        "Volcanoes",
+        "Magma rises through the crust and erupts from a volcano as lava and ash.",
+        {"category": "geology"},
+    ),
+    ContractDoc(
+        "doc-tides",
+        "Tides",
+        "The moon's gravity pulls the oceans and makes the tides rise and fall.",
+        {"category": "physics"},
+    ),
+    ContractDoc(
+        "doc-enzyme",
+        "Enzymes",
+        "Enzymes are proteins that speed up chemical reactions inside living cells.",
+        {"category": "biology"},
+    ),
+    ContractDoc(
+        "doc-quartz",
+        "Quartz",
+        "Quartz is a hard mineral made of silicon and oxygen found in granite.",
+        {"category": "geology"},
+    ),
 )
 # query -> the id that must rank first
 CONTRACT_PROBES: Mapping[str, str] = {
@@ -93,8 +108,13 @@ class RetrieverContract:
 
     # --- the contract --------------------------------------------------------------
 
-    def _retrieve(self, retriever: WorkspaceRetriever, query: str, k: int,
-                  filters: Mapping[str, Any] | None = None) -> list[RetrievalHit]:
+    def _retrieve(
+        self,
+        retriever: WorkspaceRetriever,
+        query: str,
+        k: int,
+        filters: Mapping[str, Any] | None = None,
+    ) -> list[RetrievalHit]:
         async def go() -> list[RetrievalHit]:
             try:
                 return await retriever.retrieve(query, k, filters)
@@ -141,8 +161,12 @@ class RetrieverContract:
     def test_filters_restrict_hits(self, tmp_path: Path) -> None:
         if not self.supports_filters:
             pytest.skip("filters not supported")
-        hits = self._retrieve(self.make_retriever(CONTRACT_DOCS, tmp_path),
-                              "chemical energy proteins", 5, {self.filter_field: "biology"})
+        hits = self._retrieve(
+            self.make_retriever(CONTRACT_DOCS, tmp_path),
+            "chemical energy proteins",
+            5,
+            {self.filter_field: "biology"},
+        )
         assert hits
         assert {h.doc_id for h in hits} <= {"doc-photo", "doc-enzyme"}
 
@@ -202,10 +226,12 @@ class EmbeddingBackendContract:
     def test_similar_texts_are_closer(self) -> None:
         backend = self.make_backend()
         q = backend.embed_query("how do tides work with the moon")
-        near, far = backend.embed_documents([
-            "The moon's gravity pulls the oceans and makes the tides rise and fall.",
-            "Quartz is a hard mineral made of silicon and oxygen.",
-        ])
+        near, far = backend.embed_documents(
+            [
+                "The moon's gravity pulls the oceans and makes the tides rise and fall.",
+                "Quartz is a hard mineral made of silicon and oxygen.",
+            ]
+        )
 
         def dot(a: Sequence[float], b: Sequence[float]) -> float:
             return sum(x * y for x, y in zip(a, b, strict=True))
@@ -243,8 +269,9 @@ class IndexableRetrieverContract:
 
         assert isinstance(retriever, IndexableRetriever)
         seen: list[int] = []
-        report = retriever.index([str(p) for p in paths],
-                                 progress=lambda done, total, item: seen.append(done))
+        report = retriever.index(
+            [str(p) for p in paths], progress=lambda done, total, item: seen.append(done)
+        )
         assert isinstance(report, IndexReport)
         return report
 

@@ -10,8 +10,12 @@ import pytest
 from kairox_core.plugins import PluginHost, get_plugins, reset_plugins
 
 _ENV_VARS = (
-    "KAIROX_CONFIG", "KAIROX_DB", "KAIROX_LOAD_PLUGINS", "KAIROX_DISABLE_PLUGINS",
-    "KAIROX_STRICT_PLUGINS", "KAIROX_TRACE_PLUGINS",
+    "KAIROX_CONFIG",
+    "KAIROX_DB",
+    "KAIROX_LOAD_PLUGINS",
+    "KAIROX_DISABLE_PLUGINS",
+    "KAIROX_STRICT_PLUGINS",
+    "KAIROX_TRACE_PLUGINS",
 )
 
 
@@ -21,8 +25,11 @@ def kairox_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     for var in _ENV_VARS:
         monkeypatch.delenv(var, raising=False)
     home = tmp_path / "kairox-home"
-    for var, sub in (("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"),
-                     ("XDG_CACHE_HOME", "cache")):
+    for var, sub in (
+        ("XDG_CONFIG_HOME", "config"),
+        ("XDG_DATA_HOME", "data"),
+        ("XDG_CACHE_HOME", "cache"),
+    ):
         monkeypatch.setenv(var, str(home / sub))
     monkeypatch.chdir(tmp_path)
     reset_plugins()

@@ -42,8 +42,9 @@ class MemoryStoreContract:
         assert isinstance(store, MemoryStore)
 
     def test_put_and_get_each_scope(self, store: MemoryStore) -> None:
-        prov = Provenance(session_id="s1", turn_id="t1",
-                          raw='<memory scope="user" key="lang">Python</memory>')
+        prov = Provenance(
+            session_id="s1", turn_id="t1", raw='<memory scope="user" key="lang">Python</memory>'
+        )
         user = store.put(MemoryScope.USER, "lang", "Python", provenance=prov, workspace_id="w1")
         ws = store.put("workspace", "build", "uses nox", workspace_id="w1")
         sess = store.put("session", "goal", "fix the bug", session_id="s1", workspace_id="w1")
@@ -61,17 +62,29 @@ class MemoryStoreContract:
         assert (user.owner, ws.owner, sess.owner) == ("user", "w1", "s1")
 
     def test_accepted_write_replaces_body_and_keeps_history(self, store: MemoryStore) -> None:
-        first = store.put("workspace", "db", "postgres 14", workspace_id="w",
-                          provenance=Provenance("s1", "t1", "raw1"))
-        second = store.put("workspace", "db", "postgres 16", workspace_id="w",
-                           provenance=Provenance("s2", "t9", "raw2"))
+        first = store.put(
+            "workspace",
+            "db",
+            "postgres 14",
+            workspace_id="w",
+            provenance=Provenance("s1", "t1", "raw1"),
+        )
+        second = store.put(
+            "workspace",
+            "db",
+            "postgres 16",
+            workspace_id="w",
+            provenance=Provenance("s2", "t9", "raw2"),
+        )
         assert second.id == first.id
         assert second.body == "postgres 16"
         assert second.created_at == first.created_at and second.updated_at >= first.updated_at
         assert second.provenance.turn_id == "t9"
         history = store.history("workspace", "db", workspace_id="w")
-        assert [(v.body, v.ended) for v in history] == [("postgres 14", "replaced"),
-                                                       ("postgres 16", None)]
+        assert [(v.body, v.ended) for v in history] == [
+            ("postgres 14", "replaced"),
+            ("postgres 16", None),
+        ]
         assert history[0].provenance.raw == "raw1"
         assert history[0].replaced_at == history[1].valid_from
         assert len(store.list("workspace", workspace_id="w")) == 1
@@ -124,7 +137,9 @@ class MemoryStoreContract:
         assert store.delete(rec.id) is False
         assert store.get("user", "editor") is None
         assert [(v.body, v.ended) for v in store.history("user", "editor")] == [
-            ("vim", "edited"), ("helix", "deleted")]
+            ("vim", "edited"),
+            ("helix", "deleted"),
+        ]
         with pytest.raises(MemoryNotFoundError, match="m-nope"):
             store.update_body("m-nope", "x")
         again = store.put("user", "editor", "emacs")

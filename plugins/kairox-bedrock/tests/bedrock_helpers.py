@@ -18,8 +18,13 @@ REGION = "eu-west-1"
 
 
 def kb_config(kb_name: str = KB_NAME, timeout: float = 10.0, **options: Any) -> KnowledgeBaseConfig:
-    section = {"kind": "bedrock", "timeout": timeout, "knowledge_base_id": BEDROCK_KB_ID,
-               "region": REGION, **options}
+    section = {
+        "kind": "bedrock",
+        "timeout": timeout,
+        "knowledge_base_id": BEDROCK_KB_ID,
+        "region": REGION,
+        **options,
+    }
     config = parse_config({"knowledge_bases": {kb_name: section}}, source="test.toml")
     return config.knowledge_bases[kb_name]
 

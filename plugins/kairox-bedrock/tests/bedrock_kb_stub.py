@@ -38,7 +38,7 @@ def _cosine(a: Counter[str], b: Counter[str]) -> float:
 
 def matches(flt: Mapping[str, Any], metadata: Mapping[str, Any]) -> bool:
     """Evaluate a Bedrock ``RetrievalFilter`` against one document's metadata."""
-    (op, arg), = flt.items()  # the model allows exactly one member per filter
+    ((op, arg),) = flt.items()  # the model allows exactly one member per filter
     if op == "andAll":
         return all(matches(f, metadata) for f in arg)
     if op == "orAll":
@@ -87,18 +87,20 @@ class SimulatedKnowledgeBase:
         scored.sort(key=lambda p: (-p[0], p[1].id))
         results = []
         for rank, (score, doc) in enumerate(scored[:limit]):
-            results.append({
-                "content": {"type": "TEXT", "text": doc.text},
-                "location": {"type": "CUSTOM", "customDocumentLocation": {"id": doc.id}},
-                "score": round(score, 6),
-                "metadata": {
-                    **doc.metadata,
-                    "title": doc.title,
-                    "x-amz-bedrock-kb-source-uri": doc.id,
-                    "x-amz-bedrock-kb-chunk-id": f"chunk-{rank}-{doc.id}",
-                    "x-amz-bedrock-kb-data-source-id": DATA_SOURCE_ID,
-                },
-            })
+            results.append(
+                {
+                    "content": {"type": "TEXT", "text": doc.text},
+                    "location": {"type": "CUSTOM", "customDocumentLocation": {"id": doc.id}},
+                    "score": round(score, 6),
+                    "metadata": {
+                        **doc.metadata,
+                        "title": doc.title,
+                        "x-amz-bedrock-kb-source-uri": doc.id,
+                        "x-amz-bedrock-kb-chunk-id": f"chunk-{rank}-{doc.id}",
+                        "x-amz-bedrock-kb-data-source-id": DATA_SOURCE_ID,
+                    },
+                }
+            )
         return {"retrievalResults": results}
 
 

@@ -31,8 +31,9 @@ from kairox_core.testing.contracts import CONTRACT_DOCS
 pytestmark = pytest.mark.usefixtures("aws_env", "kairox_plugins")
 
 
-def run(retriever: BedrockRetriever, query: str = "q", k: int = 3,
-        filters: dict[str, Any] | None = None) -> Any:
+def run(
+    retriever: BedrockRetriever, query: str = "q", k: int = 3, filters: dict[str, Any] | None = None
+) -> Any:
     async def go() -> Any:
         try:
             return await retriever.retrieve(query, k, filters)
@@ -57,18 +58,23 @@ def test_request_shape_with_filters_matches_the_service_model() -> None:
     expected = {
         "knowledgeBaseId": BEDROCK_KB_ID,
         "retrievalQuery": {"text": "refund policy"},
-        "retrievalConfiguration": {"vectorSearchConfiguration": {
-            "numberOfResults": 6,
-            "overrideSearchType": "HYBRID",
-            "filter": {"andAll": [
-                {"in": {"key": "team", "value": ["ops", "sales"]}},
-                {"greaterThan": {"key": "year", "value": 2020}},
-            ]},
-        }},
+        "retrievalConfiguration": {
+            "vectorSearchConfiguration": {
+                "numberOfResults": 6,
+                "overrideSearchType": "HYBRID",
+                "filter": {
+                    "andAll": [
+                        {"in": {"key": "team", "value": ["ops", "sales"]}},
+                        {"greaterThan": {"key": "year", "value": 2020}},
+                    ]
+                },
+            }
+        },
     }
     stubber.add_response("retrieve", {"retrievalResults": []}, expected)
-    hits = run(retriever, "refund policy", 3, {"year": {"greaterThan": 2020},
-                                               "team": ["ops", "sales"]})
+    hits = run(
+        retriever, "refund policy", 3, {"year": {"greaterThan": 2020}, "team": ["ops", "sales"]}
+    )
     assert hits == []
     stubber.assert_no_pending_responses()
 
@@ -76,13 +82,20 @@ def test_request_shape_with_filters_matches_the_service_model() -> None:
 def test_single_filter_is_a_plain_equals_and_k_is_capped_at_100() -> None:
     retriever = build(overfetch=1)
     stubber = plain_stubber(retriever)
-    stubber.add_response("retrieve", {"retrievalResults": []}, {
-        "knowledgeBaseId": BEDROCK_KB_ID,
-        "retrievalQuery": {"text": "x"},
-        "retrievalConfiguration": {"vectorSearchConfiguration": {
-            "numberOfResults": 100, "filter": {"equals": {"key": "lang", "value": "en"}},
-        }},
-    })
+    stubber.add_response(
+        "retrieve",
+        {"retrievalResults": []},
+        {
+            "knowledgeBaseId": BEDROCK_KB_ID,
+            "retrievalQuery": {"text": "x"},
+            "retrievalConfiguration": {
+                "vectorSearchConfiguration": {
+                    "numberOfResults": 100,
+                    "filter": {"equals": {"key": "lang", "value": "en"}},
+                }
+            },
+        },
+    )
     assert run(retriever, "x", 500, {"lang": "en"}) == []
     stubber.assert_no_pending_responses()
 
@@ -96,16 +109,20 @@ def retrieve_input_shape() -> Any:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.dictionaries(
-    st.text(min_size=1, max_size=20),
-    st.one_of(
-        st.text(max_size=10), st.integers(-10**6, 10**6), st.booleans(),
-        st.lists(st.text(max_size=5), min_size=1, max_size=4),
-        st.fixed_dictionaries({"greaterThan": st.integers()}),
-        st.fixed_dictionaries({"notIn": st.lists(st.integers(), min_size=1, max_size=3)}),
-    ),
-    max_size=5,
-))
+@given(
+    st.dictionaries(
+        st.text(min_size=1, max_size=20),
+        st.one_of(
+            st.text(max_size=10),
+            st.integers(-(10**6), 10**6),
+            st.booleans(),
+            st.lists(st.text(max_size=5), min_size=1, max_size=4),
+            st.fixed_dictionaries({"greaterThan": st.integers()}),
+            st.fixed_dictionaries({"notIn": st.lists(st.integers(), min_size=1, max_size=3)}),
+        ),
+        max_size=5,
+    )
+)
 def test_every_kairox_filter_becomes_a_valid_bedrock_request(filters: dict[str, Any]) -> None:
     request = mapping.build_request(BEDROCK_KB_ID, "query", 5, filters)
     validate_parameters(request, retrieve_input_shape())
@@ -118,12 +135,15 @@ def test_every_kairox_filter_becomes_a_valid_bedrock_request(filters: dict[str, 
         assert len(flt["andAll"]) == len(filters)
 
 
-@pytest.mark.parametrize("filters, needle", [
-    ({"team": []}, "empty list"),
-    ({"team": {"near": 3}}, "unknown Bedrock filter operator 'near'"),
-    ({"team": None}, "cannot compare"),
-    ({"team": {"in": "ops"}}, "needs a list"),
-])
+@pytest.mark.parametrize(
+    "filters, needle",
+    [
+        ({"team": []}, "empty list"),
+        ({"team": {"near": 3}}, "unknown Bedrock filter operator 'near'"),
+        ({"team": None}, "cannot compare"),
+        ({"team": {"in": "ops"}}, "needs a list"),
+    ],
+)
 def test_filters_bedrock_cannot_apply_fail_before_any_call(
     filters: dict[str, Any], needle: str
 ) -> None:
@@ -137,32 +157,60 @@ def test_filters_bedrock_cannot_apply_fail_before_any_call(
 # --- results -----------------------------------------------------------------------
 
 RESULTS: list[dict[str, Any]] = [
-    {"content": {"type": "TEXT", "text": "Refunds are paid within 14 days."},
-     "location": {"type": "S3", "s3Location": {"uri": "s3://handbook/refunds.pdf"}},
-     "score": 0.71,
-     "metadata": {"x-amz-bedrock-kb-source-uri": "s3://handbook/refunds.pdf",
-                  "x-amz-bedrock-kb-chunk-id": "c-2", "team": "sales"}},
-    {"content": {"type": "TEXT", "text": "Our refund form lives online."},
-     "location": {"type": "WEB", "webLocation": {"url": "https://example.com/refund"}},
-     "score": 0.64, "metadata": {"x-amz-bedrock-kb-chunk-id": "c-9"}},
-    {"content": {"type": "TEXT", "text": "Refund requests older than a year are refused."},
-     "location": {"type": "S3", "s3Location": {"uri": "s3://handbook/refunds.pdf"}},
-     "score": 0.93,
-     "metadata": {"x-amz-bedrock-kb-source-uri": "s3://handbook/refunds.pdf",
-                  "x-amz-bedrock-kb-chunk-id": "c-7"}},
-    {"content": {"type": "IMAGE", "byteContent": "aGVsbG8="},
-     "location": {"type": "S3", "s3Location": {"uri": "s3://handbook/chart.png"}}, "score": 0.99},
-    {"content": {"type": "ROW", "row": [
-        {"columnName": "policy", "columnValue": "refund", "type": "STRING"},
-        {"columnName": "days", "columnValue": "14", "type": "LONG"}]},
-     "location": {"type": "SQL", "sqlLocation": {"query": "SELECT * FROM policies"}},
-     "score": 0.5},
-    {"content": {"type": "TEXT", "text": "Confluence page on refunds."},
-     "location": {"type": "CONFLUENCE",
-                  "confluenceLocation": {"url": "https://wiki.example.com/refunds"}},
-     "score": 0.4},
-    {"content": {"type": "TEXT", "text": "A custom document."}, "documentId": "doc-77",
-     "score": 0.3},
+    {
+        "content": {"type": "TEXT", "text": "Refunds are paid within 14 days."},
+        "location": {"type": "S3", "s3Location": {"uri": "s3://handbook/refunds.pdf"}},
+        "score": 0.71,
+        "metadata": {
+            "x-amz-bedrock-kb-source-uri": "s3://handbook/refunds.pdf",
+            "x-amz-bedrock-kb-chunk-id": "c-2",
+            "team": "sales",
+        },
+    },
+    {
+        "content": {"type": "TEXT", "text": "Our refund form lives online."},
+        "location": {"type": "WEB", "webLocation": {"url": "https://example.com/refund"}},
+        "score": 0.64,
+        "metadata": {"x-amz-bedrock-kb-chunk-id": "c-9"},
+    },
+    {
+        "content": {"type": "TEXT", "text": "Refund requests older than a year are refused."},
+        "location": {"type": "S3", "s3Location": {"uri": "s3://handbook/refunds.pdf"}},
+        "score": 0.93,
+        "metadata": {
+            "x-amz-bedrock-kb-source-uri": "s3://handbook/refunds.pdf",
+            "x-amz-bedrock-kb-chunk-id": "c-7",
+        },
+    },
+    {
+        "content": {"type": "IMAGE", "byteContent": "aGVsbG8="},
+        "location": {"type": "S3", "s3Location": {"uri": "s3://handbook/chart.png"}},
+        "score": 0.99,
+    },
+    {
+        "content": {
+            "type": "ROW",
+            "row": [
+                {"columnName": "policy", "columnValue": "refund", "type": "STRING"},
+                {"columnName": "days", "columnValue": "14", "type": "LONG"},
+            ],
+        },
+        "location": {"type": "SQL", "sqlLocation": {"query": "SELECT * FROM policies"}},
+        "score": 0.5,
+    },
+    {
+        "content": {"type": "TEXT", "text": "Confluence page on refunds."},
+        "location": {
+            "type": "CONFLUENCE",
+            "confluenceLocation": {"url": "https://wiki.example.com/refunds"},
+        },
+        "score": 0.4,
+    },
+    {
+        "content": {"type": "TEXT", "text": "A custom document."},
+        "documentId": "doc-77",
+        "score": 0.3,
+    },
 ]
 
 
@@ -172,8 +220,11 @@ def test_results_map_to_hits_best_chunk_per_document() -> None:
     stubber.add_response("retrieve", {"retrievalResults": RESULTS})
     hits = run(retriever, "refund", 10)
     assert [h.doc_id for h in hits] == [
-        "s3://handbook/refunds.pdf", "https://example.com/refund",
-        "SELECT * FROM policies", "https://wiki.example.com/refunds", "doc-77",
+        "s3://handbook/refunds.pdf",
+        "https://example.com/refund",
+        "SELECT * FROM policies",
+        "https://wiki.example.com/refunds",
+        "doc-77",
     ]
     best = hits[0]
     assert best.text == "Refund requests older than a year are refused."
@@ -234,14 +285,17 @@ def test_throttling_backoff_never_outlives_the_timeout() -> None:
 # --- errors ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("code, status, error_type, needle", [
-    ("AccessDeniedException", 403, RetrieverAuthError, "bedrock:Retrieve"),
-    ("ExpiredTokenException", 403, RetrieverAuthError, "expired"),
-    ("UnrecognizedClientException", 403, RetrieverAuthError, "refused"),
-    ("ResourceNotFoundException", 404, RetrieverConfigError, "not found"),
-    ("InternalServerException", 500, RetrieverUnavailable, "AWS's side"),
-    ("ValidationException", 400, RetrieverError, "rejected"),
-])
+@pytest.mark.parametrize(
+    "code, status, error_type, needle",
+    [
+        ("AccessDeniedException", 403, RetrieverAuthError, "bedrock:Retrieve"),
+        ("ExpiredTokenException", 403, RetrieverAuthError, "expired"),
+        ("UnrecognizedClientException", 403, RetrieverAuthError, "refused"),
+        ("ResourceNotFoundException", 404, RetrieverConfigError, "not found"),
+        ("InternalServerException", 500, RetrieverUnavailable, "AWS's side"),
+        ("ValidationException", 400, RetrieverError, "rejected"),
+    ],
+)
 def test_service_errors_are_clear(
     code: str, status: int, error_type: type[RetrieverError], needle: str
 ) -> None:
@@ -293,14 +347,17 @@ def test_slow_endpoint_times_out_within_the_timeout(silent_server: int) -> None:
 # --- configuration -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("options, needle", [
-    ({"knowledge_base_id": ""}, "missing knowledge_base_id"),
-    ({"knowledge_base_id": "my-kb"}, "not a Bedrock knowledge base id"),
-    ({"search_type": "FUZZY"}, "search_type"),
-    ({"regoin": "eu-west-1"}, "unknown option(s) regoin"),
-    ({"max_attempts": 0}, "max_attempts"),
-    ({"backoff": "fast"}, "must be numbers"),
-])
+@pytest.mark.parametrize(
+    "options, needle",
+    [
+        ({"knowledge_base_id": ""}, "missing knowledge_base_id"),
+        ({"knowledge_base_id": "my-kb"}, "not a Bedrock knowledge base id"),
+        ({"search_type": "FUZZY"}, "search_type"),
+        ({"regoin": "eu-west-1"}, "unknown option(s) regoin"),
+        ({"max_attempts": 0}, "max_attempts"),
+        ({"backoff": "fast"}, "must be numbers"),
+    ],
+)
 def test_bad_configuration_names_the_knowledge_base(options: dict[str, Any], needle: str) -> None:
     with pytest.raises(RetrieverConfigError) as info:
         build(**options)
@@ -311,10 +368,15 @@ def test_arn_is_accepted_as_the_id() -> None:
     arn = f"arn:aws:bedrock:{REGION}:123456789012:knowledge-base/{BEDROCK_KB_ID}"
     retriever = build(knowledge_base_id=arn)
     stubber = plain_stubber(retriever)
-    stubber.add_response("retrieve", {"retrievalResults": []}, {
-        "knowledgeBaseId": arn, "retrievalQuery": {"text": "q"},
-        "retrievalConfiguration": {"vectorSearchConfiguration": {"numberOfResults": 6}},
-    })
+    stubber.add_response(
+        "retrieve",
+        {"retrievalResults": []},
+        {
+            "knowledgeBaseId": arn,
+            "retrievalQuery": {"text": "q"},
+            "retrievalConfiguration": {"vectorSearchConfiguration": {"numberOfResults": 6}},
+        },
+    )
     assert run(retriever) == []
 
 

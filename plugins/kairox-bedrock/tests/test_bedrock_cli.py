@@ -51,10 +51,12 @@ region = "{REGION}"
     return code, out, err
 
 
-def test_kb_search_json(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                        stub_clients: list[KnowledgeBaseStubber]) -> None:
-    code, out, err = run_cli(tmp_path, capsys, "kb", "search", "handbook", "magma lava volcano",
-                             "--k", "2", "--json")
+def test_kb_search_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stub_clients: list[KnowledgeBaseStubber]
+) -> None:
+    code, out, err = run_cli(
+        tmp_path, capsys, "kb", "search", "handbook", "magma lava volcano", "--k", "2", "--json"
+    )
     assert code == 0, err
     hits = json.loads(out)
     assert hits[0]["doc_id"] == "doc-volcano" and hits[0]["source"] == "handbook"
@@ -70,8 +72,12 @@ def test_kb_search_access_denied_is_one_clear_line(
     def denied(self: BedrockRetriever) -> Any:
         client = real(self)
         stubber = KnowledgeBaseStubber(client, SimulatedKnowledgeBase((), BEDROCK_KB_ID))
-        stubber.add_client_error("retrieve", "AccessDeniedException",
-                                 "User is not authorized to perform: bedrock:Retrieve", 403)
+        stubber.add_client_error(
+            "retrieve",
+            "AccessDeniedException",
+            "User is not authorized to perform: bedrock:Retrieve",
+            403,
+        )
         stubber.activate()
         return client
 

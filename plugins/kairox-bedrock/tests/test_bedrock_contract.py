@@ -32,8 +32,10 @@ class TestBedrockContract(RetrieverContract):
     def make_bad_credentials_retriever(self, tmp_path: Path) -> WorkspaceRetriever:
         retriever, stubber = stubbed(())
         stubber.add_client_error(
-            "retrieve", "UnrecognizedClientException",
-            "The security token included in the request is invalid.", 403,
+            "retrieve",
+            "UnrecognizedClientException",
+            "The security token included in the request is invalid.",
+            403,
         )
         return retriever
 

@@ -53,8 +53,9 @@ async def test_complete_is_real_and_deterministic(provider: LlamaCppProvider) ->
     first = await provider.complete(MESSAGES, max_tokens=12, temperature=0.0)
     second = await provider.complete(MESSAGES, max_tokens=12, temperature=0.0)
     assert first.text.strip() and first.text == second.text
-    other = await provider.complete([{"role": "user", "content": "Count: one, two, three,"}],
-                                    max_tokens=12, temperature=0.0)
+    other = await provider.complete(
+        [{"role": "user", "content": "Count: one, two, three,"}], max_tokens=12, temperature=0.0
+    )
     assert other.text.strip() and other.text != first.text  # it reads the prompt
     assert first.model == DEFAULT_MODEL_NAME
     assert 1 <= first.usage.completion_tokens <= 12
@@ -68,8 +69,9 @@ async def test_streamed_usage_matches_llama_cpp_own_count(
 ) -> None:
     """Streamed chunks carry no usage; ours equals what llama.cpp reports unstreamed."""
     messages = [{"role": "user", "content": "Say hello."}]
-    streamed = await collect(provider.stream(messages, max_tokens=max_tokens,
-                                             temperature=0.0), model=provider.model)
+    streamed = await collect(
+        provider.stream(messages, max_tokens=max_tokens, temperature=0.0), model=provider.model
+    )
     reference = await provider.complete(messages, max_tokens=max_tokens, temperature=0.0)
     assert streamed.text == reference.text
     assert streamed.finish_reason == reference.finish_reason
@@ -89,8 +91,10 @@ async def test_stream_yields_text_then_usage(provider: LlamaCppProvider) -> None
 
 async def test_max_tokens_gives_length(provider: LlamaCppProvider) -> None:
     result = await provider.complete(
-        [{"role": "user", "content": "Write a long story about a dragon."}], max_tokens=3,
-        temperature=0.0)
+        [{"role": "user", "content": "Write a long story about a dragon."}],
+        max_tokens=3,
+        temperature=0.0,
+    )
     assert result.finish_reason == "length"
     assert result.usage.completion_tokens == 3
 
@@ -125,7 +129,8 @@ def test_model_may_name_a_gguf_path() -> None:
     path = default_model_path()
     assert path is not None
     by_model = LlamaCppProvider.from_config(
-        ProviderConfig(id="x", kind="llamacpp", model=str(path)))
+        ProviderConfig(id="x", kind="llamacpp", model=str(path))
+    )
     assert by_model.path == path and by_model.model == path.stem
 
 
@@ -137,8 +142,11 @@ def test_default_model_missing(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_llama_cpp_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     real = provider_module.importlib.util.find_spec
-    monkeypatch.setattr(provider_module.importlib.util, "find_spec",
-                        lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    monkeypatch.setattr(
+        provider_module.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "llama_cpp" else real(name, *a),
+    )
     with pytest.raises(ProviderSetupError, match="GGML_NATIVE=OFF"):
         make()
 

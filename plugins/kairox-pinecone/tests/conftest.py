@@ -46,8 +46,9 @@ class _TestEmbeddingPlugin:
 
 
 @pytest.fixture
-def test_backend(kairox_plugins: PluginHost,
-                 register_plugin: Callable[[object, str], PluginHost]) -> str:
+def test_backend(
+    kairox_plugins: PluginHost, register_plugin: Callable[[object, str], PluginHost]
+) -> str:
     """Registers ``kairox-test-bow`` through the embedding hook, like any plugin would."""
     register_plugin(_TestEmbeddingPlugin(), "kairox-test-embeddings")
     return TEST_BACKEND

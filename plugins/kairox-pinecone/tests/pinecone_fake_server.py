@@ -67,8 +67,9 @@ def _compare(op: str, have: Any, want: Any) -> bool:
         return have not in want
     if have is None or isinstance(have, str | list):
         return False
-    return bool({"$gt": have > want, "$gte": have >= want, "$lt": have < want,
-                 "$lte": have <= want}[op])
+    return bool(
+        {"$gt": have > want, "$gte": have >= want, "$lt": have < want, "$lte": have <= want}[op]
+    )
 
 
 def matches_filter(flt: Mapping[str, Any], metadata: Mapping[str, Any]) -> bool:
@@ -81,8 +82,7 @@ def matches_filter(flt: Mapping[str, Any], metadata: Mapping[str, Any]) -> bool:
                 return False
         elif isinstance(cond, Mapping):
             for op, want in cond.items():
-                if op not in {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin",
-                              "$exists"}:
+                if op not in {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists"}:
                     raise ValueError(f"unsupported filter operator {op}")
                 if not _compare(op, metadata.get(key), want):
                     return False
@@ -101,8 +101,15 @@ class BadRequest(Exception):
 class FakePinecone:
     """State of one index; ``start()`` serves it on 127.0.0.1 until ``stop()``."""
 
-    def __init__(self, api_key: str, *, dimension: int | None = None, delay: float = 0.0,
-                 embed: Embed | None = None, field_map: str = "text") -> None:
+    def __init__(
+        self,
+        api_key: str,
+        *,
+        dimension: int | None = None,
+        delay: float = 0.0,
+        embed: Embed | None = None,
+        field_map: str = "text",
+    ) -> None:
         self.api_key = api_key
         self.dimension = dimension
         self.delay = delay
@@ -158,8 +165,12 @@ class FakePinecone:
             self._stopping.wait(self.delay)
         try:
             if headers.get("api-key") != self.api_key:
-                self._send(http, 401, {"code": 16, "message": "Invalid API Key", "details": []},
-                           extra={"www-authenticate": "API key is missing or invalid"})
+                self._send(
+                    http,
+                    401,
+                    {"code": 16, "message": "Invalid API Key", "details": []},
+                    extra={"www-authenticate": "API key is missing or invalid"},
+                )
                 return
             if not headers.get("x-pinecone-api-version"):
                 raise BadRequest("missing X-Pinecone-Api-Version header")
@@ -167,17 +178,27 @@ class FakePinecone:
             self._send(http, status, body)
         except BadRequest as exc:
             if exc.records_api:
-                payload: Any = {"error": {"code": "INVALID_ARGUMENT", "message": str(exc)},
-                                "status": exc.status}
+                payload: Any = {
+                    "error": {"code": "INVALID_ARGUMENT", "message": str(exc)},
+                    "status": exc.status,
+                }
             else:
-                payload = {"code": 3 if exc.status == 400 else 5, "message": str(exc),
-                           "details": []}
+                payload = {
+                    "code": 3 if exc.status == 400 else 5,
+                    "message": str(exc),
+                    "details": [],
+                }
             self._send(http, exc.status, payload)
         except (BrokenPipeError, ConnectionResetError):
             pass
 
-    def _send(self, http: BaseHTTPRequestHandler, status: int, body: Any,
-              extra: Mapping[str, str] | None = None) -> None:
+    def _send(
+        self,
+        http: BaseHTTPRequestHandler,
+        status: int,
+        body: Any,
+        extra: Mapping[str, str] | None = None,
+    ) -> None:
         data = b"" if body is None else json.dumps(body).encode()
         try:
             http.send_response(status)
@@ -218,8 +239,10 @@ class FakePinecone:
         if self.dimension is None:
             self.dimension = len(values)
         if len(values) != self.dimension:
-            raise BadRequest(f"Vector dimension {len(values)} does not match the dimension of "
-                             f"the index {self.dimension}")
+            raise BadRequest(
+                f"Vector dimension {len(values)} does not match the dimension of "
+                f"the index {self.dimension}"
+            )
         if not any(values):
             raise BadRequest("Dense vectors must contain at least one non-zero value")
 
@@ -238,8 +261,10 @@ class FakePinecone:
                 metadata = vector.get("metadata") or {}
                 for key, value in metadata.items():
                     if not isinstance(value, str | int | float | bool | list):
-                        raise BadRequest(f"Metadata value for field {key} must be a string, "
-                                         "number, boolean or list of strings")
+                        raise BadRequest(
+                            f"Metadata value for field {key} must be a string, "
+                            "number, boolean or list of strings"
+                        )
                 store[vector["id"]] = (values, dict(metadata))
         return {"upsertedCount": len(vectors)}
 
@@ -255,8 +280,12 @@ class FakePinecone:
                 self._check_dimension(vector)
         elif "id" in body:
             if body["id"] not in store:
-                return {"results": [], "matches": [], "namespace": namespace,
-                        "usage": {"readUnits": 1}}
+                return {
+                    "results": [],
+                    "matches": [],
+                    "namespace": namespace,
+                    "usage": {"readUnits": 1},
+                }
             vector = store[body["id"]][0]
         else:
             raise BadRequest("No query provided")
@@ -269,26 +298,39 @@ class FakePinecone:
         scored.sort(key=lambda s: (-s[0], s[1]))
         found = []
         for score, vid, values, metadata in scored[:top_k]:
-            match: dict[str, Any] = {"id": vid, "score": round(score, 6),
-                                     "values": values if body.get("includeValues") else []}
+            match: dict[str, Any] = {
+                "id": vid,
+                "score": round(score, 6),
+                "values": values if body.get("includeValues") else [],
+            }
             if body.get("includeMetadata") and metadata:
                 match["metadata"] = metadata
             found.append(match)
-        return {"results": [], "matches": found, "namespace": namespace,
-                "usage": {"readUnits": 5 + len(store) // 1000}}
+        return {
+            "results": [],
+            "matches": found,
+            "namespace": namespace,
+            "usage": {"readUnits": 5 + len(store) // 1000},
+        }
 
     def describe_index_stats(self) -> dict[str, Any]:
         counts = {ns: {"vectorCount": len(v)} for ns, v in self.vectors.items() if v}
-        return {"namespaces": counts, "dimension": self.dimension or 0, "indexFullness": 0.0,
-                "totalVectorCount": sum(c["vectorCount"] for c in counts.values()),
-                "metric": "cosine", "vectorType": "dense"}
+        return {
+            "namespaces": counts,
+            "dimension": self.dimension or 0,
+            "indexFullness": 0.0,
+            "totalVectorCount": sum(c["vectorCount"] for c in counts.values()),
+            "metric": "cosine",
+            "vectorType": "dense",
+        }
 
     # --- the records API (integrated inference) --------------------------------------
 
     def upsert_records(self, namespace: str, records: list[dict[str, Any]]) -> tuple[int, Any]:
         if self.embed is None:
-            raise BadRequest("Integrated inference is not configured for this index",
-                             records_api=True)
+            raise BadRequest(
+                "Integrated inference is not configured for this index", records_api=True
+            )
         with self._lock:
             store = self.vectors.setdefault(namespace, {})
             for record in records:
@@ -296,15 +338,17 @@ class FakePinecone:
                 rid = fields.pop("_id", None) or fields.pop("id", None)
                 text = fields.get(self.field_map)
                 if not rid or not isinstance(text, str):
-                    raise BadRequest(f"record needs _id and a '{self.field_map}' text field",
-                                     records_api=True)
+                    raise BadRequest(
+                        f"record needs _id and a '{self.field_map}' text field", records_api=True
+                    )
                 store[str(rid)] = (self.embed(text), fields)
         return 201, None
 
     def search_records(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
         if self.embed is None:
-            raise BadRequest("Integrated inference is not configured for this index",
-                             records_api=True)
+            raise BadRequest(
+                "Integrated inference is not configured for this index", records_api=True
+            )
         query = body.get("query") or {}
         top_k = query.get("top_k")
         text = (query.get("inputs") or {}).get("text")
@@ -319,8 +363,15 @@ class FakePinecone:
                 continue
             scored.append((cosine(vector, values), rid, fields))
         scored.sort(key=lambda s: (-s[0], s[1]))
-        hits = [{"_id": rid, "_score": round(score, 6),
-                 "fields": {k: v for k, v in fields.items() if wanted is None or k in wanted}}
-                for score, rid, fields in scored[:top_k]]
-        return {"result": {"hits": hits},
-                "usage": {"read_units": 6, "embed_total_tokens": len(text.split())}}
+        hits = [
+            {
+                "_id": rid,
+                "_score": round(score, 6),
+                "fields": {k: v for k, v in fields.items() if wanted is None or k in wanted},
+            }
+            for score, rid, fields in scored[:top_k]
+        ]
+        return {
+            "result": {"hits": hits},
+            "usage": {"read_units": 6, "embed_total_tokens": len(text.split())},
+        }

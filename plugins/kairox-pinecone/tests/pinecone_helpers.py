@@ -15,8 +15,9 @@ from kairox_pinecone.retriever import PineconeRetriever
 KB_NAME = "vectors"
 
 
-def kb_config(host: str, kb_name: str = KB_NAME, timeout: float = 10.0,
-              **options: Any) -> KnowledgeBaseConfig:
+def kb_config(
+    host: str, kb_name: str = KB_NAME, timeout: float = 10.0, **options: Any
+) -> KnowledgeBaseConfig:
     section = {"kind": "pinecone", "timeout": timeout, "host": host, **options}
     config = parse_config({"knowledge_bases": {kb_name: section}}, source="test.toml")
     return config.knowledge_bases[kb_name]
@@ -34,8 +35,9 @@ def doc_metadata(doc: ContractDoc, text_field: str = "text") -> dict[str, Any]:
     return {text_field: doc.text, "title": doc.title, **doc.metadata}
 
 
-def seed_vectors(host: str, namespace: str, docs: Sequence[ContractDoc],
-                 text_field: str = "text") -> None:
+def seed_vectors(
+    host: str, namespace: str, docs: Sequence[ContractDoc], text_field: str = "text"
+) -> None:
     """Upsert the docs with the real (sync) SDK client: POST /vectors/upsert."""
     if not docs:
         return
@@ -45,8 +47,14 @@ def seed_vectors(host: str, namespace: str, docs: Sequence[ContractDoc],
     index = Pinecone(api_key=API_KEY).Index(host=host)
     try:
         response = index.upsert(
-            vectors=[{"id": d.id, "values": backend.embed_query(d.title + " " + d.text),
-                      "metadata": doc_metadata(d, text_field)} for d in docs],
+            vectors=[
+                {
+                    "id": d.id,
+                    "values": backend.embed_query(d.title + " " + d.text),
+                    "metadata": doc_metadata(d, text_field),
+                }
+                for d in docs
+            ],
             namespace=namespace,
         )
         assert response.upserted_count == len(docs)

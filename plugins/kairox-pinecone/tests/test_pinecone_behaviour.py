@@ -31,8 +31,12 @@ from kairox_pinecone.retriever import PineconeRetriever
 pytestmark = pytest.mark.usefixtures("test_backend")
 
 
-def run(retriever: PineconeRetriever, query: str = "chlorophyll", k: int = 3,
-        filters: dict[str, Any] | None = None) -> Any:
+def run(
+    retriever: PineconeRetriever,
+    query: str = "chlorophyll",
+    k: int = 3,
+    filters: dict[str, Any] | None = None,
+) -> Any:
     async def go() -> Any:
         try:
             return await retriever.retrieve(query, k, filters)
@@ -67,8 +71,12 @@ def retriever_for(server: FakePinecone, api_key_env: str, **options: Any) -> Pin
 def test_query_request_is_pinecone_json_with_api_key_and_version(
     seeded: FakePinecone, api_key_env: str
 ) -> None:
-    hits = run(retriever_for(seeded, api_key_env), "moon gravity tides", 2,
-               {"category": ["physics", "geology"]})
+    hits = run(
+        retriever_for(seeded, api_key_env),
+        "moon gravity tides",
+        2,
+        {"category": ["physics", "geology"]},
+    )
     assert hits[0].doc_id == "doc-tides" and len(hits) == 2
     headers, body = last_body(seeded, "/query")
     assert headers["api-key"] == API_KEY and headers["x-pinecone-api-version"]
@@ -92,23 +100,39 @@ def test_static_filter_is_anded_with_the_call_filters(
     hits = run(retriever, "chemical proteins", 5, {"category": "biology"})
     assert [h.doc_id for h in hits] == ["doc-photo"]
     _, body = last_body(seeded, "/query")
-    assert body["filter"] == {"$and": [{"title": {"$ne": "Enzymes"}},
-                                       {"category": {"$eq": "biology"}}]}
+    assert body["filter"] == {
+        "$and": [{"title": {"$ne": "Enzymes"}}, {"category": {"$eq": "biology"}}]
+    }
 
 
 def test_text_field_and_doc_id_field(pinecone_server: FakePinecone, api_key_env: str) -> None:
     from pinecone import Pinecone
 
     index = Pinecone(api_key=API_KEY).Index(host=pinecone_server.url)
-    chunks = [("a#1", "Tides follow the moon."), ("a#2", "The moon's gravity pulls."),
-              ("b#1", "Volcanoes erupt lava.")]
-    index.upsert(vectors=[
-        {"id": cid, "values": bag_of_words(text),
-         "metadata": {"chunk_text": text, "source_doc": cid.split("#")[0]}}
-        for cid, text in chunks], namespace="chunks")
+    chunks = [
+        ("a#1", "Tides follow the moon."),
+        ("a#2", "The moon's gravity pulls."),
+        ("b#1", "Volcanoes erupt lava."),
+    ]
+    index.upsert(
+        vectors=[
+            {
+                "id": cid,
+                "values": bag_of_words(text),
+                "metadata": {"chunk_text": text, "source_doc": cid.split("#")[0]},
+            }
+            for cid, text in chunks
+        ],
+        namespace="chunks",
+    )
     index.close()
-    retriever = retriever_for(pinecone_server, api_key_env, namespace="chunks",
-                              text_field="chunk_text", doc_id_field="source_doc")
+    retriever = retriever_for(
+        pinecone_server,
+        api_key_env,
+        namespace="chunks",
+        text_field="chunk_text",
+        doc_id_field="source_doc",
+    )
     hits = run(retriever, "moon gravity tides", 2)
     assert [h.doc_id for h in hits] == ["a", "b"]  # one hit per document, best chunk first
     assert last_body(pinecone_server, "/query")[1]["topK"] == 4
@@ -129,8 +153,9 @@ def test_min_score_drops_weak_matches(seeded: FakePinecone, api_key_env: str) ->
 
 def test_euclidean_distances_become_higher_is_better() -> None:
     found = [mapping.Found("a", 0.1, {"text": "near"}), mapping.Found("b", 2.0, {"text": "far"})]
-    hits, _ = mapping.to_hits(found, source="s", text_field="text", doc_id_field=None, k=5,
-                              metric="euclidean")
+    hits, _ = mapping.to_hits(
+        found, source="s", text_field="text", doc_id_field=None, k=5, metric="euclidean"
+    )
     assert [h.doc_id for h in hits] == ["a", "b"] and hits[0].score > hits[1].score
 
 
@@ -143,8 +168,11 @@ def test_integrated_inference_defaults_to_the_default_namespace(
     hits = run(retriever, "magma lava volcano", 2, {"category": "geology"})
     assert [h.doc_id for h in hits] == ["doc-volcano", "doc-quartz"]
     _, body = last_body(server, "/records/namespaces/__default__/search")
-    assert body["query"] == {"top_k": 2, "inputs": {"text": "magma lava volcano"},
-                             "filter": {"category": {"$eq": "geology"}}}
+    assert body["query"] == {
+        "top_k": 2,
+        "inputs": {"text": "magma lava volcano"},
+        "filter": {"category": {"$eq": "geology"}},
+    }
 
 
 def test_integrated_inference_on_a_plain_index_is_a_clear_error(
@@ -169,13 +197,16 @@ def test_fake_index_stats_decode_with_the_sdk_models(seeded: FakePinecone) -> No
 # --- filters -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("filters, needle", [
-    ({"category": []}, "non-empty list"),
-    ({"category": {"$near": 1}}, "unknown operator"),
-    ({"category": None}, "cannot compare"),
-    ({"$or": [{"a": 1}]}, "not operators"),
-    ({"category": {"$in": "biology"}}, "needs a list"),
-])
+@pytest.mark.parametrize(
+    "filters, needle",
+    [
+        ({"category": []}, "non-empty list"),
+        ({"category": {"$near": 1}}, "unknown operator"),
+        ({"category": None}, "cannot compare"),
+        ({"$or": [{"a": 1}]}, "not operators"),
+        ({"category": {"$in": "biology"}}, "needs a list"),
+    ],
+)
 def test_filters_pinecone_cannot_apply_fail_before_any_call(
     pinecone_server: FakePinecone, api_key_env: str, filters: dict[str, Any], needle: str
 ) -> None:
@@ -190,8 +221,11 @@ _values = st.one_of(st.text(max_size=6), st.integers(-1000, 1000), st.booleans()
 
 @settings(max_examples=100, deadline=None)
 @given(
-    st.dictionaries(st.sampled_from(["category", "lang", "year", "tag"]),
-                    st.one_of(_values, st.lists(_values, min_size=1, max_size=3)), max_size=3),
+    st.dictionaries(
+        st.sampled_from(["category", "lang", "year", "tag"]),
+        st.one_of(_values, st.lists(_values, min_size=1, max_size=3)),
+        max_size=3,
+    ),
     st.dictionaries(st.sampled_from(["category", "lang", "year", "tag"]), _values, max_size=4),
 )
 def test_translated_filters_mean_what_the_kairox_filter_means(
@@ -218,11 +252,13 @@ def test_dimension_mismatch_is_a_config_error_naming_the_backend(
     assert "dimension" in str(info.value) and "embedding" in str(info.value)
 
 
-def test_unknown_route_is_a_config_error(api_key_env: str,
-                                         make_server: Callable[..., FakePinecone]) -> None:
+def test_unknown_route_is_a_config_error(
+    api_key_env: str, make_server: Callable[..., FakePinecone]
+) -> None:
     server = make_server()
-    retriever = build(server.url + "/not-an-index", api_key=api_key_env,
-                      embedding_backend="kairox-test-bow")
+    retriever = build(
+        server.url + "/not-an-index", api_key=api_key_env, embedding_backend="kairox-test-bow"
+    )
     with pytest.raises(RetrieverConfigError) as info:
         run(retriever)
     assert "not found" in str(info.value)
@@ -239,8 +275,12 @@ def test_bad_key_is_an_auth_error_and_not_retried(
 
 
 def test_unreachable_and_slow(make_server: Callable[..., FakePinecone], api_key_env: str) -> None:
-    unreachable = build(f"http://127.0.0.1:{closed_port()}", api_key=api_key_env,
-                        embedding_backend="kairox-test-bow", timeout=20)
+    unreachable = build(
+        f"http://127.0.0.1:{closed_port()}",
+        api_key=api_key_env,
+        embedding_backend="kairox-test-bow",
+        timeout=20,
+    )
     started = time.monotonic()
     with pytest.raises(RetrieverUnavailable) as info:
         run(unreachable)
@@ -248,30 +288,33 @@ def test_unreachable_and_slow(make_server: Callable[..., FakePinecone], api_key_
     slow = make_server(delay=3.0)
     started = time.monotonic()
     with pytest.raises(RetrieverTimeout) as tinfo:
-        run(build(slow.url, api_key=api_key_env, embedding_backend="kairox-test-bow",
-                  timeout=0.3))
+        run(build(slow.url, api_key=api_key_env, embedding_backend="kairox-test-bow", timeout=0.3))
     assert time.monotonic() - started < 2.0 and "0.3s" in str(tinfo.value)
 
 
 # --- configuration -----------------------------------------------------------------
 
 
-def test_api_key_from_env_reference(pinecone_server: FakePinecone,
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_api_key_from_env_reference(
+    pinecone_server: FakePinecone, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("KAIROX_TEST_PINECONE_KEY", raising=False)
     with pytest.raises(Exception) as info:
         build(pinecone_server.url, api_key="$env:KAIROX_TEST_PINECONE_KEY")
     assert "KAIROX_TEST_PINECONE_KEY is not set" in str(info.value)
 
 
-@pytest.mark.parametrize("options, needle", [
-    ({"host": ""}, "missing host"),
-    ({"metric": "manhattan"}, "metric"),
-    ({"hots": "x"}, "unknown option(s) hots"),
-    ({"filter": "category = 1"}, "filter must be a table"),
-    ({"min_score": "high"}, "min_score must be a number"),
-    ({"embedding_options": "dimension=3"}, "embedding_options must be a table"),
-])
+@pytest.mark.parametrize(
+    "options, needle",
+    [
+        ({"host": ""}, "missing host"),
+        ({"metric": "manhattan"}, "metric"),
+        ({"hots": "x"}, "unknown option(s) hots"),
+        ({"filter": "category = 1"}, "filter must be a table"),
+        ({"min_score": "high"}, "min_score must be a number"),
+        ({"embedding_options": "dimension=3"}, "embedding_options must be a table"),
+    ],
+)
 def test_bad_configuration_names_the_knowledge_base(
     api_key_env: str, options: dict[str, Any], needle: str
 ) -> None:
@@ -281,9 +324,7 @@ def test_bad_configuration_names_the_knowledge_base(
     assert needle in str(info.value) and KB_NAME in str(info.value)
 
 
-def test_missing_api_key_falls_back_to_pinecone_api_key(
-    monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_missing_api_key_falls_back_to_pinecone_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PINECONE_API_KEY", raising=False)
     with pytest.raises(RetrieverConfigError) as info:
         build("http://127.0.0.1:1")
@@ -319,8 +360,13 @@ def test_default_hashing_backend(pinecone_server: FakePinecone, api_key_env: str
 
     index = Pinecone(api_key=API_KEY).Index(host=pinecone_server.url)
     docs: list[ContractDoc] = list(CONTRACT_DOCS)
-    index.upsert(vectors=[{"id": d.id, "values": backend.embed_query(d.text),
-                           "metadata": {"text": d.text}} for d in docs], namespace="h")
+    index.upsert(
+        vectors=[
+            {"id": d.id, "values": backend.embed_query(d.text), "metadata": {"text": d.text}}
+            for d in docs
+        ],
+        namespace="h",
+    )
     index.close()
     retriever = build(pinecone_server.url, api_key=api_key_env, namespace="h")
     assert run(retriever, "moon gravity tides", 1)[0].doc_id == "doc-tides"

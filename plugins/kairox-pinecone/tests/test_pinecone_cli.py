@@ -20,25 +20,44 @@ KAIROX = str(Path(sys.executable).with_name("kairox"))
 
 
 def kairox(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DEMO_PINECONE_KEY": API_KEY, "KAIROX_DB": str(tmp_path / "k.db"),
-           "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    env = {
+        **os.environ,
+        "DEMO_PINECONE_KEY": API_KEY,
+        "KAIROX_DB": str(tmp_path / "k.db"),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+    }
     env.pop("KAIROX_CONFIG", None)
-    return subprocess.run([KAIROX, "--config", str(tmp_path / "kairox.toml"), *args],
-                          capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [KAIROX, "--config", str(tmp_path / "kairox.toml"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 @pytest.fixture
-def config(tmp_path: Path, pinecone_server: FakePinecone, make_server: object,
-           kairox_plugins: object) -> Path:
+def config(
+    tmp_path: Path, pinecone_server: FakePinecone, make_server: object, kairox_plugins: object
+) -> Path:
     if "hashing" not in get_plugins().names("embedding_backends"):
         pytest.skip("this kairox-core has no built-in 'hashing' embedding backend yet")
     backend = get_plugins().get("embedding_backends", "hashing").factory()
     from pinecone import Pinecone
 
     index = Pinecone(api_key=API_KEY).Index(host=pinecone_server.url)
-    index.upsert(vectors=[{"id": d.id, "values": backend.embed_query(d.title + " " + d.text),
-                           "metadata": {"text": d.text, **d.metadata}} for d in CONTRACT_DOCS],
-                 namespace="science")
+    index.upsert(
+        vectors=[
+            {
+                "id": d.id,
+                "values": backend.embed_query(d.title + " " + d.text),
+                "metadata": {"text": d.text, **d.metadata},
+            }
+            for d in CONTRACT_DOCS
+        ],
+        namespace="science",
+    )
     index.close()
     integrated = make_server(embed=bag_of_words)  # type: ignore[operator]
     seed_records(integrated.url, "faq", CONTRACT_DOCS)

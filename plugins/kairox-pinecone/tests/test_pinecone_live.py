@@ -20,7 +20,10 @@ pytestmark = pytest.mark.skipif(
 
 def test_live_query_returns_well_formed_hits(kairox_plugins: object) -> None:
     section: dict[str, Any] = {
-        "kind": "pinecone", "host": HOST, "api_key": "$env:PINECONE_API_KEY", "timeout": 30,
+        "kind": "pinecone",
+        "host": HOST,
+        "api_key": "$env:PINECONE_API_KEY",
+        "timeout": 30,
         "namespace": os.environ.get("KAIROX_PINECONE_NAMESPACE", ""),
         "text_field": os.environ.get("KAIROX_PINECONE_TEXT_FIELD", "text"),
     }
@@ -33,8 +36,11 @@ def test_live_query_returns_well_formed_hits(kairox_plugins: object) -> None:
 
     async def go() -> list[Any]:
         try:
-            return list(await retriever.retrieve(
-                os.environ.get("KAIROX_PINECONE_QUERY", "what is this about"), 3))
+            return list(
+                await retriever.retrieve(
+                    os.environ.get("KAIROX_PINECONE_QUERY", "what is this about"), 3
+                )
+            )
         finally:
             await retriever.close()
 

@@ -31,7 +31,10 @@ class TestMiniLMContract(EmbeddingBackendContract):
 def test_default_model_is_the_bundled_minilm() -> None:
     backend = _minilm()
     assert (backend.name, backend.model_name, backend.dimension) == (
-        "sentence-transformers", "all-MiniLM-L6-v2", 384)
+        "sentence-transformers",
+        "all-MiniLM-L6-v2",
+        384,
+    )
     assert backend.device == "cpu"
     assert os.environ["HF_HUB_OFFLINE"] == "1"
 
@@ -45,8 +48,7 @@ def test_model_by_local_path_gives_the_same_vectors() -> None:
     assert same.model_name == path and same.dimension == 384
     assert same.name == f"sentence-transformers:{path}"  # an index tells the models apart
     vec = same.embed_query("photosynthesis in green leaves")
-    assert vec == pytest.approx(_minilm().embed_query("photosynthesis in green leaves"),
-                                abs=1e-5)
+    assert vec == pytest.approx(_minilm().embed_query("photosynthesis in green leaves"), abs=1e-5)
 
 
 def test_bad_model_path_is_a_clear_error(tmp_path: Path) -> None:
@@ -69,11 +71,14 @@ def test_unknown_hub_name_offline_is_a_clear_error() -> None:
     assert "HF_HUB_OFFLINE=1" in str(info.value)
 
 
-@pytest.mark.parametrize(("options", "fragment"), [
-    ({"batch_size": 0}, "batch_size"),
-    ({"device": "tpu"}, "device must be one of"),
-    ({"device": "cuda"}, "sees no CUDA device"),
-])
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        ({"batch_size": 0}, "batch_size"),
+        ({"device": "tpu"}, "device must be one of"),
+        ({"device": "cuda"}, "sees no CUDA device"),
+    ],
+)
 def test_bad_options(options: dict[str, object], fragment: str) -> None:
     import torch
 
@@ -85,7 +90,8 @@ def test_bad_options(options: dict[str, object], fragment: str) -> None:
 
 def test_registered_and_loaded_through_the_core(kairox_plugins: PluginHost) -> None:
     assert kairox_plugins.get("embedding_backends", "sentence-transformers").distribution == (
-        "kairox-sentence-transformers")
+        "kairox-sentence-transformers"
+    )
     backend = load_embedding_backend("sentence-transformers", {"batch_size": 4})
     assert isinstance(backend, SentenceTransformerEmbedding) and backend.batch_size == 4
     with pytest.raises(KairoxUserError, match="rejected its options"):
@@ -94,13 +100,20 @@ def test_registered_and_loaded_through_the_core(kairox_plugins: PluginHost) -> N
 
 def test_plugin_import_is_light_and_kairox_plugins_lists_it() -> None:
     out = subprocess.run(
-        [sys.executable, "-c", "import sys, kairox_sentence_transformers.plugin; "
-                               "print('torch' in sys.modules)"],
-        capture_output=True, text=True, check=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, kairox_sentence_transformers.plugin; print('torch' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == "False"
     kairox = Path(sys.executable).with_name("kairox")
-    listed = subprocess.run([str(kairox), "plugins", "--json"], capture_output=True, text=True,
-                            check=True)
+    listed = subprocess.run(
+        [str(kairox), "plugins", "--json"], capture_output=True, text=True, check=True
+    )
     infos = {info["distribution"]: info for info in json.loads(listed.stdout)}
     entry = infos["kairox-sentence-transformers"]
     assert entry["registers"] == {"embedding_backends": ["sentence-transformers"]}

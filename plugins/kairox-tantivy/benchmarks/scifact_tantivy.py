@@ -28,21 +28,34 @@ from pathlib import Path
 from kairox_core.testing.beir import evaluate, load_corpus, load_qrels, load_queries
 
 HERE = Path(__file__).resolve()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("data", type=Path, nargs="?",
-                        default=HERE.parents[4] / "shared" / "data" / "scifact",
-                        help="BEIR SciFact folder (corpus-*.jsonl, queries.jsonl, qrels/)")
-    parser.add_argument("--qrels", type=Path, default=None,
-                        help="qrels TSV (default: DATA/qrels/train.tsv)")
-    parser.add_argument("--title-boost", type=float, default=None,
-                        help="default: the plugin's default")
+    parser.add_argument(
+        "data",
+        type=Path,
+        nargs="?",
+        default=HERE.parents[4] / "shared" / "data" / "scifact",
+        help="BEIR SciFact folder (corpus-*.jsonl, queries.jsonl, qrels/)",
+    )
+    parser.add_argument(
+        "--qrels", type=Path, default=None, help="qrels TSV (default: DATA/qrels/train.tsv)"
+    )
+    parser.add_argument(
+        "--title-boost", type=float, default=None, help="default: the plugin's default"
+    )
     parser.add_argument("--tokenizer", default="en_stem")
     parser.add_argument("--k", type=int, default=10, help="hits per timed query")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds of each side")
-    parser.add_argument("--scale", type=int, default=None, metavar="N",
-                        help="index N documents (the corpus repeated under new ids) and report "
-                             "speed only, e.g. 100000 for the 100k-chunk figure")
+    parser.add_argument(
+        "--scale",
+        type=int,
+        default=None,
+        metavar="N",
+        help="index N documents (the corpus repeated under new ids) and report "
+        "speed only, e.g. 100000 for the 100k-chunk figure",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
 
@@ -58,8 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     docs = list(load_corpus(args.data))
     if args.scale:
         base = docs
-        docs = [dict(d, _id=f"{d['_id']}~{i // len(base)}") if i >= len(base) else d
-                for i, d in ((i, base[i % len(base)]) for i in range(args.scale))]
+        docs = [
+            dict(d, _id=f"{d['_id']}~{i // len(base)}") if i >= len(base) else d
+            for i, d in ((i, base[i % len(base)]) for i in range(args.scale))
+        ]
     qids = sorted(qid for qid in qrels if qid in all_queries)
     qrels = {qid: qrels[qid] for qid in qids}
     queries = {qid: all_queries[qid] for qid in qids}
@@ -71,8 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         kb = KnowledgeBaseConfig.model_validate({"id": "scifact", "kind": "tantivy", **options})
         retriever = TantivyRetriever(kb)
         started = time.perf_counter()
-        retriever.add_documents(IndexDoc(d["_id"], d.get("title", ""), d["text"])
-                                for d in docs)
+        retriever.add_documents(IndexDoc(d["_id"], d.get("title", ""), d["text"]) for d in docs)
         index_seconds = time.perf_counter() - started
 
         # the raw side: the same index, the same searcher calls, no Kairox around them
@@ -97,15 +111,18 @@ def main(argv: list[str] | None = None) -> int:
             return ids
 
         async def kairox_run(k: int) -> dict[str, list[str]]:
-            return {qid: [h.doc_id for h in await retriever.retrieve(text, k)]
-                    for qid, text in queries.items()}
+            return {
+                qid: [h.doc_id for h in await retriever.retrieve(text, k)]
+                for qid, text in queries.items()
+            }
 
         kairox_quality: Mapping[str, float | None] = {"ndcg@10": None, "recall@100": None}
         raw_quality = kairox_quality
         if not args.scale:  # relevance only means something on the real corpus
             kairox_quality = evaluate(asyncio.run(kairox_run(100)), qrels)
-            raw_quality = evaluate({qid: raw(text, 100, False) for qid, text in words.items()},
-                                   qrels)
+            raw_quality = evaluate(
+                {qid: raw(text, 100, False) for qid, text in words.items()}, qrels
+            )
 
         # per query, the three sides back to back in rotating order: load drift on a
         # shared machine then hits all three alike
@@ -126,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.rounds):
                 for qid, text in queries.items():
                     turn += 1
-                    for name, side in sides[turn % 3:] + sides[:turn % 3]:
+                    for name, side in sides[turn % 3 :] + sides[: turn % 3]:
                         t0 = time.perf_counter()
                         await side(text if name == "kairox" else words[qid])
                         totals[name] += time.perf_counter() - t0
@@ -138,19 +155,26 @@ def main(argv: list[str] | None = None) -> int:
     per_query = {name: total / (n * args.rounds) * 1000 for name, total in totals.items()}
     kairox_ms, raw_ms, thread_ms = per_query["kairox"], per_query["raw"], per_query["raw_thread"]
     result = {
-        "engine": "tantivy", "tantivy_version": getattr(tantivy, "__version__", "?"),
-        "documents": len(docs), "queries": n, "title_boost": retriever.options.title_boost,
+        "engine": "tantivy",
+        "tantivy_version": getattr(tantivy, "__version__", "?"),
+        "documents": len(docs),
+        "queries": n,
+        "title_boost": retriever.options.title_boost,
         "tokenizer": args.tokenizer,
-        "ndcg@10": kairox_quality["ndcg@10"], "recall@100": kairox_quality["recall@100"],
-        "raw_ndcg@10": raw_quality["ndcg@10"], "raw_recall@100": raw_quality["recall@100"],
+        "ndcg@10": kairox_quality["ndcg@10"],
+        "recall@100": kairox_quality["recall@100"],
+        "raw_ndcg@10": raw_quality["ndcg@10"],
+        "raw_recall@100": raw_quality["recall@100"],
         "index_seconds": round(index_seconds, 2),
-        "query_ms_kairox": round(kairox_ms, 3), "query_ms_raw": round(raw_ms, 3),
+        "query_ms_kairox": round(kairox_ms, 3),
+        "query_ms_raw": round(raw_ms, 3),
         "query_ms_raw_in_thread": round(thread_ms, 3),
         # Kairox's own cost: the same calls, each run in a worker thread as Kairox runs them
         "ratio_vs_raw_in_thread": round(kairox_ms / thread_ms, 3),
         # against a plain synchronous loop in the main thread (what a script would write)
         "ratio_vs_raw": round(kairox_ms / raw_ms, 3),
-        "k": args.k, "rounds": args.rounds,
+        "k": args.k,
+        "rounds": args.rounds,
     }
     if args.json:
         print(json.dumps(result))

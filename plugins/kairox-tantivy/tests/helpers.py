@@ -16,13 +16,12 @@ def kb_config(kb_id: str = "notes", **options: Any) -> KnowledgeBaseConfig:
     return KnowledgeBaseConfig.model_validate({"id": kb_id, "kind": "tantivy", **options})
 
 
-def build(docs: Sequence[ContractDoc], tmp_path: Path, kb_id: str = "notes",
-          **options: Any) -> TantivyRetriever:
+def build(
+    docs: Sequence[ContractDoc], tmp_path: Path, kb_id: str = "notes", **options: Any
+) -> TantivyRetriever:
     """An index in ``tmp_path/index`` holding ``docs``, ``category`` stored for filters."""
     options.setdefault("path", str(tmp_path / "index"))
     options.setdefault("stored_fields", ["category"])
     retriever = TantivyRetriever(kb_config(kb_id, **options))
-    retriever.add_documents(
-        IndexDoc(d.id, d.title, d.text, dict(d.metadata)) for d in docs
-    )
+    retriever.add_documents(IndexDoc(d.id, d.title, d.text, dict(d.metadata)) for d in docs)
     return retriever

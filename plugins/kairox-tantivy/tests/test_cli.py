@@ -19,6 +19,7 @@ class Result(NamedTuple):
     stdout: str
     stderr: str
 
+
 CONFIG = """
 [kairox]
 database = "kairox.db"
@@ -76,17 +77,23 @@ def kairox(capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
 def project(kairox_home: Path, tmp_path: Path) -> Path:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "deploy.md").write_text("# Deploying\n\nUse blue-green rollouts.\n")
-    (tmp_path / "docs" / "oncall.md").write_text("# On-call\n\nPage the on-call engineer "
-                                                  "when a rollout fails.\n")
-    rows = [{"_id": "q1", "title": "Rollouts", "text": "Rollouts happen on Tuesdays.",
-             "metadata": {"team": "release"}}]
+    (tmp_path / "docs" / "oncall.md").write_text(
+        "# On-call\n\nPage the on-call engineer when a rollout fails.\n"
+    )
+    rows = [
+        {
+            "_id": "q1",
+            "title": "Rollouts",
+            "text": "Rollouts happen on Tuesdays.",
+            "metadata": {"team": "release"},
+        }
+    ]
     (tmp_path / "faq.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (tmp_path / "kairox.toml").write_text(CONFIG)
     return tmp_path
 
 
-def test_index_search_and_profile_scoping(project: Path,
-                                           kairox: Callable[..., Result]) -> None:
+def test_index_search_and_profile_scoping(project: Path, kairox: Callable[..., Result]) -> None:
     built = kairox("kb", "index", "handbook", "--json")
     assert built.returncode == 0, built.stderr
     assert json.loads(built.stdout.strip().splitlines()[-1])["added"] == 2
@@ -110,8 +117,9 @@ def test_errors_are_one_clear_line(project: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_first_search_builds_from_source_paths(project: Path,
-                                                kairox: Callable[..., Result]) -> None:
+def test_first_search_builds_from_source_paths(
+    project: Path, kairox: Callable[..., Result]
+) -> None:
     result = kairox("kb", "search", "faq", "tuesdays", "--json")
     assert result.returncode == 0, result.stderr
     assert [h["doc_id"] for h in json.loads(result.stdout)] == ["q1"]

@@ -17,8 +17,7 @@ from kairox_tantivy.retriever import TantivyRetriever
 class SlowTantivyRetriever(TantivyRetriever):
     """A real index whose searches are held up, as a huge index on a busy disk would be."""
 
-    def _search(self, text: str, k: int,
-                filters: Mapping[str, Any] | None) -> list[RetrievalHit]:
+    def _search(self, text: str, k: int, filters: Mapping[str, Any] | None) -> list[RetrievalHit]:
         time.sleep(1.0)
         return super()._search(text, k, filters)
 

@@ -39,18 +39,22 @@ def test_corrupt_index(tmp_path: Path) -> None:
 
 def test_stored_field_missing_from_an_existing_index(tmp_path: Path) -> None:
     build(CONTRACT_DOCS, tmp_path)
-    retriever = TantivyRetriever(kb_config("papers", path=str(tmp_path / "index"),
-                                           stored_fields=["category", "year"]))
+    retriever = TantivyRetriever(
+        kb_config("papers", path=str(tmp_path / "index"), stored_fields=["category", "year"])
+    )
     with pytest.raises(RetrieverConfigError, match=r"year .*rebuild"):
         retriever.search("magma", 3)
 
 
-@pytest.mark.parametrize(("options", "fragment"), [
-    ({}, "missing key 'path'"),
-    ({"path": "x", "title_bost": 3}, "unknown key 'title_bost'"),
-    ({"path": "x", "title_boost": -1}, "title_boost"),
-    ({"path": "x", "stored_fields": ["title"]}, "built in"),
-])
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        ({}, "missing key 'path'"),
+        ({"path": "x", "title_bost": 3}, "unknown key 'title_bost'"),
+        ({"path": "x", "title_boost": -1}, "title_boost"),
+        ({"path": "x", "stored_fields": ["title"]}, "built in"),
+    ],
+)
 def test_bad_options_are_reported_at_once(options: dict[str, object], fragment: str) -> None:
     with pytest.raises(RetrieverConfigError) as info:
         TantivyRetriever(kb_config("papers", **options))
@@ -59,7 +63,8 @@ def test_bad_options_are_reported_at_once(options: dict[str, object], fragment: 
 
 def test_wrong_title_field_for_an_index_built_elsewhere(tmp_path: Path) -> None:
     build(CONTRACT_DOCS, tmp_path)
-    retriever = TantivyRetriever(kb_config("papers", path=str(tmp_path / "index"),
-                                           title_field="heading"))
+    retriever = TantivyRetriever(
+        kb_config("papers", path=str(tmp_path / "index"), title_field="heading")
+    )
     with pytest.raises(RetrieverConfigError, match="title_field 'heading'"):
         retriever.search("magma", 3)

@@ -17,8 +17,9 @@ from kairox_tantivy.retriever import TantivyRetriever
 def _write_docs(root: Path) -> Path:
     docs = root / "docs"
     (docs / "sub").mkdir(parents=True)
-    (docs / "guide.md").write_text("# Deploying the service\n\nUse blue-green rollouts.\n\n"
-                                   "Rollback takes one command.\n")
+    (docs / "guide.md").write_text(
+        "# Deploying the service\n\nUse blue-green rollouts.\n\nRollback takes one command.\n"
+    )
     (docs / "sub" / "faq.txt").write_text("Passwords rotate every ninety days.\n")
     (docs / "image.png").write_bytes(b"\x89PNG not text")
     (docs / ".hidden").mkdir()
@@ -102,15 +103,24 @@ def test_a_failed_run_leaves_the_index_as_it_was(tmp_path: Path) -> None:
 def test_jsonl_corpus_with_metadata_filters(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus.jsonl"
     rows = [
-        {"_id": "1", "title": "Aspirin", "text": "Aspirin lowers fever.",
-         "metadata": {"year": 2019, "tags": ["drug", "fever"]}},
-        {"_id": "2", "title": "Ibuprofen", "text": "Ibuprofen lowers fever too.",
-         "metadata": {"year": 2021, "tags": ["drug"]}},
+        {
+            "_id": "1",
+            "title": "Aspirin",
+            "text": "Aspirin lowers fever.",
+            "metadata": {"year": 2019, "tags": ["drug", "fever"]},
+        },
+        {
+            "_id": "2",
+            "title": "Ibuprofen",
+            "text": "Ibuprofen lowers fever too.",
+            "metadata": {"year": 2021, "tags": ["drug"]},
+        },
         {"_id": "3", "title": "", "text": ""},
     ]
     corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    retriever = TantivyRetriever(kb_config("pharma", path=str(tmp_path / "idx"),
-                                           stored_fields=["year", "tags"]))
+    retriever = TantivyRetriever(
+        kb_config("pharma", path=str(tmp_path / "idx"), stored_fields=["year", "tags"])
+    )
     assert retriever.index([str(corpus)]).chunks == 2
     assert {h.doc_id for h in retriever.search("fever", 5)} == {"1", "2"}
     assert [h.doc_id for h in retriever.search("fever", 5, {"year": 2021})] == ["2"]
@@ -120,8 +130,9 @@ def test_jsonl_corpus_with_metadata_filters(tmp_path: Path) -> None:
 
 def test_source_paths_build_the_index_on_first_use(tmp_path: Path) -> None:
     docs = _write_docs(tmp_path)
-    retriever = TantivyRetriever(kb_config("handbook", path=str(tmp_path / "idx"),
-                                           source_paths=[str(docs)]))
+    retriever = TantivyRetriever(
+        kb_config("handbook", path=str(tmp_path / "idx"), source_paths=[str(docs)])
+    )
     assert retriever.search("rollback", 1)[0].metadata["title"] == "Deploying the service"
     assert (tmp_path / "idx" / "meta.json").is_file()
 
@@ -134,20 +145,34 @@ def test_an_index_built_elsewhere(tmp_path: Path) -> None:
     sb.add_integer_field("year", stored=True, indexed=True)
     index = tantivy.Index(sb.build(), path=str(tmp_path))
     writer = index.writer(heap_size=15_000_000, num_threads=1)
-    writer.add_document(tantivy.Document(url="https://a", heading="Comets",
-                                         content="Comets have icy tails.", year=2001))
-    writer.add_document(tantivy.Document(url="https://b", heading="Asteroids",
-                                         content="Asteroids are rocky, unlike comets.",
-                                         year=2005))
+    writer.add_document(
+        tantivy.Document(
+            url="https://a", heading="Comets", content="Comets have icy tails.", year=2001
+        )
+    )
+    writer.add_document(
+        tantivy.Document(
+            url="https://b",
+            heading="Asteroids",
+            content="Asteroids are rocky, unlike comets.",
+            year=2005,
+        )
+    )
     writer.commit()
     writer.wait_merging_threads()
-    retriever = TantivyRetriever(kb_config("space", path=str(tmp_path), id_field="url",
-                                           doc_id_field="url", title_field="heading",
-                                           body_field="content"))
+    retriever = TantivyRetriever(
+        kb_config(
+            "space",
+            path=str(tmp_path),
+            id_field="url",
+            doc_id_field="url",
+            title_field="heading",
+            body_field="content",
+        )
+    )
     hits = retriever.search("comets", 5)
     assert [h.doc_id for h in hits] == ["https://a", "https://b"]
-    assert hits[0].metadata == {"year": 2001, "title": "Comets",
-                                "snippet": "Comets have icy tails"}
+    assert hits[0].metadata == {"year": 2001, "title": "Comets", "snippet": "Comets have icy tails"}
     assert [h.doc_id for h in retriever.search("comets", 5, {"year": 2005})] == ["https://b"]
 
 

@@ -21,8 +21,10 @@ def contract_kb(tmp_path_factory: pytest.TempPathFactory) -> TantivyRetriever:
 
 
 def test_title_outranks_body_and_boost_is_configurable(tmp_path: Path) -> None:
-    docs = [ContractDoc("in-body", "Minerals", "A note that mentions granite once."),
-            ContractDoc("in-title", "Granite", "An igneous rock with large crystals.")]
+    docs = [
+        ContractDoc("in-body", "Minerals", "A note that mentions granite once."),
+        ContractDoc("in-title", "Granite", "An igneous rock with large crystals."),
+    ]
     boosted = build(docs, tmp_path / "a")
     assert [h.doc_id for h in boosted.search("granite", 2)] == ["in-title", "in-body"]
     flat = build(docs, tmp_path / "b", title_boost=0.01, title_in_body=False)
@@ -48,8 +50,7 @@ def test_snippet_length_is_bounded(tmp_path: Path) -> None:
 
 
 def test_filter_with_a_list_of_allowed_values(contract_kb: TantivyRetriever) -> None:
-    hits = contract_kb.search("chemical mineral proteins", 5,
-                              {"category": ["geology", "physics"]})
+    hits = contract_kb.search("chemical mineral proteins", 5, {"category": ["geology", "physics"]})
     assert hits and {h.doc_id for h in hits} <= {"doc-volcano", "doc-tides", "doc-quartz"}
     assert contract_kb.search("chemical", 5, {"category": []}) == []
 
@@ -62,7 +63,8 @@ def test_filters_do_not_change_scores(contract_kb: TantivyRetriever) -> None:
 
 
 def test_filter_on_an_unknown_field_names_the_kb_and_the_fields(
-        contract_kb: TantivyRetriever) -> None:
+    contract_kb: TantivyRetriever,
+) -> None:
     with pytest.raises(RetrieverError) as info:
         contract_kb.search("chemical", 3, {"colour": "green"})
     message = str(info.value)
@@ -76,17 +78,32 @@ def test_k_zero_and_blank_query(contract_kb: TantivyRetriever) -> None:
     assert contract_kb.search("  ?! ", 3) == []
 
 
-@pytest.mark.parametrize("text", [
-    'title:"unclosed', "a AND", "(x", "title:", "+-", "x^", "nonexist:abc", "*", "NOT",
-    "magma OR lava AND NOT", "field:[a TO b]", "moon~2 tides^3", "\\", "IN [a b]",
-])
-def test_query_syntax_in_user_text_never_raises(contract_kb: TantivyRetriever,
-                                                 text: str) -> None:
+@pytest.mark.parametrize(
+    "text",
+    [
+        'title:"unclosed',
+        "a AND",
+        "(x",
+        "title:",
+        "+-",
+        "x^",
+        "nonexist:abc",
+        "*",
+        "NOT",
+        "magma OR lava AND NOT",
+        "field:[a TO b]",
+        "moon~2 tides^3",
+        "\\",
+        "IN [a b]",
+    ],
+)
+def test_query_syntax_in_user_text_never_raises(contract_kb: TantivyRetriever, text: str) -> None:
     contract_kb.search(text, 3)
 
 
-@settings(max_examples=200, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.text(max_size=80))
 def test_any_text_searches_without_error(contract_kb: TantivyRetriever, text: str) -> None:
     hits = contract_kb.search(text, 3)

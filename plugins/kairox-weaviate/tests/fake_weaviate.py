@@ -39,11 +39,43 @@ from weaviate.proto.v1 import (
 
 VERSION = "1.32.4"
 K1, B = 1.2, 0.75
-STOPWORDS = frozenset((
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is",
-    "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there",
-    "these", "they", "this", "to", "was", "will", "with",
-))
+STOPWORDS = frozenset(
+    (
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    )
+)
 Embed = Callable[[str], Sequence[float]]
 
 
@@ -83,26 +115,48 @@ class FakeCollection:
         sample = next((o for objs in self.objects.values() for o in objs), None)
         props = []
         for key, value in (sample.properties if sample else {"text": ""}).items():
-            kind = ("text[]" if isinstance(value, list) else "text" if isinstance(value, str)
-                    else "boolean" if isinstance(value, bool)
-                    else "int" if isinstance(value, int) else "number")
-            props.append({"name": key, "dataType": [kind], "indexFilterable": True,
-                          "indexSearchable": kind.startswith("text"),
-                          "tokenization": "word" if kind.startswith("text") else None})
+            kind = (
+                "text[]"
+                if isinstance(value, list)
+                else "text"
+                if isinstance(value, str)
+                else "boolean"
+                if isinstance(value, bool)
+                else "int"
+                if isinstance(value, int)
+                else "number"
+            )
+            props.append(
+                {
+                    "name": key,
+                    "dataType": [kind],
+                    "indexFilterable": True,
+                    "indexSearchable": kind.startswith("text"),
+                    "tokenization": "word" if kind.startswith("text") else None,
+                }
+            )
         vectorizer = "text2vec-kairox" if self.vectorizer else "none"
         schema: dict[str, Any] = {
-            "class": self.name, "properties": props,
-            "invertedIndexConfig": {"bm25": {"b": B, "k1": K1},
-                                    "stopwords": {"preset": "en"}},
+            "class": self.name,
+            "properties": props,
+            "invertedIndexConfig": {"bm25": {"b": B, "k1": K1}, "stopwords": {"preset": "en"}},
             "multiTenancyConfig": {"enabled": self.multi_tenant},
         }
         if self.named_vectors:
             schema["vectorConfig"] = {
-                n: {"vectorizer": {vectorizer: {}}, "vectorIndexType": "hnsw",
-                    "vectorIndexConfig": {"distance": "cosine"}} for n in self.named_vectors}
+                n: {
+                    "vectorizer": {vectorizer: {}},
+                    "vectorIndexType": "hnsw",
+                    "vectorIndexConfig": {"distance": "cosine"},
+                }
+                for n in self.named_vectors
+            }
         else:
-            schema.update(vectorizer=vectorizer, vectorIndexType="hnsw",
-                          vectorIndexConfig={"distance": "cosine"})
+            schema.update(
+                vectorizer=vectorizer,
+                vectorIndexType="hnsw",
+                vectorIndexConfig={"distance": "cosine"},
+            )
         return schema
 
 
@@ -115,8 +169,14 @@ class SearchError(Exception):
 class FakeWeaviate:
     """Both servers, their shared data and a log of what the client asked for."""
 
-    def __init__(self, *, api_key: str | None = None, search_delay: float = 0.0,
-                 rest_checks_key: bool = True, denied: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        search_delay: float = 0.0,
+        rest_checks_key: bool = True,
+        denied: Iterable[str] = (),
+    ) -> None:
         self.api_key = api_key
         self.denied = set(denied)  # collections the key may not read (RBAC)
         self.search_delay = search_delay
@@ -130,12 +190,20 @@ class FakeWeaviate:
         self.http_port = self._http.server_address[1]
         self._grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         weaviate_pb2_grpc.add_WeaviateServicer_to_server(_Servicer(self), self._grpc)
-        self._grpc.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
-            "grpc.health.v1.Health", {"Check": grpc.unary_unary_rpc_method_handler(
-                self._health,
-                request_deserializer=health_weaviate_pb2.WeaviateHealthCheckRequest.FromString,
-                response_serializer=health_weaviate_pb2.WeaviateHealthCheckResponse
-                .SerializeToString)}),))
+        self._grpc.add_generic_rpc_handlers(
+            (
+                grpc.method_handlers_generic_handler(
+                    "grpc.health.v1.Health",
+                    {
+                        "Check": grpc.unary_unary_rpc_method_handler(
+                            self._health,
+                            request_deserializer=health_weaviate_pb2.WeaviateHealthCheckRequest.FromString,
+                            response_serializer=health_weaviate_pb2.WeaviateHealthCheckResponse.SerializeToString,
+                        )
+                    },
+                ),
+            )
+        )
         self.grpc_port = self._grpc.add_insecure_port("127.0.0.1:0")
 
     @property
@@ -153,15 +221,23 @@ class FakeWeaviate:
         self._http.server_close()
         self._grpc.stop(grace=None).wait(5)
 
-    def add_collection(self, name: str, objects: Iterable[FakeObject] = (), *,
-                       tenants: Mapping[str, Iterable[FakeObject]] | None = None,
-                       named_vectors: Sequence[str] = (),
-                       vectorizer: Embed | None = None) -> FakeCollection:
+    def add_collection(
+        self,
+        name: str,
+        objects: Iterable[FakeObject] = (),
+        *,
+        tenants: Mapping[str, Iterable[FakeObject]] | None = None,
+        named_vectors: Sequence[str] = (),
+        vectorizer: Embed | None = None,
+    ) -> FakeCollection:
         shards: dict[str | None, list[FakeObject]] = (
-            {t: list(objs) for t, objs in tenants.items()} if tenants is not None
-            else {None: list(objects)})
-        collection = FakeCollection(name[:1].upper() + name[1:], shards, tuple(named_vectors),
-                                    vectorizer)
+            {t: list(objs) for t, objs in tenants.items()}
+            if tenants is not None
+            else {None: list(objects)}
+        )
+        collection = FakeCollection(
+            name[:1].upper() + name[1:], shards, tuple(named_vectors), vectorizer
+        )
         self.collections[collection.name] = collection
         return collection
 
@@ -178,37 +254,51 @@ class FakeWeaviate:
         return None
 
     def forbidden(self, collection: str) -> str:
-        return (f"forbidden: user 'kairox' has insufficient permissions to read_data "
-                f"[Domain: data, Collection: {collection}]")
+        return (
+            f"forbidden: user 'kairox' has insufficient permissions to read_data "
+            f"[Domain: data, Collection: {collection}]"
+        )
 
     def _health(self, request: Any, context: grpc.ServicerContext) -> Any:
         return health_weaviate_pb2.WeaviateHealthCheckResponse(
-            status=health_weaviate_pb2.WeaviateHealthCheckResponse.SERVING)
+            status=health_weaviate_pb2.WeaviateHealthCheckResponse.SERVING
+        )
 
     # --- search --------------------------------------------------------------------
 
     def search(self, req: Any) -> Any:
         collection = self.collections.get(req.collection)
         if collection is None:
-            raise SearchError(grpc.StatusCode.UNKNOWN,
-                              f"could not find class {req.collection} in schema")
+            raise SearchError(
+                grpc.StatusCode.UNKNOWN, f"could not find class {req.collection} in schema"
+            )
         tenant = req.tenant or None
         if collection.multi_tenant and tenant is None:
-            raise SearchError(grpc.StatusCode.UNKNOWN, f"class {collection.name}: has "
-                              f"multi-tenancy enabled, but request was without tenant")
+            raise SearchError(
+                grpc.StatusCode.UNKNOWN,
+                f"class {collection.name}: has "
+                f"multi-tenancy enabled, but request was without tenant",
+            )
         if not collection.multi_tenant and tenant is not None:
-            raise SearchError(grpc.StatusCode.UNKNOWN, f"class {collection.name}: has "
-                              f"multi-tenancy disabled, but request was with tenant")
+            raise SearchError(
+                grpc.StatusCode.UNKNOWN,
+                f"class {collection.name}: has multi-tenancy disabled, but request was with tenant",
+            )
         if tenant not in collection.objects:
             raise SearchError(grpc.StatusCode.UNKNOWN, f'tenant not found: "{tenant}"')
-        objects = [o for o in collection.objects[tenant]
-                   if not req.HasField("filters") or _matches(req.filters, o.properties)]
+        objects = [
+            o
+            for o in collection.objects[tenant]
+            if not req.HasField("filters") or _matches(req.filters, o.properties)
+        ]
         limit = req.limit or 10
         scored: list[tuple[FakeObject, dict[str, Any]]]
         if req.HasField("bm25_search"):
             bm = req.bm25_search
-            scored = [(o, {"score": s}) for o, s in
-                      _bm25(objects, bm.query, list(bm.properties), collection)]
+            scored = [
+                (o, {"score": s})
+                for o, s in _bm25(objects, bm.query, list(bm.properties), collection)
+            ]
         elif req.HasField("hybrid_search"):
             scored = self._hybrid(req.hybrid_search, objects, collection)
         elif req.HasField("near_vector"):
@@ -218,15 +308,20 @@ class FakeWeaviate:
             if query_vector is None:
                 raise SearchError(grpc.StatusCode.UNKNOWN, "near_vector: no vector given")
             max_distance = nv.distance if nv.HasField("distance") else None
-            scored = [(o, {"distance": d}) for o, d in
-                      _vector_search(objects, query_vector, target, max_distance)]
+            scored = [
+                (o, {"distance": d})
+                for o, d in _vector_search(objects, query_vector, target, max_distance)
+            ]
         else:
             scored = [(o, {}) for o in objects]
-        return search_get_pb2.SearchReply(took=0.001, results=[
-            _result(collection, o, meta, req) for o, meta in scored[req.offset:][:limit]])
+        return search_get_pb2.SearchReply(
+            took=0.001,
+            results=[_result(collection, o, meta, req) for o, meta in scored[req.offset :][:limit]],
+        )
 
-    def _hybrid(self, hy: Any, objects: list[FakeObject],
-                collection: FakeCollection) -> list[tuple[FakeObject, dict[str, Any]]]:
+    def _hybrid(
+        self, hy: Any, objects: list[FakeObject], collection: FakeCollection
+    ) -> list[tuple[FakeObject, dict[str, Any]]]:
         alpha = hy.alpha_param if hy.use_alpha_param else hy.alpha
         target = _target(collection, list(hy.target_vectors) or list(hy.targets.target_vectors))
         query_vector = _vector_of(hy)
@@ -236,9 +331,11 @@ class FakeWeaviate:
             query_vector = list(collection.vectorizer(hy.query))
         max_distance = hy.vector_distance if hy.HasField("vector_distance") else None
         keyword = _bm25(objects, hy.query, list(hy.properties), collection) if alpha < 1 else []
-        vector = ([(o, 1.0 - d) for o, d in
-                   _vector_search(objects, query_vector, target, max_distance)]
-                  if query_vector is not None and alpha > 0 else [])
+        vector = (
+            [(o, 1.0 - d) for o, d in _vector_search(objects, query_vector, target, max_distance)]
+            if query_vector is not None and alpha > 0
+            else []
+        )
         weights = {"keyword": 1.0 - alpha, "vector": alpha}
         fused: dict[uuid.UUID, tuple[FakeObject, float, float]] = {}
         for label, results in (("keyword", keyword), ("vector", vector)):
@@ -250,20 +347,21 @@ class FakeWeaviate:
                 if hy.fusion_type == base_search_pb2.Hybrid.FUSION_TYPE_RANKED:
                     part = weights[label] / (60 + rank)
                 else:  # relativeScoreFusion, Weaviate's default since 1.24
-                    part = weights[label] * ((value - bottom) / (top - bottom)
-                                             if top != bottom else 1.0)
+                    part = weights[label] * (
+                        (value - bottom) / (top - bottom) if top != bottom else 1.0
+                    )
                 _, previous, secondary = fused.get(obj.id, (obj, 0.0, value))
                 fused[obj.id] = (obj, previous + part, max(secondary, value))
         ranked = sorted(fused.values(), key=lambda t: (-t[1], -t[2], str(t[0].id)))
-        return [(o, {"score": s, "explain_score": f"hybrid alpha={alpha:g}"})
-                for o, s, _ in ranked]
+        return [(o, {"score": s, "explain_score": f"hybrid alpha={alpha:g}"}) for o, s, _ in ranked]
 
 
 # --- scoring helpers -------------------------------------------------------------
 
 
-def _searchable(collection: FakeCollection, obj: FakeObject,
-                wanted: list[str]) -> list[tuple[str, float]]:
+def _searchable(
+    collection: FakeCollection, obj: FakeObject, wanted: list[str]
+) -> list[tuple[str, float]]:
     fields: list[tuple[str, float]] = []
     for spec in wanted or [k for k, v in obj.properties.items() if isinstance(v, (str, list))]:
         name, _, boost = spec.partition("^")
@@ -274,8 +372,9 @@ def _searchable(collection: FakeCollection, obj: FakeObject,
     return fields
 
 
-def _bm25(objects: list[FakeObject], query: str, wanted: list[str],
-          collection: FakeCollection) -> list[tuple[FakeObject, float]]:
+def _bm25(
+    objects: list[FakeObject], query: str, wanted: list[str], collection: FakeCollection
+) -> list[tuple[FakeObject, float]]:
     """BM25F over the chosen text properties; only documents with a query term score."""
     terms = [t for t in dict.fromkeys(tokenize(query)) if t not in STOPWORDS]
     docs = []
@@ -310,15 +409,21 @@ def _target(collection: FakeCollection, requested: list[str]) -> str:
     available = "map[" + " ".join(f"{n}:{{}}" for n in collection.named_vectors) + "]"
     if not requested:
         if len(collection.named_vectors) > 1:
-            raise SearchError(grpc.StatusCode.UNKNOWN, f"extract target vectors: class "
-                              f"{collection.name} has multiple vectors, but no target vectors "
-                              f"were provided")
+            raise SearchError(
+                grpc.StatusCode.UNKNOWN,
+                f"extract target vectors: class "
+                f"{collection.name} has multiple vectors, but no target vectors "
+                f"were provided",
+            )
         return collection.named_vectors[0] if collection.named_vectors else "default"
     name = requested[0]
     if name not in collection.named_vectors:
-        raise SearchError(grpc.StatusCode.UNKNOWN, f"extract target vectors: class "
-                          f"{collection.name} does not have named vector {name} configured. "
-                          f"Available named vectors {available}")
+        raise SearchError(
+            grpc.StatusCode.UNKNOWN,
+            f"extract target vectors: class "
+            f"{collection.name} does not have named vector {name} configured. "
+            f"Available named vectors {available}",
+        )
     return name
 
 
@@ -342,8 +447,9 @@ def _vector_of(message: Any) -> list[float] | None:
     return None
 
 
-def _vector_search(objects: list[FakeObject], query: Sequence[float], target: str,
-                   max_distance: float | None) -> list[tuple[FakeObject, float]]:
+def _vector_search(
+    objects: list[FakeObject], query: Sequence[float], target: str, max_distance: float | None
+) -> list[tuple[FakeObject, float]]:
     results = []
     for obj in objects:
         stored = obj.vectors.get(target)
@@ -359,8 +465,12 @@ def _vector_search(objects: list[FakeObject], query: Sequence[float], target: st
 
 
 def _filter_values(f: Any) -> list[Any]:
-    for name in ("value_text_array", "value_int_array", "value_number_array",
-                 "value_boolean_array"):
+    for name in (
+        "value_text_array",
+        "value_int_array",
+        "value_number_array",
+        "value_boolean_array",
+    ):
         if f.HasField(name):
             return list(getattr(f, name).values)
     for name in ("value_text", "value_int", "value_number", "value_boolean"):
@@ -384,18 +494,23 @@ def _matches(f: Any, props: Mapping[str, Any]) -> bool:
         return (value is None) == bool(wanted and wanted[0])
     if value is None:
         return False
-    have = ({t for v in value for t in _terms(v)} if isinstance(value, list) else _terms(value))
+    have = {t for v in value for t in _terms(v)} if isinstance(value, list) else _terms(value)
     if f.operator == op.OPERATOR_EQUAL:
-        return _terms(wanted[0]) <= have if isinstance(wanted[0], str) else wanted[0] in (
-            value if isinstance(value, list) else [value])
+        return (
+            _terms(wanted[0]) <= have
+            if isinstance(wanted[0], str)
+            else wanted[0] in (value if isinstance(value, list) else [value])
+        )
     if f.operator == op.OPERATOR_NOT_EQUAL:
         return not _terms(wanted[0]) <= have
     if f.operator == op.OPERATOR_CONTAINS_ANY:
         return any(_terms(w) <= have for w in wanted)
     if f.operator == op.OPERATOR_CONTAINS_ALL:
         return all(_terms(w) <= have for w in wanted)
-    raise SearchError(grpc.StatusCode.UNKNOWN, f"operator {op.Operator.Name(f.operator)} is "
-                      f"not supported by this fake")
+    raise SearchError(
+        grpc.StatusCode.UNKNOWN,
+        f"operator {op.Operator.Name(f.operator)} is not supported by this fake",
+    )
 
 
 def _terms(value: Any) -> set[Any]:
@@ -441,8 +556,11 @@ def _result(collection: FakeCollection, obj: FakeObject, meta: dict[str, Any], r
         properties=search_get_pb2.PropertiesResult(
             target_collection=collection.name,
             non_ref_props=properties_pb2.Properties(
-                fields={k: _value(v) for k, v in props.items() if v is not None})),
-        metadata=md)
+                fields={k: _value(v) for k, v in props.items() if v is not None}
+            ),
+        ),
+        metadata=md,
+    )
 
 
 # --- transports --------------------------------------------------------------------
@@ -453,15 +571,15 @@ class _Servicer(weaviate_pb2_grpc.WeaviateServicer):
         self.fake = fake
 
     def Search(self, request: Any, context: grpc.ServicerContext) -> Any:
-        metadata = {k: v for k, v in context.invocation_metadata()
-                    if isinstance(v, str)}
+        metadata = {k: v for k, v in context.invocation_metadata() if isinstance(v, str)}
         self.fake.grpc_log.append(("Search", metadata, request))
         problem = self.fake.auth_error(metadata.get("authorization"))
         if problem:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, f"extract auth: {problem}")
         if request.collection in self.fake.denied:
-            context.abort(grpc.StatusCode.PERMISSION_DENIED,
-                          self.fake.forbidden(request.collection))
+            context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, self.fake.forbidden(request.collection)
+            )
         if self.fake.search_delay and self.fake._stopping.wait(self.fake.search_delay):
             context.abort(grpc.StatusCode.UNAVAILABLE, "server shutting down")
         try:
@@ -495,11 +613,17 @@ def _make_handler(fake: FakeWeaviate) -> type[BaseHTTPRequestHandler]:
             if problem:
                 return self._send(401, {"code": 401, "message": problem})
             if path == "/v1/meta":
-                return self._send(200, {"hostname": "http://[::]:8080", "modules": {},
-                                        "version": VERSION, "grpcMaxMessageSize": 104858000})
+                return self._send(
+                    200,
+                    {
+                        "hostname": "http://[::]:8080",
+                        "modules": {},
+                        "version": VERSION,
+                        "grpcMaxMessageSize": 104858000,
+                    },
+                )
             if path == "/v1/schema":
-                return self._send(200, {"classes": [c.schema()
-                                                    for c in fake.collections.values()]})
+                return self._send(200, {"classes": [c.schema() for c in fake.collections.values()]})
             if path.startswith("/v1/schema/"):
                 name = path.rsplit("/", 1)[1]
                 if name in fake.denied:

@@ -24,8 +24,10 @@ from kairox_core.retrieval.base import RetrievalHit, RetrieverConfigError
 from kairox_weaviate.plugin import make_retriever
 
 URL = os.environ.get("KAIROX_WEAVIATE_URL")
-pytestmark = [pytest.mark.live,
-              pytest.mark.skipif(not URL, reason="KAIROX_WEAVIATE_URL is not set")]
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.skipif(not URL, reason="KAIROX_WEAVIATE_URL is not set"),
+]
 
 
 def _options(collection: str, **extra: Any) -> dict[str, Any]:
@@ -54,10 +56,12 @@ def test_missing_collection_is_reported() -> None:
         _search(_options("KairoxNoSuchCollection"), "anything", 1)
 
 
-@pytest.mark.skipif(not os.environ.get("KAIROX_WEAVIATE_COLLECTION"),
-                    reason="KAIROX_WEAVIATE_COLLECTION is not set")
+@pytest.mark.skipif(
+    not os.environ.get("KAIROX_WEAVIATE_COLLECTION"), reason="KAIROX_WEAVIATE_COLLECTION is not set"
+)
 @pytest.mark.parametrize(
-    "mode", os.environ.get("KAIROX_WEAVIATE_MODES", "bm25").replace(" ", "").split(","))
+    "mode", os.environ.get("KAIROX_WEAVIATE_MODES", "bm25").replace(" ", "").split(",")
+)
 def test_search_real_collection(mode: str) -> None:
     query = os.environ.get("KAIROX_WEAVIATE_QUERY", "the")
     hits = _search(_options(os.environ["KAIROX_WEAVIATE_COLLECTION"], mode=mode), query, 3)

@@ -25,10 +25,13 @@ def test_entry_point_registers_the_weaviate_kind(kairox_plugins: PluginHost) -> 
 
 
 def test_plugin_module_imports_no_heavy_library() -> None:
-    code = ("import sys, kairox_weaviate.plugin; "
-            "print(sorted(m for m in ('weaviate', 'grpc', 'httpx') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    code = (
+        "import sys, kairox_weaviate.plugin; "
+        "print(sorted(m for m in ('weaviate', 'grpc', 'httpx') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 
@@ -37,8 +40,9 @@ def _run(args: list[str], cwd: Path, env_extra: dict[str, str]) -> subprocess.Co
 
     env = {**os.environ, **env_extra, "KAIROX_DB": str(cwd / "kx.db")}
     env.pop("KAIROX_CONFIG", None)
-    return subprocess.run([KAIROX, *args], cwd=cwd, capture_output=True, text=True, env=env,
-                          timeout=60)
+    return subprocess.run(
+        [KAIROX, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=60
+    )
 
 
 def test_kairox_plugins_json_lists_it(tmp_path: Path) -> None:
@@ -54,11 +58,18 @@ def test_kairox_plugins_json_lists_it(tmp_path: Path) -> None:
 def toml_dir(tmp_path: Path, fake_weaviate: FakeWeaviate) -> Path:
     embedder = WordHashEmbedder()
     name = f"Kx{uuid.uuid4().hex[:12]}"
-    texts = {"tides": "The moon's gravity pulls the oceans and makes the tides rise and fall.",
-             "lava": "Magma rises through the crust and erupts from a volcano as lava."}
-    fake_weaviate.add_collection(name, [
-        FakeObject({"slug": key, "text": text}, {"default": embedder.embed_query(text)})
-        for key, text in texts.items()], vectorizer=embedder.embed_query)
+    texts = {
+        "tides": "The moon's gravity pulls the oceans and makes the tides rise and fall.",
+        "lava": "Magma rises through the crust and erupts from a volcano as lava.",
+    }
+    fake_weaviate.add_collection(
+        name,
+        [
+            FakeObject({"slug": key, "text": text}, {"default": embedder.embed_query(text)})
+            for key, text in texts.items()
+        ],
+        vectorizer=embedder.embed_query,
+    )
     (tmp_path / "kairox.toml").write_text(f"""
 [profiles.default]
 [profiles.research]
@@ -108,7 +119,8 @@ def test_kb_search_from_kairox_toml(cli_env: Path, capsys: pytest.CaptureFixture
 
 
 def test_kairox_search_uses_it_only_for_its_profiles(
-        cli_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = _cli(["search", "volcano lava", "--profile", "research", "--json"], capsys)
     assert code == 0, err
     assert json.loads(out)["hits"][0]["doc_id"] == "lava"
@@ -117,8 +129,9 @@ def test_kairox_search_uses_it_only_for_its_profiles(
     assert json.loads(out)["hits"] == []  # the default profile does not see 'science'
 
 
-def test_cli_error_names_the_knowledge_base(cli_env: Path, capsys: pytest.CaptureFixture[str],
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_error_names_the_knowledge_base(
+    cli_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(KEY_ENV, "wrong-key")
     code, _, err = _cli(["kb", "search", "science", "moon"], capsys)
     assert code == 1

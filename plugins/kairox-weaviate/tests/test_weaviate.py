@@ -41,9 +41,13 @@ TEXTS = {
 
 
 def objects(embedder: WordHashEmbedder, **extra: Any) -> list[FakeObject]:
-    return [FakeObject({"doc_id": key, "text": text, "category": cat, "rank": i, **extra},
-                       {"default": embedder.embed_query(text)})
-            for i, (key, (text, cat)) in enumerate(TEXTS.items())]
+    return [
+        FakeObject(
+            {"doc_id": key, "text": text, "category": cat, "rank": i, **extra},
+            {"default": embedder.embed_query(text)},
+        )
+        for i, (key, (text, cat)) in enumerate(TEXTS.items())
+    ]
 
 
 def collection(server: FakeWeaviate, embedder: WordHashEmbedder, **kwargs: Any) -> str:
@@ -56,17 +60,25 @@ def collection(server: FakeWeaviate, embedder: WordHashEmbedder, **kwargs: Any) 
     return name
 
 
-def retriever(server: FakeWeaviate, name: str, kb_id: str = "wv", **options: Any
-              ) -> WeaviateRetriever:
-    opts = {"url": server.url, "grpc_port": server.grpc_port, "collection": name,
-            "api_key": f"$env:{KEY_ENV}", "id_property": "doc_id", **options}
+def retriever(
+    server: FakeWeaviate, name: str, kb_id: str = "wv", **options: Any
+) -> WeaviateRetriever:
+    opts = {
+        "url": server.url,
+        "grpc_port": server.grpc_port,
+        "collection": name,
+        "api_key": f"$env:{KEY_ENV}",
+        "id_property": "doc_id",
+        **options,
+    }
     made = make_retriever(kb_config(kb_id, **opts))
     assert isinstance(made, WeaviateRetriever)
     return made
 
 
-def search(r: WeaviateRetriever, query: str, k: int = 4,
-           filters: dict[str, Any] | None = None) -> list[RetrievalHit]:
+def search(
+    r: WeaviateRetriever, query: str, k: int = 4, filters: dict[str, Any] | None = None
+) -> list[RetrievalHit]:
     async def go() -> list[RetrievalHit]:
         try:
             return await r.retrieve(query, k, filters)
@@ -86,8 +98,9 @@ def server(fake_weaviate: FakeWeaviate) -> FakeWeaviate:
 # --- protocol ------------------------------------------------------------------------
 
 
-def test_api_key_travels_as_bearer_on_rest_and_grpc(server: FakeWeaviate,
-                                                    words_backend: WordHashEmbedder) -> None:
+def test_api_key_travels_as_bearer_on_rest_and_grpc(
+    server: FakeWeaviate, words_backend: WordHashEmbedder
+) -> None:
     name = collection(server, words_backend)
     assert search(retriever(server, name), "moon tides")
     paths = [path for _, path, _ in server.rest_log]
@@ -102,14 +115,24 @@ def test_api_key_travels_as_bearer_on_rest_and_grpc(server: FakeWeaviate,
     assert request.metadata.score
 
 
-def test_hybrid_request_carries_alpha_vector_and_target(server: FakeWeaviate,
-                                                        words_backend: WordHashEmbedder) -> None:
+def test_hybrid_request_carries_alpha_vector_and_target(
+    server: FakeWeaviate, words_backend: WordHashEmbedder
+) -> None:
     name = f"Kx{uuid.uuid4().hex[:12]}"
-    server.add_collection(name, [FakeObject({"text": t}, {"body": words_backend.embed_query(t),
-                                                          "title": [1.0] + [0.0] * 511})
-                                 for t, _ in TEXTS.values()], named_vectors=("body", "title"))
-    hits = search(retriever(server, name, alpha=0.25, target_vector="body",
-                            embedding=WORDS_BACKEND), "moon gravity")
+    server.add_collection(
+        name,
+        [
+            FakeObject(
+                {"text": t}, {"body": words_backend.embed_query(t), "title": [1.0] + [0.0] * 511}
+            )
+            for t, _ in TEXTS.values()
+        ],
+        named_vectors=("body", "title"),
+    )
+    hits = search(
+        retriever(server, name, alpha=0.25, target_vector="body", embedding=WORDS_BACKEND),
+        "moon gravity",
+    )
     hybrid = server.grpc_log[-1][2].hybrid_search
     alpha = hybrid.alpha_param if hybrid.use_alpha_param else hybrid.alpha
     assert alpha == pytest.approx(0.25)
@@ -117,32 +140,50 @@ def test_hybrid_request_carries_alpha_vector_and_target(server: FakeWeaviate,
     assert hits[0].text.startswith("The moon's gravity")
 
 
-def test_alpha_moves_between_keyword_and_vector_ranking(server: FakeWeaviate,
-                                                        words_backend: WordHashEmbedder) -> None:
+def test_alpha_moves_between_keyword_and_vector_ranking(
+    server: FakeWeaviate, words_backend: WordHashEmbedder
+) -> None:
     name = collection(server, words_backend)
     query = "moon weathering"
     keyword = [h.doc_id for h in search(retriever(server, name, mode="bm25"), query)]
     alpha0 = [h.doc_id for h in search(retriever(server, name, alpha=0.0), query)]
-    vector = [h.doc_id for h in search(retriever(
-        server, name, mode="near_vector", embedding=WORDS_BACKEND), query, k=2)]
+    vector = [
+        h.doc_id
+        for h in search(
+            retriever(server, name, mode="near_vector", embedding=WORDS_BACKEND), query, k=2
+        )
+    ]
     alpha1 = [h.doc_id for h in search(retriever(server, name, alpha=1.0), query, k=2)]
     assert alpha0 == keyword and keyword[0] == "d"
     assert alpha1 == vector
     assert set(keyword) == {"a", "d"}  # only documents with a query term match BM25
 
 
-def test_query_properties_boost_and_ranked_fusion(server: FakeWeaviate,
-                                                  words_backend: WordHashEmbedder) -> None:
+def test_query_properties_boost_and_ranked_fusion(
+    server: FakeWeaviate, words_backend: WordHashEmbedder
+) -> None:
     name = f"Kx{uuid.uuid4().hex[:12]}"
-    server.add_collection(name, [
-        FakeObject({"doc_id": "t", "title": "tides", "text": "the sea rises twice a day"},
-                   {"default": words_backend.embed_query("tides sea")}),
-        FakeObject({"doc_id": "b", "title": "sea life",
-                    "text": "tides tides tides bring crabs and the sea onto the beach"},
-                   {"default": words_backend.embed_query("sea crabs beach")})])
+    server.add_collection(
+        name,
+        [
+            FakeObject(
+                {"doc_id": "t", "title": "tides", "text": "the sea rises twice a day"},
+                {"default": words_backend.embed_query("tides sea")},
+            ),
+            FakeObject(
+                {
+                    "doc_id": "b",
+                    "title": "sea life",
+                    "text": "tides tides tides bring crabs and the sea onto the beach",
+                },
+                {"default": words_backend.embed_query("sea crabs beach")},
+            ),
+        ],
+    )
     plain = search(retriever(server, name, mode="bm25"), "tides")
-    boosted = search(retriever(server, name, mode="bm25", query_properties=["title^5", "text"]),
-                     "tides")
+    boosted = search(
+        retriever(server, name, mode="bm25", query_properties=["title^5", "text"]), "tides"
+    )
     assert plain[0].doc_id == "b" and boosted[0].doc_id == "t"
     assert list(server.grpc_log[-1][2].bm25_search.properties) == ["title^5", "text"]
     ranked = search(retriever(server, name, fusion="ranked", alpha=0.5), "tides crabs")
@@ -158,8 +199,9 @@ def test_hit_mapping(server: FakeWeaviate, words_backend: WordHashEmbedder) -> N
     assert uuid.UUID(str(hit.chunk_id))
     no_id = search(retriever(server, name, id_property=None), "volcano lava", k=1)[0]
     assert no_id.doc_id == no_id.chunk_id  # the object's uuid
-    near = search(retriever(server, name, mode="near_vector", embedding=WORDS_BACKEND),
-                  TEXTS["b"][0], k=1)[0]
+    near = search(
+        retriever(server, name, mode="near_vector", embedding=WORDS_BACKEND), TEXTS["b"][0], k=1
+    )[0]
     assert near.doc_id == "b" and near.score == pytest.approx(1.0, abs=1e-5)  # 1 - distance
     only = search(retriever(server, name, properties=["rank"]), "volcano lava", k=1)[0]
     assert only.metadata == {"rank": 1, "doc_id": "b"} and only.text == TEXTS["b"][0]
@@ -172,8 +214,7 @@ def test_hit_mapping(server: FakeWeaviate, words_backend: WordHashEmbedder) -> N
 def test_filters(server: FakeWeaviate, words_backend: WordHashEmbedder) -> None:
     name = collection(server, words_backend)
     r = retriever(server, name, mode="bm25")
-    assert {h.doc_id for h in search(r, "chemical moon", filters={"category": "geology"})} == {
-        "d"}
+    assert {h.doc_id for h in search(r, "chemical moon", filters={"category": "geology"})} == {"d"}
     both = search(r, "chemical moon", filters={"category": ["biology", "physics"]})
     assert {h.doc_id for h in both} == {"a", "c"}
     assert search(r, "chemical moon", filters={"category": "geology", "rank": 0}) == []
@@ -188,13 +229,17 @@ def test_filters(server: FakeWeaviate, words_backend: WordHashEmbedder) -> None:
 
 
 def test_tenant(server: FakeWeaviate, words_backend: WordHashEmbedder) -> None:
-    name = collection(server, words_backend, tenants={
-        "alice": objects(words_backend, owner="alice")[:2],
-        "bob": objects(words_backend, owner="bob")[2:]})
+    name = collection(
+        server,
+        words_backend,
+        tenants={
+            "alice": objects(words_backend, owner="alice")[:2],
+            "bob": objects(words_backend, owner="bob")[2:],
+        },
+    )
     alice = search(retriever(server, name, tenant="alice", mode="bm25"), "moon chemical")
     bob = search(retriever(server, name, tenant="bob", mode="bm25"), "moon chemical")
-    assert {h.metadata["owner"] for h in alice} == {"alice"} and {h.doc_id for h in alice} == {
-        "a"}
+    assert {h.metadata["owner"] for h in alice} == {"alice"} and {h.doc_id for h in alice} == {"a"}
     assert {h.doc_id for h in bob} == {"c", "d"}
     assert server.grpc_log[-1][2].tenant == "bob"
     with pytest.raises(RetrieverConfigError, match="tenant") as info:
@@ -229,8 +274,9 @@ def test_grpc_port_closed_is_unavailable_fast(server: FakeWeaviate) -> None:
     assert "kb-grpc" in str(info.value)
 
 
-def test_grpc_unauthenticated_is_an_auth_error(start_fake: Callable[..., FakeWeaviate],
-                                               words_backend: WordHashEmbedder) -> None:
+def test_grpc_unauthenticated_is_an_auth_error(
+    start_fake: Callable[..., FakeWeaviate], words_backend: WordHashEmbedder
+) -> None:
     fake = start_fake(api_key=API_KEY, rest_checks_key=False)
     name = collection(fake, words_backend)
     with pytest.raises(RetrieverAuthError, match="UNAUTHENTICATED") as info:
@@ -238,8 +284,9 @@ def test_grpc_unauthenticated_is_an_auth_error(start_fake: Callable[..., FakeWea
     assert "kb-grpc-auth" in str(info.value)
 
 
-def test_forbidden_collection_is_an_auth_error(start_fake: Callable[..., FakeWeaviate],
-                                               words_backend: WordHashEmbedder) -> None:
+def test_forbidden_collection_is_an_auth_error(
+    start_fake: Callable[..., FakeWeaviate], words_backend: WordHashEmbedder
+) -> None:
     fake = start_fake(api_key=API_KEY)
     name = collection(fake, words_backend)
     fake.denied.add(name)
@@ -261,22 +308,25 @@ def test_forbidden_collection_is_an_auth_error(start_fake: Callable[..., FakeWea
         asyncio.run(later())
 
 
-def test_missing_key_is_an_auth_error(server: FakeWeaviate, words_backend: WordHashEmbedder
-                                      ) -> None:
+def test_missing_key_is_an_auth_error(
+    server: FakeWeaviate, words_backend: WordHashEmbedder
+) -> None:
     name = collection(server, words_backend)
     with pytest.raises(RetrieverAuthError, match="HTTP 401"):
         search(retriever(server, name, api_key=None), "moon")
 
 
-def test_unset_env_var_is_a_config_error(server: FakeWeaviate,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unset_env_var_is_a_config_error(
+    server: FakeWeaviate, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(KEY_ENV)
     with pytest.raises(RetrieverConfigError, match=f"environment variable {KEY_ENV}"):
         search(retriever(server, "Docs", "kb-env"), "moon")
 
 
 def test_near_vector_default_embedding_is_the_core_hashing_backend(
-        server: FakeWeaviate, words_backend: WordHashEmbedder) -> None:
+    server: FakeWeaviate, words_backend: WordHashEmbedder
+) -> None:
     host = get_plugins()
     if "hashing" not in host.names("embedding_backends"):
         r = retriever(server, collection(server, words_backend), "kb-nv", mode="near_vector")
@@ -287,15 +337,20 @@ def test_near_vector_default_embedding_is_the_core_hashing_backend(
         return
     hashing = host.get("embedding_backends", "hashing").factory()
     name = f"Kx{uuid.uuid4().hex[:12]}"
-    server.add_collection(name, [FakeObject({"doc_id": key, "text": text},
-                                            {"default": hashing.embed_query(text)})
-                                 for key, (text, _) in TEXTS.items()])
+    server.add_collection(
+        name,
+        [
+            FakeObject({"doc_id": key, "text": text}, {"default": hashing.embed_query(text)})
+            for key, (text, _) in TEXTS.items()
+        ],
+    )
     hits = search(retriever(server, name, mode="near_vector"), "volcano magma lava", k=2)
     assert hits[0].doc_id == "b"
 
 
-def test_client_is_reused_and_survives_a_new_event_loop(server: FakeWeaviate,
-                                                        words_backend: WordHashEmbedder) -> None:
+def test_client_is_reused_and_survives_a_new_event_loop(
+    server: FakeWeaviate, words_backend: WordHashEmbedder
+) -> None:
     r = retriever(server, collection(server, words_backend))
 
     async def twice() -> int:
@@ -312,20 +367,24 @@ def test_client_is_reused_and_survives_a_new_event_loop(server: FakeWeaviate,
 # --- options -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ({"collection": "Docs"}, "key 'url': is required"),
-    ({"url": "http://h:8080"}, "key 'collection': is required"),
-    ({"url": "ftp://h", "collection": "D"}, "expected http(s)://host"),
-    ({"url": "http://[::1", "collection": "D"}, "expected http(s)://host"),
-    ({"url": "http://h", "collection": "D", "mode": "dense"}, "key 'mode'"),
-    ({"url": "http://h", "collection": "D", "alpha": 1.5}, "between 0"),
-    ({"url": "http://h", "collection": "D", "grpc_port": "x"}, "key 'grpc_port'"),
-    ({"url": "http://h", "collection": "D", "colection": "x"}, "did you mean 'collection'"),
-    ({"url": "http://h", "collection": "D", "properties": "text"}, "list of property names"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"collection": "Docs"}, "key 'url': is required"),
+        ({"url": "http://h:8080"}, "key 'collection': is required"),
+        ({"url": "ftp://h", "collection": "D"}, "expected http(s)://host"),
+        ({"url": "http://[::1", "collection": "D"}, "expected http(s)://host"),
+        ({"url": "http://h", "collection": "D", "mode": "dense"}, "key 'mode'"),
+        ({"url": "http://h", "collection": "D", "alpha": 1.5}, "between 0"),
+        ({"url": "http://h", "collection": "D", "grpc_port": "x"}, "key 'grpc_port'"),
+        ({"url": "http://h", "collection": "D", "colection": "x"}, "did you mean 'collection'"),
+        ({"url": "http://h", "collection": "D", "properties": "text"}, "list of property names"),
+    ],
+)
 def test_option_errors_name_the_key(options: dict[str, Any], message: str) -> None:
-    with pytest.raises(RetrieverConfigError, match=message.replace("(", r"\(").replace(
-            ")", r"\)")) as info:
+    with pytest.raises(
+        RetrieverConfigError, match=message.replace("(", r"\(").replace(")", r"\)")
+    ) as info:
         make_retriever(kb_config("kb-opt", **options))
     assert "knowledge base 'kb-opt'" in str(info.value)
 
@@ -335,19 +394,44 @@ def test_option_defaults() -> None:
     assert (opts.http_host, opts.http_port, opts.http_secure) == ("wv.example.com", 443, True)
     assert (opts.grpc_host, opts.grpc_port, opts.grpc_secure) == ("wv.example.com", 50051, True)
     assert (opts.mode, opts.alpha, opts.text_property, opts.embedding) == (
-        "hybrid", 0.7, "text", None)
+        "hybrid",
+        0.7,
+        "text",
+        None,
+    )
     local = make_retriever(kb_config(url="localhost", collection="D", grpc_host="g")).options
     assert (local.http_url, local.grpc_target) == ("http://localhost:8080", "g:50051")
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.dictionaries(
-    st.sampled_from(["url", "collection", "mode", "alpha", "grpc_port", "grpc_secure",
-                     "max_vector_distance", "properties", "headers", "tenant", "bogus"]),
-    st.one_of(st.none(), st.booleans(), st.integers(-5, 70000), st.floats(allow_nan=True),
-              st.text(max_size=12), st.lists(st.text(max_size=5), max_size=3),
-              st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2)),
-))
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "url",
+                "collection",
+                "mode",
+                "alpha",
+                "grpc_port",
+                "grpc_secure",
+                "max_vector_distance",
+                "properties",
+                "headers",
+                "tenant",
+                "bogus",
+            ]
+        ),
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(-5, 70000),
+            st.floats(allow_nan=True),
+            st.text(max_size=12),
+            st.lists(st.text(max_size=5), max_size=3),
+            st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2),
+        ),
+    )
+)
 def test_any_options_parse_or_fail_clearly(options: dict[str, Any]) -> None:
     """Whatever a kairox.toml holds, building the retriever raises nothing but a config
     error naming the knowledge base and the key (no TypeError or ValueError leaking out)."""

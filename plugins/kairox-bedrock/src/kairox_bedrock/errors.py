@@ -10,21 +10,41 @@ from kairox_core.retrieval.base import (
     RetrieverUnavailable,
 )
 
-THROTTLE_CODES = frozenset({
-    "ThrottlingException", "Throttling", "TooManyRequestsException", "ThrottledException",
-    "RequestLimitExceeded",
-})
-AUTH_CODES = frozenset({
-    "AccessDeniedException", "UnrecognizedClientException", "ExpiredTokenException",
-    "ExpiredToken", "InvalidSignatureException", "IncompleteSignature",
-    "InvalidClientTokenId", "SignatureDoesNotMatch", "MissingAuthenticationToken",
-    "MissingAuthenticationTokenException", "RequestExpired",
-})
+THROTTLE_CODES = frozenset(
+    {
+        "ThrottlingException",
+        "Throttling",
+        "TooManyRequestsException",
+        "ThrottledException",
+        "RequestLimitExceeded",
+    }
+)
+AUTH_CODES = frozenset(
+    {
+        "AccessDeniedException",
+        "UnrecognizedClientException",
+        "ExpiredTokenException",
+        "ExpiredToken",
+        "InvalidSignatureException",
+        "IncompleteSignature",
+        "InvalidClientTokenId",
+        "SignatureDoesNotMatch",
+        "MissingAuthenticationToken",
+        "MissingAuthenticationTokenException",
+        "RequestExpired",
+    }
+)
 EXPIRED_CODES = frozenset({"ExpiredTokenException", "ExpiredToken", "RequestExpired"})
-SERVER_CODES = frozenset({
-    "InternalServerException", "BadGatewayException", "DependencyFailedException",
-    "ServiceUnavailableException", "ServiceUnavailable", "InternalFailure",
-})
+SERVER_CODES = frozenset(
+    {
+        "InternalServerException",
+        "BadGatewayException",
+        "DependencyFailedException",
+        "ServiceUnavailableException",
+        "ServiceUnavailable",
+        "InternalFailure",
+    }
+)
 
 
 def client_error_code(exc: BaseException) -> str | None:
@@ -45,7 +65,11 @@ def _message(exc: BaseException) -> str:
 
 
 def translate(
-    exc: BaseException, *, source: str, knowledge_base_id: str, region: str | None,
+    exc: BaseException,
+    *,
+    source: str,
+    knowledge_base_id: str,
+    region: str | None,
     profile: str | None,
 ) -> RetrieverError:
     """The Kairox error for a boto3 failure while querying ``knowledge_base_id``."""
@@ -57,21 +81,27 @@ def translate(
     msg = _message(exc)
     if code is not None:
         if code in EXPIRED_CODES:
-            return RetrieverAuthError(source, (
-                f"{creds} have expired ({code}: {msg}); refresh them "
-                f"(e.g. `aws sso login{' --profile ' + profile if profile else ''}`)"
-            ))
+            return RetrieverAuthError(
+                source,
+                (
+                    f"{creds} have expired ({code}: {msg}); refresh them "
+                    f"(e.g. `aws sso login{' --profile ' + profile if profile else ''}`)"
+                ),
+            )
         if code == "AccessDeniedException":
-            return RetrieverAuthError(source, (
-                f"access denied to {where} ({code}: {msg}); the identity needs "
-                f"bedrock:Retrieve on that knowledge base"
-            ))
+            return RetrieverAuthError(
+                source,
+                (
+                    f"access denied to {where} ({code}: {msg}); the identity needs "
+                    f"bedrock:Retrieve on that knowledge base"
+                ),
+            )
         if code in AUTH_CODES:
             return RetrieverAuthError(source, f"AWS refused {creds} ({code}: {msg})")
         if code == "ResourceNotFoundException":
-            return RetrieverConfigError(source, (
-                f"{where} was not found ({msg}); check knowledge_base_id and region"
-            ))
+            return RetrieverConfigError(
+                source, (f"{where} was not found ({msg}); check knowledge_base_id and region")
+            )
         if code in THROTTLE_CODES:
             return RetrieverError(source, f"{where} is throttling requests ({code}: {msg})")
         if code in SERVER_CODES:
@@ -80,23 +110,36 @@ def translate(
             return RetrieverError(source, f"{where} rejected the request ({code}: {msg})")
         return RetrieverError(source, f"{where}: {code}: {msg}")
     if isinstance(exc, bx.NoCredentialsError | bx.PartialCredentialsError):
-        return RetrieverAuthError(source, (
-            f"no usable AWS credentials for {where} ({msg}); set `profile` in the knowledge "
-            "base or configure credentials (AWS_PROFILE, ~/.aws/credentials, SSO)"
-        ))
-    if isinstance(exc, bx.CredentialRetrievalError | bx.TokenRetrievalError
-                  | bx.SSOTokenLoadError | bx.UnauthorizedSSOTokenError):
+        return RetrieverAuthError(
+            source,
+            (
+                f"no usable AWS credentials for {where} ({msg}); set `profile` in the knowledge "
+                "base or configure credentials (AWS_PROFILE, ~/.aws/credentials, SSO)"
+            ),
+        )
+    if isinstance(
+        exc,
+        bx.CredentialRetrievalError
+        | bx.TokenRetrievalError
+        | bx.SSOTokenLoadError
+        | bx.UnauthorizedSSOTokenError,
+    ):
         return RetrieverAuthError(source, f"{creds} could not be loaded ({msg})")
     if isinstance(exc, bx.ProfileNotFound):
         return RetrieverConfigError(source, f"AWS profile '{profile}' does not exist ({msg})")
     if isinstance(exc, bx.NoRegionError):
-        return RetrieverConfigError(source, (
-            "no AWS region: set `region` in the knowledge base (or AWS_DEFAULT_REGION)"
-        ))
+        return RetrieverConfigError(
+            source, ("no AWS region: set `region` in the knowledge base (or AWS_DEFAULT_REGION)")
+        )
     if isinstance(exc, bx.ReadTimeoutError | bx.ConnectTimeoutError):
         return RetrieverTimeout(source, f"{where} did not answer in time ({msg})")
-    if isinstance(exc, bx.EndpointConnectionError | bx.ConnectionClosedError
-                  | bx.ProxyConnectionError | bx.HTTPClientError):
+    if isinstance(
+        exc,
+        bx.EndpointConnectionError
+        | bx.ConnectionClosedError
+        | bx.ProxyConnectionError
+        | bx.HTTPClientError,
+    ):
         return RetrieverUnavailable(source, f"cannot reach {where} ({msg})")
     if isinstance(exc, bx.ParamValidationError):
         return RetrieverConfigError(source, f"invalid request for {where}: {msg}")

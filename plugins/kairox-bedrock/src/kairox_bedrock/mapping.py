@@ -14,10 +14,21 @@ from typing import Any
 from kairox_core.retrieval.base import RetrievalHit
 
 # Bedrock's comparison operators, usable as {"field": {"greaterThan": 3}} in a Kairox filter.
-OPERATORS = frozenset({
-    "equals", "notEquals", "greaterThan", "greaterThanOrEquals", "lessThan",
-    "lessThanOrEquals", "in", "notIn", "startsWith", "listContains", "stringContains",
-})
+OPERATORS = frozenset(
+    {
+        "equals",
+        "notEquals",
+        "greaterThan",
+        "greaterThanOrEquals",
+        "lessThan",
+        "lessThanOrEquals",
+        "in",
+        "notIn",
+        "startsWith",
+        "listContains",
+        "stringContains",
+    }
+)
 # Where each location type keeps its address.
 LOCATION_FIELDS: dict[str, tuple[str, str]] = {
     "S3": ("s3Location", "uri"),
@@ -135,9 +146,7 @@ def to_hits(
     """
     hits: list[RetrievalHit] = []
     seen: set[str] = set()
-    ranked = sorted(
-        enumerate(results), key=lambda p: (-float(p[1].get("score") or 0.0), p[0])
-    )
+    ranked = sorted(enumerate(results), key=lambda p: (-float(p[1].get("score") or 0.0), p[0]))
     for _, result in ranked:
         text = _text_of(result.get("content") or {})
         if not text:
@@ -160,14 +169,16 @@ def to_hits(
         if address:
             metadata["location"] = address
         chunk = raw_meta.get(CHUNK_ID_KEY)
-        hits.append(RetrievalHit(
-            text=text,
-            score=float(result.get("score") or 0.0),
-            source=source,
-            doc_id=doc_id,
-            metadata=metadata,
-            chunk_id=str(chunk) if chunk is not None else None,
-        ))
+        hits.append(
+            RetrievalHit(
+                text=text,
+                score=float(result.get("score") or 0.0),
+                source=source,
+                doc_id=doc_id,
+                metadata=metadata,
+                chunk_id=str(chunk) if chunk is not None else None,
+            )
+        )
         if len(hits) >= k:
             break
     return hits

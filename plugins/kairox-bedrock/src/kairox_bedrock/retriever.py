@@ -27,10 +27,18 @@ KB_ID_PATTERN = re.compile(
     r"knowledge-base/[0-9a-zA-Z]{10}$"
 )
 SEARCH_TYPES = ("HYBRID", "SEMANTIC")
-KNOWN_OPTIONS = frozenset({
-    "knowledge_base_id", "region", "profile", "endpoint_url", "search_type", "max_attempts",
-    "backoff", "overfetch",
-})
+KNOWN_OPTIONS = frozenset(
+    {
+        "knowledge_base_id",
+        "region",
+        "profile",
+        "endpoint_url",
+        "search_type",
+        "max_attempts",
+        "backoff",
+        "overfetch",
+    }
+)
 
 
 class BedrockRetriever:
@@ -52,10 +60,13 @@ class BedrockRetriever:
         client_factory: Callable[[], Any] | None = None,
     ) -> None:
         if not KB_ID_PATTERN.match(knowledge_base_id or ""):
-            raise RetrieverConfigError(name, (
-                f"knowledge_base_id {knowledge_base_id!r} is not a Bedrock knowledge base id "
-                "(10 letters/digits, e.g. 'ABCDE12345', or its ARN)"
-            ))
+            raise RetrieverConfigError(
+                name,
+                (
+                    f"knowledge_base_id {knowledge_base_id!r} is not a Bedrock knowledge base id "
+                    "(10 letters/digits, e.g. 'ABCDE12345', or its ARN)"
+                ),
+            )
         if search_type is not None and search_type.upper() not in SEARCH_TYPES:
             raise RetrieverConfigError(
                 name, f"search_type must be one of {', '.join(SEARCH_TYPES)} (got {search_type!r})"
@@ -85,16 +96,22 @@ class BedrockRetriever:
         options: dict[str, Any] = dict(kb.options)
         unknown = sorted(set(options) - KNOWN_OPTIONS)
         if unknown:
-            raise RetrieverConfigError(kb.id, (
-                f"unknown option(s) {', '.join(unknown)} for kind 'bedrock'; "
-                f"known: {', '.join(sorted(KNOWN_OPTIONS))}"
-            ))
+            raise RetrieverConfigError(
+                kb.id,
+                (
+                    f"unknown option(s) {', '.join(unknown)} for kind 'bedrock'; "
+                    f"known: {', '.join(sorted(KNOWN_OPTIONS))}"
+                ),
+            )
         kb_id = options.get("knowledge_base_id")
         if not kb_id:
-            raise RetrieverConfigError(kb.id, (
-                "missing knowledge_base_id: add `knowledge_base_id = \"ABCDE12345\"` "
-                f"under [knowledge_bases.{kb.id}]"
-            ))
+            raise RetrieverConfigError(
+                kb.id,
+                (
+                    'missing knowledge_base_id: add `knowledge_base_id = "ABCDE12345"` '
+                    f"under [knowledge_bases.{kb.id}]"
+                ),
+            )
         try:
             max_attempts = int(options.get("max_attempts", 5))
             backoff = float(options.get("backoff", 0.2))
@@ -104,7 +121,8 @@ class BedrockRetriever:
                 kb.id, f"max_attempts, backoff and overfetch must be numbers ({exc})"
             ) from None
         return cls(
-            kb.id, str(kb_id),
+            kb.id,
+            str(kb_id),
             region=options.get("region"),
             profile=options.get("profile"),
             endpoint_url=options.get("endpoint_url"),
@@ -145,8 +163,11 @@ class BedrockRetriever:
 
     def _translate(self, exc: BaseException) -> RetrieverError:
         return errors.translate(
-            exc, source=self.name, knowledge_base_id=self.knowledge_base_id,
-            region=self.region, profile=self.profile,
+            exc,
+            source=self.name,
+            knowledge_base_id=self.knowledge_base_id,
+            region=self.region,
+            profile=self.profile,
         )
 
     # --- retrieval ----------------------------------------------------------------
@@ -156,7 +177,10 @@ class BedrockRetriever:
     ) -> dict[str, Any]:
         try:
             return mapping.build_request(
-                self.knowledge_base_id, query, k * self.overfetch, filters,
+                self.knowledge_base_id,
+                query,
+                k * self.overfetch,
+                filters,
                 search_type=self.search_type,
             )
         except mapping.FilterError as exc:
@@ -182,11 +206,14 @@ class BedrockRetriever:
                     raise self._translate(exc) from exc
                 delay = self.backoff * (2 ** (attempt - 1)) * (0.5 + random.random() / 2)
                 if attempt >= self.max_attempts or loop.time() + delay >= deadline:
-                    raise RetrieverError(self.name, (
-                        f"Bedrock knowledge base {self.knowledge_base_id} kept throttling "
-                        f"requests ({code}) after {attempt} attempt(s); lower the request "
-                        f"rate or ask AWS for a higher quota"
-                    )) from exc
+                    raise RetrieverError(
+                        self.name,
+                        (
+                            f"Bedrock knowledge base {self.knowledge_base_id} kept throttling "
+                            f"requests ({code}) after {attempt} attempt(s); lower the request "
+                            f"rate or ask AWS for a higher quota"
+                        ),
+                    ) from exc
                 await asyncio.sleep(delay)
 
     async def retrieve(
@@ -202,13 +229,18 @@ class BedrockRetriever:
                 self._call_with_backoff(request, deadline), timeout=self.timeout
             )
         except asyncio.TimeoutError:
-            raise RetrieverTimeout(self.name, (
-                f"Bedrock knowledge base {self.knowledge_base_id} did not answer within "
-                f"{self.timeout:g}s (raise `timeout` under [knowledge_bases.{self.name}])"
-            )) from None
+            raise RetrieverTimeout(
+                self.name,
+                (
+                    f"Bedrock knowledge base {self.knowledge_base_id} did not answer within "
+                    f"{self.timeout:g}s (raise `timeout` under [knowledge_bases.{self.name}])"
+                ),
+            ) from None
         return mapping.to_hits(
-            response.get("retrievalResults") or [], source=self.name,
-            knowledge_base_id=self.knowledge_base_id, k=k,
+            response.get("retrievalResults") or [],
+            source=self.name,
+            knowledge_base_id=self.knowledge_base_id,
+            k=k,
         )
 
     async def close(self) -> None:

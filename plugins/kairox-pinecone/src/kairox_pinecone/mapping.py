@@ -68,8 +68,14 @@ class Found:
 
 
 def to_hits(
-    found: Iterable[Found], *, source: str, text_field: str, doc_id_field: str | None, k: int,
-    min_score: float | None = None, metric: str = "cosine",
+    found: Iterable[Found],
+    *,
+    source: str,
+    text_field: str,
+    doc_id_field: str | None,
+    k: int,
+    min_score: float | None = None,
+    metric: str = "cosine",
 ) -> tuple[list[RetrievalHit], int]:
     """(hits best first, one per document, at most ``k``; how many lacked ``text_field``).
 
@@ -94,10 +100,16 @@ def to_hits(
             continue
         seen.add(doc_id)
         metadata = {key: v for key, v in item.fields.items() if key != text_field}
-        hits.append(RetrievalHit(
-            text=text, score=score, source=source, doc_id=doc_id,
-            metadata=metadata, chunk_id=item.id,
-        ))
+        hits.append(
+            RetrievalHit(
+                text=text,
+                score=score,
+                source=source,
+                doc_id=doc_id,
+                metadata=metadata,
+                chunk_id=item.id,
+            )
+        )
         if len(hits) >= k:
             break
     return hits, missing_text

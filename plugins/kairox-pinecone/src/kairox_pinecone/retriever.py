@@ -26,10 +26,21 @@ from kairox_pinecone import errors, mapping
 DEFAULT_NAMESPACE = "__default__"  # the records API's name for the default namespace
 METRICS = ("cosine", "dotproduct", "euclidean")
 MAX_TOP_K = 10_000  # Pinecone's limit for top_k
-KNOWN_OPTIONS = frozenset({
-    "host", "namespace", "api_key", "text_field", "doc_id_field", "embedding_backend",
-    "embedding_options", "integrated_inference", "filter", "min_score", "metric",
-})
+KNOWN_OPTIONS = frozenset(
+    {
+        "host",
+        "namespace",
+        "api_key",
+        "text_field",
+        "doc_id_field",
+        "embedding_backend",
+        "embedding_options",
+        "integrated_inference",
+        "filter",
+        "min_score",
+        "metric",
+    }
+)
 
 
 class PineconeRetriever:
@@ -53,16 +64,22 @@ class PineconeRetriever:
         timeout: float = 10.0,
     ) -> None:
         if not host:
-            raise RetrieverConfigError(name, (
-                "missing host: add the index host, e.g. "
-                f"`host = \"my-index-abc123.svc.us-east-1.pinecone.io\"` under "
-                f"[knowledge_bases.{name}]"
-            ))
+            raise RetrieverConfigError(
+                name,
+                (
+                    "missing host: add the index host, e.g. "
+                    f'`host = "my-index-abc123.svc.us-east-1.pinecone.io"` under '
+                    f"[knowledge_bases.{name}]"
+                ),
+            )
         if not api_key:
-            raise RetrieverConfigError(name, (
-                "missing api_key: add `api_key = \"$env:PINECONE_API_KEY\"` under "
-                f"[knowledge_bases.{name}] (or export PINECONE_API_KEY)"
-            ))
+            raise RetrieverConfigError(
+                name,
+                (
+                    'missing api_key: add `api_key = "$env:PINECONE_API_KEY"` under '
+                    f"[knowledge_bases.{name}] (or export PINECONE_API_KEY)"
+                ),
+            )
         if metric not in METRICS:
             raise RetrieverConfigError(
                 name, f"metric must be one of {', '.join(METRICS)} (got {metric!r})"
@@ -93,10 +110,13 @@ class PineconeRetriever:
         options: dict[str, Any] = dict(kb.options)
         unknown = sorted(set(options) - KNOWN_OPTIONS)
         if unknown:
-            raise RetrieverConfigError(kb.id, (
-                f"unknown option(s) {', '.join(unknown)} for kind 'pinecone'; "
-                f"known: {', '.join(sorted(KNOWN_OPTIONS))}"
-            ))
+            raise RetrieverConfigError(
+                kb.id,
+                (
+                    f"unknown option(s) {', '.join(unknown)} for kind 'pinecone'; "
+                    f"known: {', '.join(sorted(KNOWN_OPTIONS))}"
+                ),
+            )
         secret = kb.secret("api_key") if "api_key" in options else None
         api_key = secret.get_secret_value() if secret else os.environ.get("PINECONE_API_KEY", "")
         min_score = options.get("min_score")
@@ -105,7 +125,8 @@ class PineconeRetriever:
         ):
             raise RetrieverConfigError(kb.id, f"min_score must be a number (got {min_score!r})")
         return cls(
-            kb.id, str(options.get("host") or ""),
+            kb.id,
+            str(options.get("host") or ""),
             api_key=api_key,
             namespace=str(options.get("namespace", "")),
             text_field=str(options.get("text_field", "text")),
@@ -129,7 +150,9 @@ class PineconeRetriever:
 
             try:
                 index = AsyncIndex(
-                    host=self.host, api_key=self._api_key, timeout=self.timeout,
+                    host=self.host,
+                    api_key=self._api_key,
+                    timeout=self.timeout,
                     source_tag="kairox",
                 )
             except Exception as exc:
@@ -145,17 +168,23 @@ class PineconeRetriever:
             try:
                 registration = get_plugins().get("embedding_backends", self.embedding_backend)
             except Exception as exc:
-                raise RetrieverConfigError(self.name, (
-                    f"embedding backend '{self.embedding_backend}' is not available ({exc}); "
-                    "set embedding_backend, or integrated_inference = true"
-                )) from None
+                raise RetrieverConfigError(
+                    self.name,
+                    (
+                        f"embedding backend '{self.embedding_backend}' is not available ({exc}); "
+                        "set embedding_backend, or integrated_inference = true"
+                    ),
+                ) from None
             try:
                 self._embedder = registration.factory(**self.embedding_options)
             except Exception as exc:
-                raise RetrieverConfigError(self.name, (
-                    f"embedding backend '{self.embedding_backend}' cannot be made with "
-                    f"embedding_options {self.embedding_options}: {exc}"
-                )) from exc
+                raise RetrieverConfigError(
+                    self.name,
+                    (
+                        f"embedding backend '{self.embedding_backend}' cannot be made with "
+                        f"embedding_options {self.embedding_options}: {exc}"
+                    ),
+                ) from exc
         return self._embedder
 
     def _translate(self, exc: BaseException) -> RetrieverError:
@@ -177,9 +206,9 @@ class PineconeRetriever:
         try:
             vector = await asyncio.to_thread(embedder.embed_query, query)
         except Exception as exc:
-            raise RetrieverError(self.name, (
-                f"embedding backend '{self.embedding_backend}' failed: {exc}"
-            )) from exc
+            raise RetrieverError(
+                self.name, (f"embedding backend '{self.embedding_backend}' failed: {exc}")
+            ) from exc
         return [float(x) for x in vector]
 
     async def _query(
@@ -188,16 +217,22 @@ class PineconeRetriever:
         index = self._index()
         if vector is None:
             response = await index.search(
-                namespace=self.namespace or DEFAULT_NAMESPACE, top_k=k,
-                inputs={"text": query}, filter=flt,
+                namespace=self.namespace or DEFAULT_NAMESPACE,
+                top_k=k,
+                inputs={"text": query},
+                filter=flt,
             )
-            return [mapping.Found(h.id, float(h.score), h.fields or {})
-                    for h in response.result.hits]
+            return [
+                mapping.Found(h.id, float(h.score), h.fields or {}) for h in response.result.hits
+            ]
         response = await index.query(
-            vector=vector, top_k=k, namespace=self.namespace, filter=flt, include_metadata=True,
+            vector=vector,
+            top_k=k,
+            namespace=self.namespace,
+            filter=flt,
+            include_metadata=True,
         )
-        return [mapping.Found(m.id, float(m.score), m.metadata or {})
-                for m in response.matches]
+        return [mapping.Found(m.id, float(m.score), m.metadata or {}) for m in response.matches]
 
     async def retrieve(
         self, query: str, k: int, filters: Mapping[str, Any] | None = None
@@ -213,25 +248,36 @@ class PineconeRetriever:
                 self._query(query, vector, top_k, flt), timeout=self.timeout
             )
         except asyncio.TimeoutError:
-            raise RetrieverTimeout(self.name, (
-                f"Pinecone index {self.host} did not answer within {self.timeout:g}s "
-                f"(raise `timeout` under [knowledge_bases.{self.name}])"
-            )) from None
+            raise RetrieverTimeout(
+                self.name,
+                (
+                    f"Pinecone index {self.host} did not answer within {self.timeout:g}s "
+                    f"(raise `timeout` under [knowledge_bases.{self.name}])"
+                ),
+            ) from None
         except RetrieverError:
             raise
         except Exception as exc:
             raise self._translate(exc) from exc
         hits, missing = mapping.to_hits(
-            found, source=self.name, text_field=self.text_field,
-            doc_id_field=self.doc_id_field, k=k, min_score=self.min_score, metric=self.metric,
+            found,
+            source=self.name,
+            text_field=self.text_field,
+            doc_id_field=self.doc_id_field,
+            k=k,
+            min_score=self.min_score,
+            metric=self.metric,
         )
         if found and not hits and missing == len(found):
             keys = sorted({key for f in found for key in f.fields})
-            raise RetrieverConfigError(self.name, (
-                f"no match from Pinecone index {self.host} has the text field "
-                f"'{self.text_field}' (fields seen: {', '.join(keys) or 'none'}); "
-                "set text_field"
-            ))
+            raise RetrieverConfigError(
+                self.name,
+                (
+                    f"no match from Pinecone index {self.host} has the text field "
+                    f"'{self.text_field}' (fields seen: {', '.join(keys) or 'none'}); "
+                    "set text_field"
+                ),
+            )
         return hits
 
     async def close(self) -> None:

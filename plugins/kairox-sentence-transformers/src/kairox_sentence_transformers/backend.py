@@ -71,14 +71,14 @@ def _pick_device(device: str) -> str:
     if device == "cuda" and not torch.cuda.is_available():
         raise EmbeddingConfigError(
             f"{WHERE}.device: 'cuda' was asked for but this torch ({torch.__version__}) sees "
-            f"no CUDA device; fix: device = \"cpu\" (or \"auto\")"
+            f'no CUDA device; fix: device = "cpu" (or "auto")'
         )
     if device == "mps":
         mps = getattr(torch.backends, "mps", None)
         if mps is None or not mps.is_available():
             raise EmbeddingConfigError(
                 f"{WHERE}.device: 'mps' was asked for but Apple's Metal backend is not "
-                f"available here; fix: device = \"cpu\" (or \"auto\")"
+                f'available here; fix: device = "cpu" (or "auto")'
             )
     return device
 
@@ -101,12 +101,14 @@ class SentenceTransformerEmbedding:
         trust_remote_code: bool = False,
     ) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
-            raise EmbeddingConfigError(f"{WHERE}.batch_size must be a positive integer "
-                                       f"(got {batch_size!r})")
+            raise EmbeddingConfigError(
+                f"{WHERE}.batch_size must be a positive integer (got {batch_size!r})"
+            )
         device = str(device).lower()
         if device.split(":", 1)[0] not in DEVICES:
-            raise EmbeddingConfigError(f"{WHERE}.device must be one of {', '.join(DEVICES)} "
-                                       f"(got {device!r})")
+            raise EmbeddingConfigError(
+                f"{WHERE}.device must be one of {', '.join(DEVICES)} (got {device!r})"
+            )
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         target, self.model_name = resolve_model(model)
         if self.model_name != DEFAULT_MODEL:
@@ -124,21 +126,29 @@ class SentenceTransformerEmbedding:
         getter = getattr(self._model, "get_embedding_dimension", None)
         dimension = getter() if getter else self._model.get_sentence_embedding_dimension()
         if not dimension:
-            raise EmbeddingConfigError(f"{WHERE}.model: '{self.model_name}' does not say its "
-                                       f"embedding dimension; is it a sentence-transformers model?")
+            raise EmbeddingConfigError(
+                f"{WHERE}.model: '{self.model_name}' does not say its "
+                f"embedding dimension; is it a sentence-transformers model?"
+            )
         self.dimension = int(dimension)
 
     def _load(self, target: str, max_seq_length: int | None, trust_remote_code: bool) -> Any:
         from sentence_transformers import SentenceTransformer
 
         try:
-            model = SentenceTransformer(target, device=self.device,
-                                        local_files_only=_offline(),
-                                        trust_remote_code=trust_remote_code)
+            model = SentenceTransformer(
+                target,
+                device=self.device,
+                local_files_only=_offline(),
+                trust_remote_code=trust_remote_code,
+            )
         except Exception as exc:  # the library raises OSError, ValueError, HF errors...
-            hint = ("downloads are off (HF_HUB_OFFLINE=1): use a local model directory or a "
-                    "model already in the Hugging Face cache" if _offline() else
-                    "check the model name or directory")
+            hint = (
+                "downloads are off (HF_HUB_OFFLINE=1): use a local model directory or a "
+                "model already in the Hugging Face cache"
+                if _offline()
+                else "check the model name or directory"
+            )
             raise EmbeddingConfigError(
                 f"{WHERE}.model: cannot load '{self.model_name}': {type(exc).__name__}: "
                 f"{str(exc).splitlines()[0] if str(exc) else ''}; fix: {hint}, or remove "
@@ -153,8 +163,12 @@ class SentenceTransformerEmbedding:
             return []
         with self._lock:
             vectors = self._model.encode(
-                list(texts), batch_size=self.batch_size, normalize_embeddings=self.normalize,
-                convert_to_numpy=True, show_progress_bar=False, prompt=prompt,
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=self.normalize,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+                prompt=prompt,
             )
         rows: list[list[float]] = vectors.tolist()
         return rows
@@ -166,5 +180,7 @@ class SentenceTransformerEmbedding:
         return self._encode([text], self.query_prompt)[0]
 
     def __repr__(self) -> str:
-        return (f"SentenceTransformerEmbedding(model={self.model_name!r}, "
-                f"dimension={self.dimension}, device={self.device!r})")
+        return (
+            f"SentenceTransformerEmbedding(model={self.model_name!r}, "
+            f"dimension={self.dimension}, device={self.device!r})"
+        )

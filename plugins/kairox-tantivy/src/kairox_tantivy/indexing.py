@@ -58,16 +58,22 @@ def to_document(doc: IndexDoc, options: TantivyOptions) -> tantivy.Document:
     return out
 
 
-def write(kb_id: str, options: TantivyOptions, index: tantivy.Index,
-          batches: Sequence[tuple[str | None, Sequence[IndexDoc]]],
-          removed_paths: Sequence[str] = ()) -> int:
+def write(
+    kb_id: str,
+    options: TantivyOptions,
+    index: tantivy.Index,
+    batches: Sequence[tuple[str | None, Sequence[IndexDoc]]],
+    removed_paths: Sequence[str] = (),
+) -> int:
     """Replace each batch's file (or keys), drop ``removed_paths``; commit once."""
     try:
         writer = index.writer(heap_size=WRITER_HEAP_BYTES, num_threads=1)
     except ValueError as exc:
         raise RetrieverError(
-            kb_id, f"cannot write the index at {options.path} ({exc}); is another "
-                   f"`kairox kb index {kb_id}` running?") from None
+            kb_id,
+            f"cannot write the index at {options.path} ({exc}); is another "
+            f"`kairox kb index {kb_id}` running?",
+        ) from None
     count = 0
     try:
         for gone in removed_paths:
@@ -112,9 +118,13 @@ def _wanted(path: Path, roots: Sequence[Path], extensions: Sequence[str]) -> boo
     return not any(part.startswith(".") for part in path.relative_to(root).parts)
 
 
-def index_files(kb_id: str, options: TantivyOptions, index: tantivy.Index,
-                paths: Sequence[str | os.PathLike[str]],
-                progress: IndexProgress | None = None) -> IndexReport:
+def index_files(
+    kb_id: str,
+    options: TantivyOptions,
+    index: tantivy.Index,
+    paths: Sequence[str | os.PathLike[str]],
+    progress: IndexProgress | None = None,
+) -> IndexReport:
     """Add new files, re-index changed ones, drop ones gone from under ``paths``."""
     started = time.perf_counter()
     report = IndexReport()
@@ -148,8 +158,11 @@ def index_files(kb_id: str, options: TantivyOptions, index: tantivy.Index,
             report.added += 1
         manifest[key] = stamp
         batches.append((key, docs))
-    gone = [key for key in old if key not in seen
-            and any(Path(key) == r or r in Path(key).parents for r in scan.roots)]
+    gone = [
+        key
+        for key in old
+        if key not in seen and any(Path(key) == r or r in Path(key).parents for r in scan.roots)
+    ]
     for key in gone:
         del manifest[key]
     report.removed = len(gone)

@@ -66,8 +66,14 @@ def load_text_file(path: Path, max_chars: int) -> list[IndexDoc]:
     title = match.group(1) if match else path.stem
     doc_id = str(path)
     return [
-        IndexDoc(doc_id, title, chunk, {"path": doc_id, "chunk": i},
-                 chunk_id=f"{doc_id}#{i}", path=doc_id)
+        IndexDoc(
+            doc_id,
+            title,
+            chunk,
+            {"path": doc_id, "chunk": i},
+            chunk_id=f"{doc_id}#{i}",
+            path=doc_id,
+        )
         for i, chunk in enumerate(chunk_text(text, max_chars))
     ]
 
@@ -102,8 +108,13 @@ def iter_jsonl(path: Path) -> Iterator[IndexDoc]:
                 raise ValueError(f"{path}:{lineno}: 'title' and 'text' must be strings")
             if not (text or title).strip():
                 continue
-            yield IndexDoc(doc_id, title, text or title, _scalar_metadata(record.get("metadata")),
-                           path=str(path))
+            yield IndexDoc(
+                doc_id,
+                title,
+                text or title,
+                _scalar_metadata(record.get("metadata")),
+                path=str(path),
+            )
 
 
 def load_file(path: Path, max_chars: int) -> list[IndexDoc]:

@@ -64,8 +64,11 @@ def filter_query(
     for name, wanted in filters.items():
         info = fields.get(name)
         if info is None or not info.indexed or name in not_filterable or info.type == "json_object":
-            usable = sorted(n for n, f in fields.items()
-                            if f.indexed and n not in not_filterable and f.type != "json_object")
+            usable = sorted(
+                n
+                for n, f in fields.items()
+                if f.indexed and n not in not_filterable and f.type != "json_object"
+            )
             raise RetrieverError(
                 kb_id,
                 f"cannot filter on '{name}': it is not a stored field of the index "
@@ -81,8 +84,11 @@ def filter_query(
             ) from None
         if not terms:
             return tantivy.Query.empty_query()  # "one of nothing" matches nothing
-        query = (tantivy.Query.term_query(schema, name, terms[0]) if len(terms) == 1
-                 else tantivy.Query.term_set_query(schema, name, terms))
+        query = (
+            tantivy.Query.term_query(schema, name, terms[0])
+            if len(terms) == 1
+            else tantivy.Query.term_set_query(schema, name, terms)
+        )
         clauses.append((tantivy.Occur.Must, query))
     if not clauses:
         return None
@@ -93,7 +99,9 @@ def combine(text: tantivy.Query, filters: tantivy.Query | None) -> tantivy.Query
     """Filters restrict without scoring: BM25 scores stay those of the text query."""
     if filters is None:
         return text
-    return tantivy.Query.boolean_query([
-        (tantivy.Occur.Must, text),
-        (tantivy.Occur.Must, tantivy.Query.const_score_query(filters, 0.0)),
-    ])
+    return tantivy.Query.boolean_query(
+        [
+            (tantivy.Occur.Must, text),
+            (tantivy.Occur.Must, tantivy.Query.const_score_query(filters, 0.0)),
+        ]
+    )

@@ -41,8 +41,10 @@ class TantivyRetriever:
         self._lock = threading.RLock()
         self._index: tantivy.Index | None = None
         self._fields: dict[str, FieldInfo] = {}
-        self._boosts = {self.options.title_field: self.options.title_boost,
-                        self.options.body_field: self.options.body_boost}
+        self._boosts = {
+            self.options.title_field: self.options.title_boost,
+            self.options.body_field: self.options.body_boost,
+        }
 
     # --- opening -------------------------------------------------------------------
 
@@ -55,8 +57,10 @@ class TantivyRetriever:
                     report = self.index([])
                     if report.errors and not report.chunks:
                         raise RetrieverConfigError(
-                            self.name, "building the index from source_paths failed: "
-                                       + "; ".join(report.errors[:3]))
+                            self.name,
+                            "building the index from source_paths failed: "
+                            + "; ".join(report.errors[:3]),
+                        )
                 else:
                     self._index = open_index(self.name, self.options)
                     self._fields = read_schema(path)
@@ -77,18 +81,19 @@ class TantivyRetriever:
             )
         except asyncio.TimeoutError:
             raise RetrieverTimeout(
-                self.name, f"the search took longer than the {self.timeout:g}s timeout "
-                           f"(raise timeout in [knowledge_bases.{self.name}])"
+                self.name,
+                f"the search took longer than the {self.timeout:g}s timeout "
+                f"(raise timeout in [knowledge_bases.{self.name}])",
             ) from None
 
-    def search(self, query: str, k: int,
-               filters: Mapping[str, Any] | None = None) -> list[RetrievalHit]:
+    def search(
+        self, query: str, k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[RetrievalHit]:
         """The blocking search ``retrieve`` runs in a thread (usable directly from scripts)."""
         self._opened()
         return self._search(query, k, filters)
 
-    def _search(self, text: str, k: int,
-                filters: Mapping[str, Any] | None) -> list[RetrievalHit]:
+    def _search(self, text: str, k: int, filters: Mapping[str, Any] | None) -> list[RetrievalHit]:
         index = self._opened()
         opts = self.options
         try:
@@ -97,14 +102,20 @@ class TantivyRetriever:
                 return []
             restrict = None
             if filters:
-                restrict = q.filter_query(self.name, index.schema, self._fields, filters,
-                                          not_filterable=(opts.title_field, opts.body_field))
+                restrict = q.filter_query(
+                    self.name,
+                    index.schema,
+                    self._fields,
+                    filters,
+                    not_filterable=(opts.title_field, opts.body_field),
+                )
             searcher = index.searcher()
             result = searcher.search(q.combine(query, restrict), k, count=False)
             snippets = None
             if opts.snippet_chars and result.hits:
                 snippets = tantivy.SnippetGenerator.create(
-                    searcher, query, index.schema, opts.body_field)
+                    searcher, query, index.schema, opts.body_field
+                )
                 snippets.set_max_num_chars(opts.snippet_chars)
             return [self._hit(searcher.doc(addr), score, snippets) for score, addr in result.hits]
         except RetrieverError:
@@ -112,8 +123,9 @@ class TantivyRetriever:
         except (ValueError, OSError) as exc:
             raise RetrieverError(self.name, f"search failed: {exc}") from None
 
-    def _hit(self, doc: tantivy.Document, score: float,
-             snippets: tantivy.SnippetGenerator | None) -> RetrievalHit:
+    def _hit(
+        self, doc: tantivy.Document, score: float, snippets: tantivy.SnippetGenerator | None
+    ) -> RetrievalHit:
         opts = self.options
         get = doc.get_first
         body = str(get(opts.body_field) or "")
@@ -123,22 +135,31 @@ class TantivyRetriever:
             metadata: dict[str, Any] = meta
         else:  # built elsewhere: every other stored field
             skip = {opts.body_field, opts.title_field, opts.id_field, opts.doc_id_field}
-            metadata = {n: (v[0] if len(v) == 1 else v)
-                        for n, v in doc.to_dict().items() if n not in skip and v}
+            metadata = {
+                n: (v[0] if len(v) == 1 else v)
+                for n, v in doc.to_dict().items()
+                if n not in skip and v
+            }
         metadata["title"] = title
         path = get("path") if "path" in self._fields else None
         if path:
             metadata["path"] = path
         if snippets is not None:
-            metadata["snippet"] = snippets.snippet_from_doc(doc).fragment() or body[
-                : opts.snippet_chars]
+            metadata["snippet"] = (
+                snippets.snippet_from_doc(doc).fragment() or body[: opts.snippet_chars]
+            )
         doc_id = get(opts.doc_id_field) if opts.doc_id_field in self._fields else None
         if doc_id is None:
             doc_id = get(opts.id_field) if opts.id_field in self._fields else ""
         chunk_id = get("chunk_id") if "chunk_id" in self._fields else None
-        return RetrievalHit(text=body or title, score=float(score), source=self.name,
-                            doc_id=str(doc_id), metadata=metadata,
-                            chunk_id=str(chunk_id) if chunk_id else None)
+        return RetrievalHit(
+            text=body or title,
+            score=float(score),
+            source=self.name,
+            doc_id=str(doc_id),
+            metadata=metadata,
+            chunk_id=str(chunk_id) if chunk_id else None,
+        )
 
     async def close(self) -> None:
         with self._lock:
@@ -146,8 +167,7 @@ class TantivyRetriever:
 
     # --- indexing ------------------------------------------------------------------
 
-    def index(self, paths: Sequence[str], *,
-              progress: IndexProgress | None = None) -> IndexReport:
+    def index(self, paths: Sequence[str], *, progress: IndexProgress | None = None) -> IndexReport:
         """``kairox kb index``: files under ``paths`` (else ``source_paths``) kept in step.
 
         New files are added, changed ones re-indexed, unchanged ones skipped, and files
@@ -155,9 +175,12 @@ class TantivyRetriever:
         """
         targets = [str(p) for p in paths] or [str(p) for p in self.options.source_paths]
         if not targets:
-            raise RetrieverError(self.name, "nothing to index: name files or directories "
-                                            f"(`kairox kb index {self.name} PATH...`) or set "
-                                            f"source_paths in [knowledge_bases.{self.name}]")
+            raise RetrieverError(
+                self.name,
+                "nothing to index: name files or directories "
+                f"(`kairox kb index {self.name} PATH...`) or set "
+                f"source_paths in [knowledge_bases.{self.name}]",
+            )
         with self._lock:
             index = self._writable()
             return indexing.index_files(self.name, self.options, index, targets, progress)

@@ -90,8 +90,11 @@ def create_index(kb_id: str, options: TantivyOptions) -> tantivy.Index:
         index = tantivy.Index(build_schema(options), path=str(options.path), reuse=False)
     except ValueError as exc:
         raise RetrieverError(kb_id, f"cannot create an index at {options.path}: {exc}") from None
-    marker = {"format": 1, "stored_fields": list(options.stored_fields),
-              "tokenizer": options.tokenizer}
+    marker = {
+        "format": 1,
+        "stored_fields": list(options.stored_fields),
+        "tokenizer": options.tokenizer,
+    }
     (options.path / MARKER_FILE).write_text(json.dumps(marker), "utf-8")
     return index
 

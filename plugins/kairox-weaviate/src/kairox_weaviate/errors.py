@@ -71,16 +71,23 @@ def translate(exc: BaseException, *, source: str, where: str, collection: str) -
     if grpc is not None:
         status, details = grpc
         if status == "UNAUTHENTICATED":
-            return RetrieverAuthError(source, f"Weaviate at {where} refused the API key "
-                                              f"(gRPC UNAUTHENTICATED: {details}); check api_key")
+            return RetrieverAuthError(
+                source,
+                f"Weaviate at {where} refused the API key "
+                f"(gRPC UNAUTHENTICATED: {details}); check api_key",
+            )
         if status == "PERMISSION_DENIED":
-            return RetrieverAuthError(source, f"the API key may not read collection "
-                                              f"'{collection}' (gRPC PERMISSION_DENIED: {details})")
+            return RetrieverAuthError(
+                source,
+                f"the API key may not read collection "
+                f"'{collection}' (gRPC PERMISSION_DENIED: {details})",
+            )
         if status == "DEADLINE_EXCEEDED":
             return RetrieverTimeout(source, f"Weaviate at {where} did not answer in time")
         if status == "UNAVAILABLE":
-            return RetrieverUnavailable(source, f"Weaviate gRPC at {where} is unavailable "
-                                                f"({details})")
+            return RetrieverUnavailable(
+                source, f"Weaviate gRPC at {where} is unavailable ({details})"
+            )
         cause = _config_cause(details, collection)
         if cause:
             return RetrieverConfigError(source, cause)
@@ -89,8 +96,9 @@ def translate(exc: BaseException, *, source: str, where: str, collection: str) -
         code = exc.status_code
         if code in (401, 403):
             verb = "refused the API key" if code == 401 else "denied access with this API key"
-            return RetrieverAuthError(source, f"Weaviate at {where} {verb} (HTTP {code}); "
-                                              f"check api_key")
+            return RetrieverAuthError(
+                source, f"Weaviate at {where} {verb} (HTTP {code}); check api_key"
+            )
         if code == 404:
             return RetrieverConfigError(source, f"not found at {where} (HTTP 404): {message}")
         return RetrieverError(source, f"Weaviate at {where} answered HTTP {code}: {message}")
@@ -100,12 +108,22 @@ def translate(exc: BaseException, *, source: str, where: str, collection: str) -
         return RetrieverTimeout(source, f"Weaviate at {where} did not answer in time")
     if isinstance(exc, wx.WeaviateStartUpError) and "not supported" in message:
         return RetrieverConfigError(source, message)
-    if isinstance(exc, (wx.WeaviateConnectionError, wx.WeaviateGRPCUnavailableError,
-                        wx.WeaviateRetryError, wx.WeaviateClosedClientError,
-                        wx.WeaviateStartUpError)):
-        return RetrieverUnavailable(source, f"cannot reach Weaviate at {where} "
-                                            f"({_root_cause(exc)}); is it running, and is "
-                                            f"knowledge_bases.{source}.url right?")
+    if isinstance(
+        exc,
+        (
+            wx.WeaviateConnectionError,
+            wx.WeaviateGRPCUnavailableError,
+            wx.WeaviateRetryError,
+            wx.WeaviateClosedClientError,
+            wx.WeaviateStartUpError,
+        ),
+    ):
+        return RetrieverUnavailable(
+            source,
+            f"cannot reach Weaviate at {where} "
+            f"({_root_cause(exc)}); is it running, and is "
+            f"knowledge_bases.{source}.url right?",
+        )
     if isinstance(exc, wx.WeaviateQueryError):
         cause = _config_cause(message, collection)
         if cause:

@@ -22,11 +22,29 @@ DEFAULT_GRPC_PORT = 50051
 DEFAULT_ALPHA = 0.7  # the weaviate-client's own default for hybrid search
 DEFAULT_EMBEDDING = "hashing"
 
-KNOWN_KEYS = frozenset({
-    "url", "grpc_host", "grpc_port", "grpc_secure", "collection", "target_vector", "mode",
-    "alpha", "fusion", "max_vector_distance", "embedding", "embedding_options", "api_key",
-    "headers", "tenant", "text_property", "id_property", "properties", "query_properties",
-})
+KNOWN_KEYS = frozenset(
+    {
+        "url",
+        "grpc_host",
+        "grpc_port",
+        "grpc_secure",
+        "collection",
+        "target_vector",
+        "mode",
+        "alpha",
+        "fusion",
+        "max_vector_distance",
+        "embedding",
+        "embedding_options",
+        "api_key",
+        "headers",
+        "tenant",
+        "text_property",
+        "id_property",
+        "properties",
+        "query_properties",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -75,8 +93,10 @@ def parse_options(kb: KnowledgeBaseConfig) -> WeaviateOptions:
     if unknown:
         hint = difflib.get_close_matches(unknown[0], sorted(KNOWN_KEYS), n=1)
         tip = f" (did you mean '{hint[0]}'?)" if hint else ""
-        raise bad(unknown[0], f"unknown key for kind 'weaviate'{tip}; known keys: "
-                              f"{', '.join(sorted(KNOWN_KEYS))}")
+        raise bad(
+            unknown[0],
+            f"unknown key for kind 'weaviate'{tip}; known keys: {', '.join(sorted(KNOWN_KEYS))}",
+        )
 
     url = _string(opts, "url", bad, required=True)
     assert url is not None

@@ -67,12 +67,14 @@ class WeaviateRetriever:
         except (asyncio.TimeoutError, TimeoutError):
             await self._drop_client()
             raise RetrieverTimeout(
-                self.name, f"Weaviate at {where} did not answer within {self.timeout:g}s "
-                           f"(raise knowledge_bases.{self.name}.timeout if it is just slow)"
+                self.name,
+                f"Weaviate at {where} did not answer within {self.timeout:g}s "
+                f"(raise knowledge_bases.{self.name}.timeout if it is just slow)",
             ) from None
         except Exception as exc:
-            error = translate(exc, source=self.name, where=where,
-                              collection=self.options.collection)
+            error = translate(
+                exc, source=self.name, where=where, collection=self.options.collection
+            )
             if isinstance(error, (RetrieverUnavailable, RetrieverTimeout)):
                 await self._drop_client()
             raise error from exc
@@ -106,14 +108,22 @@ class WeaviateRetriever:
             headers = {
                 key: resolved.get_secret_value()
                 for key, value in opts.headers.items()
-                if (resolved := resolve_secret(value, where=f"knowledge_bases.{self.name}."
-                                                               f"headers.{key}")) is not None
+                if (
+                    resolved := resolve_secret(
+                        value, where=f"knowledge_bases.{self.name}.headers.{key}"
+                    )
+                )
+                is not None
             }
         except KairoxUserError as exc:
             raise RetrieverConfigError(self.name, str(exc)) from None
         client = weaviate.use_async_with_custom(
-            http_host=opts.http_host, http_port=opts.http_port, http_secure=opts.http_secure,
-            grpc_host=opts.grpc_host, grpc_port=opts.grpc_port, grpc_secure=opts.grpc_secure,
+            http_host=opts.http_host,
+            http_port=opts.http_port,
+            http_secure=opts.http_secure,
+            grpc_host=opts.grpc_host,
+            grpc_port=opts.grpc_port,
+            grpc_secure=opts.grpc_secure,
             headers=headers or None,
             additional_config=AdditionalConfig(
                 timeout=Timeout(init=self.timeout, query=self.timeout, insert=self.timeout)
@@ -127,8 +137,9 @@ class WeaviateRetriever:
             await self._probe_grpc()
             if not await client.collections.exists(opts.collection):
                 raise RetrieverConfigError(
-                    self.name, f"collection '{opts.collection}' does not exist at "
-                               f"{opts.http_url}; check knowledge_bases.{self.name}.collection"
+                    self.name,
+                    f"collection '{opts.collection}' does not exist at "
+                    f"{opts.http_url}; check knowledge_bases.{self.name}.collection",
                 )
         except BaseException:  # incl. cancellation by the time budget: close, never leak
             await self._drop_client()
@@ -148,16 +159,22 @@ class WeaviateRetriever:
         import grpc
 
         opts = self.options
-        channel = (grpc.aio.secure_channel(opts.grpc_target, grpc.ssl_channel_credentials())
-                   if opts.grpc_secure else grpc.aio.insecure_channel(opts.grpc_target))
+        channel = (
+            grpc.aio.secure_channel(opts.grpc_target, grpc.ssl_channel_credentials())
+            if opts.grpc_secure
+            else grpc.aio.insecure_channel(opts.grpc_target)
+        )
         try:
             state = channel.get_state(try_to_connect=True)
             while state is not grpc.ChannelConnectivity.READY:
-                if state in (grpc.ChannelConnectivity.TRANSIENT_FAILURE,
-                             grpc.ChannelConnectivity.SHUTDOWN):
+                if state in (
+                    grpc.ChannelConnectivity.TRANSIENT_FAILURE,
+                    grpc.ChannelConnectivity.SHUTDOWN,
+                ):
                     raise RetrieverUnavailable(
-                        self.name, f"Weaviate answers at {opts.http_url} but its gRPC port "
-                                   f"{opts.grpc_target} does not; check grpc_port/grpc_host"
+                        self.name,
+                        f"Weaviate answers at {opts.http_url} but its gRPC port "
+                        f"{opts.grpc_target} does not; check grpc_port/grpc_host",
                     )
                 await channel.wait_for_state_change(state)
                 state = channel.get_state(try_to_connect=True)
@@ -187,31 +204,49 @@ class WeaviateRetriever:
         collection = await self._collection_handle()
         wanted = None
         if opts.properties is not None:  # the text and id must come back whatever is listed
-            wanted = list(dict.fromkeys([*opts.properties, opts.text_property,
-                                         *([opts.id_property] if opts.id_property else [])]))
+            wanted = list(
+                dict.fromkeys(
+                    [
+                        *opts.properties,
+                        opts.text_property,
+                        *([opts.id_property] if opts.id_property else []),
+                    ]
+                )
+            )
         common: dict[str, Any] = {"limit": k, "filters": where, "return_properties": wanted}
         if opts.mode == "bm25":
             result = await collection.query.bm25(
-                query=query, query_properties=_list(opts.query_properties),
-                return_metadata=MetadataQuery(score=True), **common)
+                query=query,
+                query_properties=_list(opts.query_properties),
+                return_metadata=MetadataQuery(score=True),
+                **common,
+            )
         elif opts.mode == "hybrid":
             extra: dict[str, Any] = {}
             if opts.max_vector_distance is not None:
                 extra["max_vector_distance"] = opts.max_vector_distance
-            fusion = (HybridFusion.RANKED if opts.fusion == "ranked"
-                      else HybridFusion.RELATIVE_SCORE)
+            fusion = HybridFusion.RANKED if opts.fusion == "ranked" else HybridFusion.RELATIVE_SCORE
             result = await collection.query.hybrid(
-                query=query, alpha=opts.alpha, vector=await self._embed(query),
-                fusion_type=fusion, target_vector=opts.target_vector,
+                query=query,
+                alpha=opts.alpha,
+                vector=await self._embed(query),
+                fusion_type=fusion,
+                target_vector=opts.target_vector,
                 query_properties=_list(opts.query_properties),
-                return_metadata=MetadataQuery(score=True), **extra, **common)
+                return_metadata=MetadataQuery(score=True),
+                **extra,
+                **common,
+            )
         else:
             vector = await self._embed(query)
             assert vector is not None
             result = await collection.query.near_vector(
-                near_vector=vector, distance=opts.max_vector_distance,
+                near_vector=vector,
+                distance=opts.max_vector_distance,
                 target_vector=opts.target_vector,
-                return_metadata=MetadataQuery(distance=True), **common)
+                return_metadata=MetadataQuery(distance=True),
+                **common,
+            )
         hits = [hit for obj in result.objects if (hit := self._to_hit(obj)) is not None]
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits[:k]
@@ -236,8 +271,9 @@ class WeaviateRetriever:
                 parts.append(prop.equal(value))
             else:
                 raise RetrieverError(
-                    self.name, f"cannot filter on '{key}' with a {type(value).__name__}; use a "
-                               f"string, number, boolean or a list of them"
+                    self.name,
+                    f"cannot filter on '{key}' with a {type(value).__name__}; use a "
+                    f"string, number, boolean or a list of them",
                 )
         return parts[0] if len(parts) == 1 else Filter.all_of(parts)
 
@@ -250,13 +286,15 @@ class WeaviateRetriever:
 
             try:
                 registration = get_plugins().get(
-                    "embedding_backends", name, context=f"knowledge_bases.{self.name}.embedding")
+                    "embedding_backends", name, context=f"knowledge_bases.{self.name}.embedding"
+                )
                 self._embedder = registration.factory(**self.options.embedding_options)
             except KairoxUserError as exc:
                 raise RetrieverConfigError(self.name, str(exc)) from None
             except TypeError as exc:
                 raise RetrieverConfigError(
-                    self.name, f"embedding_options do not suit backend '{name}': {exc}") from None
+                    self.name, f"embedding_options do not suit backend '{name}': {exc}"
+                ) from None
         embedder = self._embedder
         assert embedder is not None
         # model-backed embedders are CPU-heavy: keep them off the event loop
