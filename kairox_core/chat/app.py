@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -12,6 +13,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Header, Input, Static
 
 from kairox_core.chat.engine import ChatEngine, TurnOutcome, describe_event
+from kairox_core.chat.resume import resume_hint
 from kairox_core.chat.slash import HELP, Compact, Help, Remember, SwitchProfile, parse_slash
 from kairox_core.chat.widgets import ChatMessage, MemoryCard, render_trace
 from kairox_core.errors import KairoxError
@@ -36,7 +38,7 @@ class TracePanel(VerticalScroll):
         self.scroll_end(animate=False)
 
 
-class ChatApp(App[None]):
+class ChatApp(App[str]):
     """``kairox chat``."""
 
     TITLE = "Kairox chat"
@@ -51,11 +53,17 @@ class ChatApp(App[None]):
         Binding("ctrl+c", "quit", "Quit", priority=True),
     ]
 
-    def __init__(self, engine: ChatEngine) -> None:
+    def __init__(self, engine: ChatEngine, *, resume_args: Sequence[str] = ()) -> None:
         super().__init__()
         self.engine = engine
+        self.resume_args = tuple(resume_args)  # --config/--db for the resume command
         self.turns = 0
         self.busy = False
+
+    @property
+    def resume_hint(self) -> str:
+        """What ``kairox chat`` prints on exit: the session id and how to resume it."""
+        return resume_hint(self.engine.session_id, self.resume_args)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kairox_core.cli.context import CliContext, pass_cli
+from kairox_core.cli.context import CliContext, FilePath, pass_cli
 from kairox_core.errors import KairoxUserError
 from kairox_core.retrieval.base import IndexableRetriever, IndexReport, RetrievalHit
 from kairox_core.retrieval.composite import SourceReport
@@ -141,7 +141,7 @@ def run_index(
 
 
 @click.command("index")
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=FilePath(exists=True))
 @click.option("--workspace", "-w", help="Workspace id (default: [kairox] default_workspace).")
 @click.option(
     "--rebuild",
