@@ -39,6 +39,9 @@ SECRET_WORDS = ("key", "secret", "token", "password", "credential")
 #: far above any real embedding model (3072 for the largest OpenAI one); a typo such as
 #: 10**11 would otherwise allocate vectors until MemoryError
 MAX_EMBEDDING_DIMENSION = 65_536
+#: tables and arrays inside one another; a real config needs four or five, while pydantic
+#: cannot dump a value much deeper than 100 (``kairox config show`` would fail)
+MAX_NESTING = 32
 
 
 def user_config_path() -> Path:
@@ -92,6 +95,21 @@ def resolve_path_setting(value: str, *, key: str, file: str | None = None) -> Pa
         return expand_path(value)
     except ValueError as exc:
         raise ConfigError(str(exc), file=file, key=key) from None
+
+
+def _too_deep_at(data: Any) -> str | None:
+    """The key path of the first value nested deeper than ``MAX_NESTING``, or None.
+    Iterative: the point is to refuse what recursion would choke on."""
+    stack: list[tuple[Any, tuple[str, ...]]] = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        if len(path) > MAX_NESTING:
+            return ".".join(path[: MAX_NESTING + 1])
+        if isinstance(value, dict):
+            stack.extend((v, (*path, str(k))) for k, v in value.items())
+        elif isinstance(value, list | tuple):
+            stack.extend((v, (*path, str(i))) for i, v in enumerate(value))
+    return None
 
 
 def _key_error(sub: str, message: str) -> PydanticCustomError:
@@ -337,6 +355,18 @@ class KairoxConfig(_Strict):
 
     @model_validator(mode="before")
     @classmethod
+    def _not_too_deep(cls, data: Any) -> Any:
+        where = _too_deep_at(data)
+        if where is not None:
+            raise _key_error(
+                where.split(".")[0],
+                f"nested more than {MAX_NESTING} levels deep (at {where}); "
+                f"no Kairox key needs more than a few levels",
+            )
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _single_profile_is_default(cls, data: Any) -> Any:
         """With one profile and no ``default_profile``, that profile is the default."""
         if not isinstance(data, dict):
@@ -467,11 +497,21 @@ def _format_validation_error(exc: ValidationError, source: str) -> ConfigError:
             msg = f"key '{key}': {text}" if key else text
             fix = None
             if not is_secret_key(key) and "input" in err and etype not in ("value_error",):
-                msg += f" (got {err['input']!r})"
+                msg += f" (got {_short_repr(err['input'])})"
         lines.append(msg + (f"  (fix: {fix})" if fix else ""))
     error = ConfigError("\n  ".join(lines), file=source)
     error.key = first_key
     return error
+
+
+def _short_repr(value: Any, limit: int = 80) -> str:
+    """A wrong value as echoed in an error: enough to recognise it, never a screenful."""
+    import reprlib
+
+    shortener = reprlib.Repr()  # keyword arguments only from Python 3.12
+    shortener.maxlevel, shortener.maxstring, shortener.maxother = 3, limit, limit
+    short = shortener.repr(value)
+    return short if len(short) <= limit else short[: limit - 3] + "..."
 
 
 def _suggest(loc: tuple[Any, ...] | Any) -> str:
