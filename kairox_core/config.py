@@ -98,17 +98,17 @@ def resolve_path_setting(value: str, *, key: str, file: str | None = None) -> Pa
 
 
 def _too_deep_at(data: Any) -> str | None:
-    """The key path of the first value nested deeper than ``MAX_NESTING``, or None.
+    """The key holding the first value nested deeper than ``MAX_NESTING``, or None.
     Iterative: the point is to refuse what recursion would choke on."""
-    stack: list[tuple[Any, tuple[str, ...]]] = [(data, ())]
+    stack: list[tuple[Any, int, tuple[str, ...]]] = [(data, 0, ())]
     while stack:
-        value, path = stack.pop()
-        if len(path) > MAX_NESTING:
-            return ".".join(path[: MAX_NESTING + 1])
-        if isinstance(value, dict):
-            stack.extend((v, (*path, str(k))) for k, v in value.items())
+        value, depth, key = stack.pop()
+        if depth > MAX_NESTING:
+            return ".".join(key)
+        if isinstance(value, dict):  # the key path grows through tables, not arrays
+            stack.extend((v, depth + 1, (*key, str(k))) for k, v in value.items())
         elif isinstance(value, list | tuple):
-            stack.extend((v, (*path, str(i))) for i, v in enumerate(value))
+            stack.extend((v, depth + 1, key) for v in value)
     return None
 
 
@@ -359,8 +359,8 @@ class KairoxConfig(_Strict):
         where = _too_deep_at(data)
         if where is not None:
             raise _key_error(
-                where.split(".")[0],
-                f"nested more than {MAX_NESTING} levels deep (at {where}); "
+                where,
+                f"nested more than {MAX_NESTING} levels deep; "
                 f"no Kairox key needs more than a few levels",
             )
         return data
@@ -545,12 +545,32 @@ def parse_config(
     return config.model_copy(update={"source": source})
 
 
-def _too_deep(source: str) -> ConfigError:
+def _too_deep(source: str, text: str = "") -> ConfigError:
+    line, key = _deepest_line(text)
+    where = f"line {line}: " if line else ""
     return ConfigError(
-        "nested too deeply: arrays or tables inside one another beyond what can be read",
+        f"{where}nested too deeply: arrays or tables inside one another beyond what can be read",
         file=source,
+        key=key,
         fix="flatten the nesting; no Kairox key needs more than a few levels",
     )
+
+
+def _deepest_line(text: str) -> tuple[int | None, str | None]:
+    """Where a document too deep for the TOML reader nests most: its line and, when the
+    line is ``key = ...``, the key under the table in force (the reader cannot say)."""
+    best, best_line, best_key, table = 0, None, None, ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("[") and stripped.endswith("]") and "=" not in stripped:
+            table = stripped.strip("[]").strip()
+            continue
+        openers = line.count("[") + line.count("{")
+        if openers > best:
+            best, best_line = openers, number
+            name = line.split("=", 1)[0].strip() if "=" in line else ""
+            best_key = ".".join(p for p in (table, name) if p) or None
+    return best_line, best_key
 
 
 def load_config_file(path: str | os.PathLike[str]) -> KairoxConfig:
@@ -570,7 +590,7 @@ def load_config_file(path: str | os.PathLike[str]) -> KairoxConfig:
             f"not valid TOML: {exc}", file=str(p), fix="check the syntax at the line named"
         ) from None
     except RecursionError:  # tomllib recurses once per nested array or inline table
-        raise _too_deep(str(p)) from None
+        raise _too_deep(str(p), raw.decode("utf-8", "replace")) from None
     return parse_config(data, source=str(p), base_dir=p.absolute().parent)
 
 

@@ -25,7 +25,18 @@ def check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
 
 
 BAD = [
-    pytest.param("a = " + "[" * 5000 + "\n", "", "nested too deeply", id="deep-nesting"),
+    pytest.param(
+        "[retrieval]\nk = 3\nbackend_options = " + "[" * 5000 + "\n",
+        "key 'retrieval.backend_options': line 3",
+        "nested too deeply",
+        id="deep-nesting",
+    ),
+    pytest.param(
+        "[retrieval]\nbackend_options = {a = " + "[" * 40 + "]" * 40 + "}\n",
+        "retrieval.backend_options.a",
+        "nested more than 32 levels",
+        id="deep-but-readable",
+    ),
     pytest.param(
         '[kairox]\ndatabase = "~nosuchuser-kx/x.db"\n',
         "kairox.database",
