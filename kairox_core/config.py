@@ -574,7 +574,7 @@ def _deepest_line(text: str) -> tuple[int | None, str | None]:
 
 
 def load_config_file(path: str | os.PathLike[str]) -> KairoxConfig:
-    p = Path(path).expanduser()
+    p = resolve_path_setting(os.fspath(path), key="--config (or KAIROX_CONFIG)")
     try:
         raw = p.read_bytes()
     except FileNotFoundError:

@@ -114,6 +114,16 @@ def test_a_bad_database_given_on_the_command_line_is_a_clear_error(
         assert "--db" in err and hint in err
 
 
+def test_a_bad_config_path_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str], kairox_home: Path
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--config", "~nosuchuser-kx/kairox.toml", "config", "check"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "Traceback" not in err, err
+    assert "--config" in err and "no user 'nosuchuser-kx'" in err
+
+
 def test_kb_relative_path_resolves_against_the_config_file(tmp_path: Path) -> None:
     conf = write(
         tmp_path / "conf" / "kairox.toml",
