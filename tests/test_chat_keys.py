@@ -59,10 +59,15 @@ async def test_ctrl_n_selects_the_card_and_its_keys_then_act(
     async with app.run_test(size=(140, 40)) as pilot:
         await submit(app, pilot, "I like window seats")
         (card,) = app.query(MemoryCard)
+        assert "ctrl+n selects this card" in str(card.content)
         await pilot.press("ctrl+n")
+        await pilot.pause()
         assert app.focused is card
+        assert "escape back to your message" in str(card.content)
         await pilot.press("escape")  # back to the message, nothing decided
+        await pilot.pause()
         assert app.focused is app.query_one("#prompt", Input) and not card.decided
+        assert "ctrl+n selects this card" in str(card.content)
         await pilot.press("ctrl+n", "a")
         await pilot.pause()
         assert card.decided

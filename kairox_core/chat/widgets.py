@@ -89,13 +89,21 @@ class MemoryCard(Static, can_focus=True):
     def on_mount(self) -> None:
         self.update(self._render_card())
 
+    def on_focus(self) -> None:  # runs before Widget's handler sets has_focus
+        if not self.decided:
+            self.update(self._render_card(focused=True))  # its keys, now that they act
+
+    def on_blur(self) -> None:
+        if not self.decided:
+            self.update(self._render_card())
+
     def on_key(self, event: events.Key) -> None:
         if event.character and event.is_printable and event.character not in "are":
             event.stop()
             event.prevent_default()
             self.post_message(self.TypedAway(event.character))
 
-    def _render_card(self, status: str | None = None) -> Text:
+    def _render_card(self, status: str | None = None, *, focused: bool = False) -> Text:
         p = self.proposal
         text = Text()
         text.append("Remember this? ", style="bold")
@@ -113,10 +121,13 @@ class MemoryCard(Static, can_focus=True):
                 "not tainted: no tool result or retrieved text of this turn contains it\n",
                 style="dim green",
             )
-        text.append(
-            status or "ctrl+n selects this card, then: a approve · r reject · e edit then approve",
-            style="dim",
-        )
+        if status is None:
+            status = (
+                "a approve · r reject · e edit then approve · escape back to your message"
+                if focused
+                else "ctrl+n selects this card, then: a approve · r reject · e edit then approve"
+            )
+        text.append(status, style="dim")
         return text
 
     def action_approve(self) -> None:
