@@ -58,6 +58,17 @@ def test_index_of_a_path_that_does_not_exist_exits_2(
     assert not (tmp_path / "k.db").exists()  # refused before anything was opened
 
 
+def test_kb_index_of_a_path_that_does_not_exist_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kairox_home: Path
+) -> None:
+    conf = tmp_path / "kairox.toml"
+    conf.write_text('[knowledge_bases.h]\nkind = "sqlite_fts"\npath = "h.db"\n')
+    code, _, err = run_main(["--config", str(conf), "kb", "index", "h", "/nonexistent-kx"], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert "/nonexistent-kx" in err and "does not exist" in err
+    assert not (tmp_path / "h.db").exists()
+
+
 def test_plain_chat_replaces_bytes_that_are_not_utf8_and_says_so(tmp_path: Path) -> None:
     out = kairox(tmp_path, "chat", "--plain", stdin=b"caf\xe9 \xff ok\n")
     err = out.stderr.decode()

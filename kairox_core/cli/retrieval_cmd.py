@@ -326,7 +326,7 @@ def kb_search(cli_ctx: CliContext, kb_id: str, query: str, k: int, as_json: bool
 
 @kb_group.command("index")
 @click.argument("kb_id", metavar="ID")
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=FilePath(exists=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @pass_cli
 def kb_index(cli_ctx: CliContext, kb_id: str, paths: tuple[str, ...], as_json: bool) -> None:
