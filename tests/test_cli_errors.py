@@ -143,3 +143,22 @@ async def test_plain_chat_replaces_lone_surrogates_in_any_stream(
     assert "line 2: bytes that are not UTF-8" in err.getvalue()
     assert "line 1:" not in err.getvalue()
     await engine.close()
+
+
+def test_the_resume_command_repeats_the_config_and_database_given(tmp_path: Path) -> None:
+    conf, db = tmp_path / "my conf.toml", tmp_path / "chat.db"
+    conf.write_text(SCRIPTED)
+    env = {k: v for k, v in os.environ.items() if k not in ("KAIROX_CONFIG", "KAIROX_DB")}
+    args = ["--config", str(conf), "--db", str(db), "chat", "--plain"]
+    out = subprocess.run(
+        [sys.executable, "-m", "kairox_core", *args],
+        input=b"hello\n",
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    last = out.stderr.decode().splitlines()[-1]
+    assert last.endswith(
+        f"kairox --config '{conf}' --db {db} chat --session {last.split()[2][:-1]}"
+    )
