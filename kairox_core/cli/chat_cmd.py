@@ -48,8 +48,10 @@ def chat_command(
     reject_all: bool,
 ) -> None:
     """Chat with memory: streamed answers cleaned of <memory> tags, approval cards for
-    memories the model proposes, a trace of every turn's context (ctrl+t) and the Memory
-    view (ctrl+y). With no provider configured, the offline default model is used."""
+    memories the model proposes (ctrl+n selects one, then a / r / e), a trace of every
+    turn's context (ctrl+t) and the Memory view (ctrl+y); /help lists the keys. On exit
+    the session id and the command that resumes it are printed. With no provider
+    configured, the offline default model is used."""
     from kairox_core.chat.engine import ChatEngine
     from kairox_core.providers.resolve import build_provider, choose_provider
 
