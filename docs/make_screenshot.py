@@ -38,6 +38,7 @@ async def main() -> None:
             prompt.value = "I always take the window seat when I fly."
             await pilot.press("enter")
             await app.workers.wait_for_complete()
+            await pilot.press("ctrl+n")  # select the card, as a person deciding it would
             await pilot.pause()
             OUT.parent.mkdir(parents=True, exist_ok=True)
             app.save_screenshot(filename=OUT.name, path=str(OUT.parent))

@@ -24,6 +24,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from kairox_core.errors import ConfigError
 
@@ -35,6 +36,12 @@ else:  # pragma: no cover
 CONFIG_FILENAME = "kairox.toml"
 ENV_PREFIX = "$env:"
 SECRET_WORDS = ("key", "secret", "token", "password", "credential")
+#: far above any real embedding model (3072 for the largest OpenAI one); a typo such as
+#: 10**11 would otherwise allocate vectors until MemoryError
+MAX_EMBEDDING_DIMENSION = 65_536
+#: tables and arrays inside one another; a real config needs four or five, while pydantic
+#: cannot dump a value much deeper than 100 (``kairox config show`` would fail)
+MAX_NESTING = 32
 
 
 def user_config_path() -> Path:
@@ -69,6 +76,48 @@ def resolve_secret(value: Any, *, where: str) -> SecretStr | None:
     return SecretStr(value)
 
 
+def expand_path(value: str) -> Path:
+    """``value`` with ``~`` expanded; ValueError, in words, for what the OS would refuse
+    later with a traceback (a NUL byte, ``~user`` for a user that does not exist)."""
+    if "\0" in value:
+        raise ValueError("the path contains a NUL byte; write it without one")
+    try:
+        return Path(value).expanduser()
+    except RuntimeError:
+        user = value[1:].split("/", 1)[0]
+        who = f"no user '{user}' on this machine" if user else "the home directory is unknown"
+        raise ValueError(f"cannot expand '~{user}': {who}; write the full path") from None
+
+
+def resolve_path_setting(value: str, *, key: str, file: str | None = None) -> Path:
+    """``expand_path`` for a path given outside a config file (``--db``, ``KAIROX_DB``)."""
+    try:
+        return expand_path(value)
+    except ValueError as exc:
+        raise ConfigError(str(exc), file=file, key=key) from None
+
+
+def _too_deep_at(data: Any) -> str | None:
+    """The key holding the first value nested deeper than ``MAX_NESTING``, or None.
+    Iterative: the point is to refuse what recursion would choke on."""
+    stack: list[tuple[Any, int, tuple[str, ...]]] = [(data, 0, ())]
+    while stack:
+        value, depth, key = stack.pop()
+        if depth > MAX_NESTING:
+            return ".".join(key)
+        if isinstance(value, dict):  # the key path grows through tables, not arrays
+            stack.extend((v, depth + 1, (*key, str(k))) for k, v in value.items())
+        elif isinstance(value, list | tuple):
+            stack.extend((v, depth + 1, key) for v in value)
+    return None
+
+
+def _key_error(sub: str, message: str) -> PydanticCustomError:
+    """An error for ``sub``, a key inside the validated value (an option of a kind, a
+    ``backend_options`` entry), so the message names the full key path."""
+    return PydanticCustomError("kairox_key", "{message}", {"sub": sub, "message": message})
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -80,6 +129,13 @@ class KairoxSection(_Strict):
     default_profile: str = "default"
     default_workspace: str = "default"
     system_prompt: str | None = None
+
+    @field_validator("database")
+    @classmethod
+    def _database_is_a_path(cls, database: str | None) -> str | None:
+        if database is not None:
+            expand_path(database)  # resolved at use (relative to the file), checked now
+        return database
 
 
 class ProfileConfig(_Strict):
@@ -123,6 +179,22 @@ class KnowledgeBaseConfig(BaseModel):
     weight: float = Field(1.0, gt=0)
     timeout: float = Field(10.0, gt=0)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_path(cls, data: Any, info: ValidationInfo) -> Any:
+        """A relative ``path`` option is relative to the config file, like ``database``:
+        the same file works from any directory."""
+        if not isinstance(data, dict) or not isinstance(data.get("path"), str):
+            return data
+        try:
+            path = expand_path(data["path"])
+        except ValueError as exc:
+            raise _key_error("path", str(exc)) from None
+        base = (info.context or {}).get("base_dir")
+        if not path.is_absolute() and base is not None:
+            path = Path(base) / path
+        return {**data, "path": str(path)}
+
     @property
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
@@ -139,6 +211,29 @@ class ProviderConfig(BaseModel):
     id: str = ""
     kind: str
     model: str | None = None
+
+    @model_validator(mode="after")
+    def _base_url_is_http(self) -> ProviderConfig:
+        """Checked here for every kind, so ``config check`` finds what chat would."""
+        url = (self.model_extra or {}).get("base_url")
+        if url is None:
+            return self
+        from urllib.parse import urlsplit
+
+        if not isinstance(url, str):
+            raise _key_error("base_url", "must be a string such as 'http://127.0.0.1:8080/v1'")
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+        except ValueError as exc:
+            raise _key_error("base_url", f"not a valid URL: {exc}") from None
+        if parts.scheme not in ("http", "https"):
+            raise _key_error(
+                "base_url", "must start with http:// or https://, e.g. 'http://127.0.0.1:8080/v1'"
+            )
+        if not parts.hostname:
+            raise _key_error("base_url", "has no host; e.g. 'http://127.0.0.1:8080/v1'")
+        return self
 
     @property
     def options(self) -> dict[str, Any]:
@@ -175,6 +270,43 @@ class RetrievalSection(_Strict):
     vector_weight: float = Field(1.0, ge=0)
     hybrid_candidates: int = Field(100, gt=0)
     max_file_bytes: int = Field(2_000_000, gt=0)  # `kairox index` skips larger files
+
+    @model_validator(mode="before")
+    @classmethod
+    def _overlap_follows_chunk_tokens(cls, data: Any) -> Any:
+        """An unset overlap shrinks with a small ``chunk_tokens`` instead of failing."""
+        if isinstance(data, dict) and "chunk_overlap" not in data:
+            tokens = data.get("chunk_tokens")
+            if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 32:
+                return {**data, "chunk_overlap": min(64, tokens // 2 - 1)}
+        return data
+
+    @field_validator("chunk_overlap")
+    @classmethod
+    def _overlap_below_half(cls, overlap: int, info: ValidationInfo) -> int:
+        tokens = info.data.get("chunk_tokens")
+        if tokens is not None and overlap >= tokens // 2:
+            raise ValueError(
+                f"chunk_overlap ({overlap}) must be below half of chunk_tokens ({tokens}), "
+                f"so at most {tokens // 2 - 1}; lower chunk_overlap or raise chunk_tokens"
+            )
+        return overlap
+
+    @field_validator("backend_options")
+    @classmethod
+    def _sane_dimension(cls, options: dict[str, Any]) -> dict[str, Any]:
+        if "dimension" not in options:
+            return options
+        dim = options["dimension"]
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            raise _key_error("dimension", f"must be a whole number (got {dim!r})")
+        if not 1 <= dim <= MAX_EMBEDDING_DIMENSION:
+            raise _key_error(
+                "dimension",
+                f"must be between 1 and at most {MAX_EMBEDDING_DIMENSION} (got {dim}); "
+                f"embedding models use a few hundred to a few thousand",
+            )
+        return options
 
 
 class CompactionSection(_Strict):
@@ -221,6 +353,34 @@ class KairoxConfig(_Strict):
                     }
         return data
 
+    @model_validator(mode="before")
+    @classmethod
+    def _not_too_deep(cls, data: Any) -> Any:
+        where = _too_deep_at(data)
+        if where is not None:
+            raise _key_error(
+                where,
+                f"nested more than {MAX_NESTING} levels deep; "
+                f"no Kairox key needs more than a few levels",
+            )
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _single_profile_is_default(cls, data: Any) -> Any:
+        """With one profile and no ``default_profile``, that profile is the default."""
+        if not isinstance(data, dict):
+            return data
+        profiles, section = data.get("profiles"), data.get("kairox", {})
+        if (
+            isinstance(profiles, dict)
+            and len(profiles) == 1
+            and isinstance(section, dict)
+            and "default_profile" not in section
+        ):
+            return {**data, "kairox": {**section, "default_profile": next(iter(profiles))}}
+        return data
+
     @model_validator(mode="after")
     def _check_names(self) -> KairoxConfig:
         if not self.profiles:
@@ -237,7 +397,7 @@ class KairoxConfig(_Strict):
         if self.kairox.default_profile not in owners:
             raise ValueError(
                 f"kairox.default_profile '{self.kairox.default_profile}' is not a profile; "
-                f"profiles: {', '.join(sorted(self.profiles))}"
+                f"set [kairox] default_profile to one of: {', '.join(sorted(self.profiles))}"
             )
         for kb_id, kb in self.knowledge_bases.items():
             for label in kb.profiles:
@@ -283,9 +443,11 @@ class KairoxConfig(_Strict):
     def database_path(self) -> Path:
         env = os.environ.get("KAIROX_DB")
         if env:
-            return Path(env).expanduser()
+            return resolve_path_setting(env, key="KAIROX_DB")
         if self.kairox.database:
-            path = Path(self.kairox.database).expanduser()
+            path = resolve_path_setting(
+                self.kairox.database, key="kairox.database", file=self.source
+            )
             if not path.is_absolute() and self.source:
                 path = Path(self.source).parent / path
             return path
@@ -316,8 +478,14 @@ def _format_validation_error(exc: ValidationError, source: str) -> ConfigError:
     first_key = None
     for err in exc.errors():
         key = _key_path(err["loc"])
-        first_key = first_key or key
         etype = err["type"]
+        if etype == "kairox_key":  # raised for a key inside the value at loc
+            ctx = err.get("ctx") or {}
+            key = ".".join(p for p in (key, str(ctx["sub"])) if p)
+            first_key = first_key or key
+            lines.append(f"key '{key}': {ctx['message']}")
+            continue
+        first_key = first_key or key
         if etype == "extra_forbidden":
             msg = f"unknown key '{key}'"
             fix = _suggest(err["loc"])
@@ -329,11 +497,21 @@ def _format_validation_error(exc: ValidationError, source: str) -> ConfigError:
             msg = f"key '{key}': {text}" if key else text
             fix = None
             if not is_secret_key(key) and "input" in err and etype not in ("value_error",):
-                msg += f" (got {err['input']!r})"
+                msg += f" (got {_short_repr(err['input'])})"
         lines.append(msg + (f"  (fix: {fix})" if fix else ""))
     error = ConfigError("\n  ".join(lines), file=source)
     error.key = first_key
     return error
+
+
+def _short_repr(value: Any, limit: int = 80) -> str:
+    """A wrong value as echoed in an error: enough to recognise it, never a screenful."""
+    import reprlib
+
+    shortener = reprlib.Repr()  # keyword arguments only from Python 3.12
+    shortener.maxlevel, shortener.maxstring, shortener.maxother = 3, limit, limit
+    short = shortener.repr(value)
+    return short if len(short) <= limit else short[: limit - 3] + "..."
 
 
 def _suggest(loc: tuple[Any, ...] | Any) -> str:
@@ -354,16 +532,49 @@ def _suggest(loc: tuple[Any, ...] | Any) -> str:
     return f"remove it; known keys: {', '.join(k for k in known if k != 'source')}"
 
 
-def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> KairoxConfig:
+def parse_config(
+    data: Mapping[str, Any], *, source: str = "<config>", base_dir: Path | None = None
+) -> KairoxConfig:
+    """Validate ``data``; relative knowledge-base paths resolve against ``base_dir``."""
     try:
-        config = KairoxConfig.model_validate(dict(data))
+        config = KairoxConfig.model_validate(dict(data), context={"base_dir": base_dir})
     except ValidationError as exc:
         raise _format_validation_error(exc, source) from None
+    except RecursionError:
+        raise _too_deep(source) from None
     return config.model_copy(update={"source": source})
 
 
+def _too_deep(source: str, text: str = "") -> ConfigError:
+    line, key = _deepest_line(text)
+    where = f"line {line}: " if line else ""
+    return ConfigError(
+        f"{where}nested too deeply: arrays or tables inside one another beyond what can be read",
+        file=source,
+        key=key,
+        fix="flatten the nesting; no Kairox key needs more than a few levels",
+    )
+
+
+def _deepest_line(text: str) -> tuple[int | None, str | None]:
+    """Where a document too deep for the TOML reader nests most: its line and, when the
+    line is ``key = ...``, the key under the table in force (the reader cannot say)."""
+    best, best_line, best_key, table = 0, None, None, ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("[") and stripped.endswith("]") and "=" not in stripped:
+            table = stripped.strip("[]").strip()
+            continue
+        openers = line.count("[") + line.count("{")
+        if openers > best:
+            best, best_line = openers, number
+            name = line.split("=", 1)[0].strip() if "=" in line else ""
+            best_key = ".".join(p for p in (table, name) if p) or None
+    return best_line, best_key
+
+
 def load_config_file(path: str | os.PathLike[str]) -> KairoxConfig:
-    p = Path(path).expanduser()
+    p = resolve_path_setting(os.fspath(path), key="--config (or KAIROX_CONFIG)")
     try:
         raw = p.read_bytes()
     except FileNotFoundError:
@@ -378,7 +589,9 @@ def load_config_file(path: str | os.PathLike[str]) -> KairoxConfig:
         raise ConfigError(
             f"not valid TOML: {exc}", file=str(p), fix="check the syntax at the line named"
         ) from None
-    return parse_config(data, source=str(p))
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise _too_deep(str(p), raw.decode("utf-8", "replace")) from None
+    return parse_config(data, source=str(p), base_dir=p.absolute().parent)
 
 
 def find_config_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:

@@ -83,6 +83,7 @@ async def test_streamed_answer_is_cleaned_and_card_approves_memory(
         assert "<memory" not in answers[-1].text
         cards = list(app.query(MemoryCard))
         assert len(cards) == 1 and cards[0].proposal.key == "seat"
+        await pilot.press("ctrl+n")  # a card takes the keyboard only when asked to
         assert app.focused is cards[0]
         await pilot.press("a")
         await pilot.pause()
@@ -116,10 +117,10 @@ async def test_reject_and_edit_from_cards(tmp_path: Path, kairox_home: Path) -> 
         for prompt in ("first", "second"):
             await send(app, pilot, prompt)
             if prompt == "first":
-                await pilot.press("r")
+                await pilot.press("ctrl+n", "r")
                 await pilot.pause()
         assert engine.kx.memories.get("user", "seat") is None
-        await pilot.press("e")
+        await pilot.press("ctrl+n", "e")
         await pilot.pause()
         text_area = app.screen.query_one("#edit-text")
         text_area.text = "No onions, ever"

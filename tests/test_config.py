@@ -104,7 +104,9 @@ def test_full_config_parses_into_typed_objects(tmp_path: Path) -> None:
     assert config.profiles["local"].compaction_trigger == 0.7  # default
     assert config.resolve_profile("4o")[0] == "gpt"
     docs = config.knowledge_bases["docs"]
-    assert docs.id == "docs" and docs.options == {"path": "docs.db", "table": "pages"}
+    # a relative path is relative to the config file
+    assert docs.id == "docs"
+    assert docs.options == {"path": str(tmp_path / "docs.db"), "table": "pages"}
     assert [kb.id for kb in config.knowledge_bases_for("gpt")] == ["docs", "everyone"]
     assert [kb.id for kb in config.knowledge_bases_for("local")] == ["everyone"]
 

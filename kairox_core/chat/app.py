@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -12,10 +13,22 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Header, Input, Static
 
 from kairox_core.chat.engine import ChatEngine, TurnOutcome, describe_event
+from kairox_core.chat.resume import resume_hint
 from kairox_core.chat.slash import HELP, Compact, Help, Remember, SwitchProfile, parse_slash
 from kairox_core.chat.widgets import ChatMessage, MemoryCard, render_trace
 from kairox_core.errors import KairoxError
 from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted, UserMessageAdded
+
+KEYS_HELP = """\
+Keys:
+  enter     send the message
+  ctrl+n    select the next memory card waiting for a decision; on a card:
+              a approve · r reject · e edit then approve (ctrl+s saves, escape cancels)
+              any other letter goes back to the message you are typing
+  escape    back to the message input
+  ctrl+t    show or hide the trace panel
+  ctrl+y    the Memory view
+  ctrl+c    quit; the session id and the command that resumes it are printed"""
 
 
 class TracePanel(VerticalScroll):
@@ -36,7 +49,7 @@ class TracePanel(VerticalScroll):
         self.scroll_end(animate=False)
 
 
-class ChatApp(App[None]):
+class ChatApp(App[str]):
     """``kairox chat``."""
 
     TITLE = "Kairox chat"
@@ -47,22 +60,31 @@ class ChatApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+t", "toggle_trace", "Trace"),
         Binding("ctrl+y", "memory_view", "Memory view"),
+        Binding("ctrl+n", "next_card", "Memory card"),
         Binding("escape", "focus_prompt", "Prompt", show=False),
         Binding("ctrl+c", "quit", "Quit", priority=True),
     ]
 
-    def __init__(self, engine: ChatEngine) -> None:
+    def __init__(self, engine: ChatEngine, *, resume_args: Sequence[str] = ()) -> None:
         super().__init__()
         self.engine = engine
+        self.resume_args = tuple(resume_args)  # --config/--db for the resume command
         self.turns = 0
         self.busy = False
+
+    @property
+    def resume_hint(self) -> str:
+        """What ``kairox chat`` prints on exit: the session id and how to resume it."""
+        return resume_hint(self.engine.session_id, self.resume_args)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         with Horizontal():
             yield VerticalScroll(id="chat")
             yield TracePanel(id="trace")
-        yield Input(placeholder="Message (or /help)", id="prompt")
+        # select_on_focus off: coming back from a card must not select the half-typed
+        # message, or the next key would replace it
+        yield Input(placeholder="Message (or /help)", id="prompt", select_on_focus=False)
         yield Footer()
 
     @property
@@ -164,8 +186,14 @@ class ChatApp(App[None]):
             self.chat.mount(card)
             cards.append(card)
         self.chat.scroll_end(animate=False)
-        if cards:
-            cards[0].focus()
+        if cards:  # the prompt keeps the keyboard: typing must never decide a card
+            many = f"{len(cards)} memories wait" if len(cards) > 1 else "a memory waits"
+            self.note(f"{many} for your decision: ctrl+n selects a card, then a / r / e")
+
+    def on_memory_card_typed_away(self, message: MemoryCard.TypedAway) -> None:
+        prompt = self.query_one("#prompt", Input)
+        prompt.focus()
+        prompt.insert_text_at_cursor(message.character)
 
     def on_memory_card_decided(self, message: MemoryCard.Decided) -> None:
         card, p = message.card, message.card.proposal
@@ -190,7 +218,7 @@ class ChatApp(App[None]):
         e = self.engine
         try:
             if isinstance(command, Help):
-                self.note(HELP)
+                self.note(f"{HELP}\n\n{KEYS_HELP}")
             elif isinstance(command, Remember):
                 record = e.kx.approvals.remember(
                     command.scope,
@@ -229,6 +257,21 @@ class ChatApp(App[None]):
 
     def action_focus_prompt(self) -> None:
         self.query_one("#prompt", Input).focus()
+
+    def action_next_card(self) -> None:
+        """Focus the next undecided card after the focused one, cycling."""
+        pending = [c for c in self.query(MemoryCard) if not c.decided]
+        if not pending:
+            self.note("no memory card is waiting for a decision")
+            return
+        after = pending.index(self.focused) + 1 if self.focused in pending else 0
+        card = pending[after % len(pending)]
+        card.focus()
+        card.scroll_visible(animate=False)
+
+    async def action_quit(self) -> None:
+        """Quit with the resume command as the result, which ``kairox chat`` prints."""
+        self.exit(self.resume_hint)
 
     def action_memory_view(self) -> None:
         from kairox_core.chat.memory_view import MemoryView

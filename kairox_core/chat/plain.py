@@ -9,26 +9,47 @@ decide proposals unattended; otherwise they stay pending for ``kairox memory``.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable, Sequence
 from typing import TextIO
 
 from kairox_core.chat.engine import ChatEngine, TurnOutcome, describe_event
+from kairox_core.chat.resume import resume_hint
 from kairox_core.chat.slash import HELP, Compact, Help, Remember, SwitchProfile, parse_slash
 from kairox_core.errors import KairoxError
+
+
+def valid_text(line: str) -> tuple[str, bool]:
+    """``line`` with what is not text replaced by U+FFFD, and whether anything was.
+
+    A stdin read with ``surrogateescape`` keeps undecodable bytes as lone surrogates,
+    which SQLite cannot store; they are decoded again here, each bad byte becoming one
+    U+FFFD, so the prompt is recorded instead of ending the chat with a traceback."""
+    try:
+        line.encode("utf-8")
+        return line, False
+    except UnicodeEncodeError:
+        pass
+    try:
+        return line.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), True
+    except UnicodeEncodeError:  # surrogates that did not come from bytes
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in line), True
 
 
 class PlainChat:
     def __init__(
         self,
         engine: ChatEngine,
-        stdin: TextIO,
+        stdin: Iterable[str],
         stdout: TextIO,
         stderr: TextIO,
         *,
         decide: str | None = None,
+        resume_args: Sequence[str] = (),
     ) -> None:
         self.engine = engine
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
         self.decide = decide  # "approve" | "reject" | None
+        self.resume_args = tuple(resume_args)  # --config/--db for the resume command
         self.failures = 0
 
     def say(self, line: str) -> None:
@@ -41,19 +62,24 @@ class PlainChat:
             f"session {e.session_id} (workspace '{e.workspace}', profile '{e.profile}'); "
             f"{e.provider_note}"
         )
-        for raw in self.stdin:
-            line = raw.rstrip("\n")
-            if not line.strip():
-                continue
-            try:
-                command = parse_slash(line)
-                if command is None:
-                    await self.turn(line)
-                else:
-                    await self.slash(command)
-            except KairoxError as exc:
-                self.failures += 1
-                self.say(f"error: {exc}")
+        try:
+            for number, raw in enumerate(self.stdin, start=1):
+                line, replaced = valid_text(raw.rstrip("\n"))
+                if not line.strip():
+                    continue
+                if replaced:
+                    self.say(f"line {number}: bytes that are not UTF-8 were replaced with U+FFFD")
+                try:
+                    command = parse_slash(line)
+                    if command is None:
+                        await self.turn(line)
+                    else:
+                        await self.slash(command)
+                except KairoxError as exc:
+                    self.failures += 1
+                    self.say(f"error: {exc}")
+        finally:
+            self.say(resume_hint(e.session_id, self.resume_args))
         return 1 if self.failures else 0
 
     async def turn(self, prompt: str) -> None:

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -49,7 +50,10 @@ class ChatMessage(Static):
 
 
 class MemoryCard(Static, can_focus=True):
-    """ "Remember this?": ``a`` approves, ``r`` rejects, ``e`` edits then approves."""
+    """ "Remember this?": ``a`` approves, ``r`` rejects, ``e`` edits then approves.
+
+    The keys act only while the card has focus, which it gets when asked for (ctrl+n,
+    a click), never by itself: a message being typed must not decide a card."""
 
     DEFAULT_CSS = """
     MemoryCard { border: round $warning; padding: 0 1; margin: 0 0 1 0; }
@@ -62,6 +66,13 @@ class MemoryCard(Static, can_focus=True):
         Binding("r", "reject", "Reject"),
         Binding("e", "edit", "Edit + approve"),
     ]
+
+    class TypedAway(Message):
+        """A letter that is not a card key: the person is typing a message."""
+
+        def __init__(self, character: str) -> None:
+            super().__init__()
+            self.character = character
 
     class Decided(Message):
         def __init__(self, card: MemoryCard, verdict: str, body: str | None) -> None:
@@ -78,7 +89,21 @@ class MemoryCard(Static, can_focus=True):
     def on_mount(self) -> None:
         self.update(self._render_card())
 
-    def _render_card(self, status: str | None = None) -> Text:
+    def on_focus(self) -> None:  # runs before Widget's handler sets has_focus
+        if not self.decided:
+            self.update(self._render_card(focused=True))  # its keys, now that they act
+
+    def on_blur(self) -> None:
+        if not self.decided:
+            self.update(self._render_card())
+
+    def on_key(self, event: events.Key) -> None:
+        if event.character and event.is_printable and event.character not in "are":
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.TypedAway(event.character))
+
+    def _render_card(self, status: str | None = None, *, focused: bool = False) -> Text:
         p = self.proposal
         text = Text()
         text.append("Remember this? ", style="bold")
@@ -96,7 +121,13 @@ class MemoryCard(Static, can_focus=True):
                 "not tainted: no tool result or retrieved text of this turn contains it\n",
                 style="dim green",
             )
-        text.append(status or "a approve · r reject · e edit then approve", style="dim")
+        if status is None:
+            status = (
+                "a approve · r reject · e edit then approve · escape back to your message"
+                if focused
+                else "ctrl+n selects this card, then: a approve · r reject · e edit then approve"
+            )
+        text.append(status, style="dim")
         return text
 
     def action_approve(self) -> None:

@@ -7,24 +7,24 @@ from typing import Any
 
 import click
 
-from kairox_core.cli.context import CliContext, pass_cli
+from kairox_core.cli.context import CliContext, FilePath, pass_cli
 from kairox_core.errors import KairoxError, KairoxUserError
 
-__all__ = ["CliContext", "cli", "main", "pass_cli"]
+__all__ = ["CliContext", "FilePath", "cli", "main", "pass_cli"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--config",
     "config_path",
-    type=click.Path(dir_okay=False),
+    type=FilePath(dir_okay=False),
     envvar="KAIROX_CONFIG",
     help="kairox.toml to use (default: ./kairox.toml, then the user config dir).",
 )
 @click.option(
     "--db",
     "db_path",
-    type=click.Path(dir_okay=False),
+    type=FilePath(dir_okay=False),
     envvar="KAIROX_DB",
     help="SQLite database file (default: from the config, else the user data dir).",
 )

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import io
+import itertools
 import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from kairox_core.cli.context import CliContext, pass_cli
+from kairox_core.errors import KairoxUserError
 
 
 @click.command("chat")
 @click.option("--profile", help="Profile (or alias) to chat with (default: the config's).")
 @click.option("--workspace", help="Workspace whose memories and documents to use.")
 @click.option("--session", "session_id", help="Resume this session id (see `kairox sessions`).")
+@click.option(
+    "--create", is_flag=True, help="With --session: start a session with that id if there is none."
+)
 @click.option(
     "--provider", "provider_id", help="A [providers.<id>] to use instead of the profile's."
 )
@@ -31,14 +41,17 @@ def chat_command(
     profile: str | None,
     workspace: str | None,
     session_id: str | None,
+    create: bool,
     provider_id: str | None,
     plain: bool,
     approve_all: bool,
     reject_all: bool,
 ) -> None:
     """Chat with memory: streamed answers cleaned of <memory> tags, approval cards for
-    memories the model proposes, a trace of every turn's context (ctrl+t) and the Memory
-    view (ctrl+y). With no provider configured, the offline default model is used."""
+    memories the model proposes (ctrl+n selects one, then a / r / e), a trace of every
+    turn's context (ctrl+t) and the Memory view (ctrl+y); /help lists the keys. On exit
+    the session id and the command that resumes it are printed. With no provider
+    configured, the offline default model is used."""
     from kairox_core.chat.engine import ChatEngine
     from kairox_core.providers.resolve import build_provider, choose_provider
 
@@ -46,7 +59,18 @@ def chat_command(
         raise click.UsageError("--approve-all and --reject-all exclude each other")
     if (approve_all or reject_all) and not plain:
         raise click.UsageError("--approve-all / --reject-all need --plain")
+    if create and not session_id:
+        raise click.UsageError("--create needs --session ID (the id of the session to start)")
     config = cli_ctx.config
+    if session_id and not create:
+        _require_session(cli_ctx, session_id)
+    resume_args = _global_args(cli_ctx)
+    stdin: Iterator[str] | None = None
+    if plain:
+        stdin = _prompt_lines(sys.stdin)
+        if stdin is None:
+            click.echo("kairox: no input on stdin; no session created", err=True)
+            return
     provider = None
     if provider_id:
         provider = build_provider(choose_provider(config, provider_id).config)
@@ -64,7 +88,14 @@ def chat_command(
         from kairox_core.chat.plain import PlainChat
 
         decide = "approve" if approve_all else "reject" if reject_all else None
-        runner = PlainChat(engine, sys.stdin, sys.stdout, sys.stderr, decide=decide)
+        runner = PlainChat(
+            engine,
+            stdin or iter(()),
+            sys.stdout,
+            sys.stderr,
+            decide=decide,
+            resume_args=resume_args,
+        )
 
         async def go() -> int:
             try:
@@ -75,11 +106,58 @@ def chat_command(
         sys.exit(asyncio.run(go()))
     from kairox_core.chat.app import ChatApp
 
-    app = ChatApp(engine)
+    app = ChatApp(engine, resume_args=resume_args)
     try:
         app.run()
     finally:
         asyncio.run(engine.close())
+        click.echo(f"kairox: {app.resume_hint}", err=True)
+
+
+def _require_session(cli_ctx: CliContext, session_id: str) -> None:
+    """``--session`` names a session that exists: a typo must not start a new one."""
+    from kairox_core.facade import Kairox
+
+    database = cli_ctx.database
+    found = False
+    if database.exists():
+        with Kairox.open(database, cli_ctx.config) as kx:
+            found = kx.events_store.get_session(session_id) is not None
+    if not found:
+        raise KairoxUserError(
+            f"no session '{session_id}' in {database}\n"
+            f"  fix: `kairox sessions` lists the sessions there; "
+            f"add --create to start a new session with this id"
+        )
+
+
+def _global_args(cli_ctx: CliContext) -> tuple[str, ...]:
+    """The ``--config``/``--db`` given on the command line, for the resume command."""
+    root = click.get_current_context().find_root()
+    args: list[str] = []
+    for option, param, value in (
+        ("--config", "config_path", cli_ctx.config_path),
+        ("--db", "db_path", cli_ctx.db_path),
+    ):
+        if value and root.get_parameter_source(param) == ParameterSource.COMMANDLINE:
+            args += [option, str(Path(value).absolute())]
+    return tuple(args)
+
+
+def _prompt_lines(stream: Any) -> Iterator[str] | None:
+    """stdin's lines, or None when it holds no prompt (then no session is created).
+
+    Undecodable bytes are kept as surrogate escapes, for ``PlainChat`` to replace and
+    report, instead of failing inside the loop that reads them."""
+    if isinstance(stream, io.TextIOWrapper):
+        stream.reconfigure(errors="surrogateescape")
+    lines = iter(stream)
+    head: list[str] = []
+    for line in lines:
+        head.append(line)
+        if line.strip():
+            return itertools.chain(head, lines)
+    return None
 
 
 def register(cli: click.Group) -> None:

@@ -9,8 +9,23 @@ from typing import Any
 
 import click
 
-from kairox_core.config import KairoxConfig, check_plugin_names, load_config
+from kairox_core.config import (
+    KairoxConfig,
+    check_plugin_names,
+    load_config,
+    resolve_path_setting,
+)
 from kairox_core.errors import ConfigError
+
+
+class FilePath(click.Path):
+    """``click.Path`` that refuses a NUL byte as a usage error (exit 2) instead of the
+    ``ValueError: embedded null byte`` traceback ``os.stat`` raises inside click."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and "\0" in value:
+            self.fail(f"{value!r} contains a NUL byte; give the path without it", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 @dataclass
@@ -40,7 +55,7 @@ class CliContext:
     @property
     def database(self) -> Path:
         if self.db_path:
-            return Path(self.db_path).expanduser()
+            return resolve_path_setting(self.db_path, key="--db (or KAIROX_DB)")
         return self.config.database_path()
 
 

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kairox_core.cli.context import CliContext, pass_cli
+from kairox_core.cli.context import CliContext, FilePath, pass_cli
 from kairox_core.errors import KairoxUserError
 from kairox_core.retrieval.base import IndexableRetriever, IndexReport, RetrievalHit
 from kairox_core.retrieval.composite import SourceReport
@@ -141,7 +141,7 @@ def run_index(
 
 
 @click.command("index")
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=FilePath(exists=True))
 @click.option("--workspace", "-w", help="Workspace id (default: [kairox] default_workspace).")
 @click.option(
     "--rebuild",
@@ -326,7 +326,7 @@ def kb_search(cli_ctx: CliContext, kb_id: str, query: str, k: int, as_json: bool
 
 @kb_group.command("index")
 @click.argument("kb_id", metavar="ID")
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=FilePath(exists=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @pass_cli
 def kb_index(cli_ctx: CliContext, kb_id: str, paths: tuple[str, ...], as_json: bool) -> None:
