@@ -2,7 +2,10 @@
 
 Sources run concurrently, each under its own timeout. A source that raises or is too
 slow is recorded in the per-source report and the others' hits still come back: a
-broken knowledge base degrades a turn, it never fails it.
+broken knowledge base degrades a turn, it never fails it. A timeout can only abandon
+a source that yields to the loop: blocking work belongs in ``run_blocking`` (a daemon
+thread nothing waits for), and a source that blocks the loop itself past its timeout
+is measured (``LoopClock``) and reported as failed, its hits dropped.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 
 from kairox_core.retrieval.base import RetrievalHit, WorkspaceRetriever
 from kairox_core.retrieval.fusion import RRF_K, rrf_fuse
+from kairox_core.retrieval.threads import LoopClock
 
 DEFAULT_TIMEOUT = 10.0
 
@@ -44,6 +48,7 @@ class SourceReport:
     elapsed_ms: float
     hits: int
     timed_out: bool = False
+    blocked_ms: float = 0.0  # time the source held the event loop (synchronous work)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -54,6 +59,7 @@ class SourceReport:
             "elapsed_ms": round(self.elapsed_ms, 2),
             "hits": self.hits,
             "timed_out": self.timed_out,
+            "blocked_ms": round(self.blocked_ms, 2),
         }
 
 
@@ -120,14 +126,16 @@ class CompositeWorkspaceRetriever:
         self, src: RetrieverSource, query: str, k: int, filters: Mapping[str, Any] | None
     ) -> tuple[list[RetrievalHit], SourceReport]:
         start = time.perf_counter()
+        clock = LoopClock()
         try:
             hits = await asyncio.wait_for(
-                src.retriever.retrieve(query, k, filters), timeout=src.timeout
+                clock.watch(src.retriever.retrieve(query, k, filters)), timeout=src.timeout
             )
         except asyncio.TimeoutError:
             ms = (time.perf_counter() - start) * 1000
+            error = f"timed out after {src.timeout:g}s"
             return [], SourceReport(
-                src.name, src.kind, False, f"timed out after {src.timeout:g}s", ms, 0, True
+                src.name, src.kind, False, error, ms, 0, True, clock.blocked * 1000
             )
         except asyncio.CancelledError:
             raise
@@ -135,11 +143,27 @@ class CompositeWorkspaceRetriever:
             ms = (time.perf_counter() - start) * 1000
             message = str(exc) or type(exc).__name__
             return [], SourceReport(
-                src.name, src.kind, False, f"{type(exc).__name__}: {message}", ms, 0
+                src.name,
+                src.kind,
+                False,
+                f"{type(exc).__name__}: {message}",
+                ms,
+                0,
+                blocked_ms=clock.blocked * 1000,
             )
         ms = (time.perf_counter() - start) * 1000
+        if clock.blocked > src.timeout:  # wait_for could not fire: the loop was held
+            error = (
+                f"blocked the event loop for {clock.blocked:.1f}s (timeout {src.timeout:g}s); "
+                "its blocking work belongs in a thread (kairox_core.retrieval.run_blocking)"
+            )
+            return [], SourceReport(
+                src.name, src.kind, False, error, ms, 0, True, clock.blocked * 1000
+            )
         hits = list(hits)[:k]
-        return hits, SourceReport(src.name, src.kind, True, None, ms, len(hits))
+        return hits, SourceReport(
+            src.name, src.kind, True, None, ms, len(hits), blocked_ms=clock.blocked * 1000
+        )
 
     async def search(
         self, query: str, k: int, filters: Mapping[str, Any] | None = None

@@ -943,9 +943,9 @@ class WorkspaceIndexRetriever:
     async def retrieve(
         self, query: str, k: int, filters: Mapping[str, Any] | None = None
     ) -> list[RetrievalHit]:
-        import asyncio
+        from kairox_core.retrieval.threads import run_blocking
 
-        return await asyncio.to_thread(self.index.search, query, k, self.mode, filters)
+        return await run_blocking(self.index.search, query, k, self.mode, filters)
 
     async def close(self) -> None:
         self.index.close()
