@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kairox_core.retrieval.base import RetrievalHit, WorkspaceRetriever
@@ -21,6 +21,15 @@ from kairox_core.retrieval.fusion import RRF_K, rrf_fuse
 from kairox_core.retrieval.threads import LoopClock
 
 DEFAULT_TIMEOUT = 10.0
+MAX_REFILLS = 3  # deeper re-queries when shared passages left fewer than k fused hits
+
+
+def _may_hold_more(
+    src: RetrieverSource, found: list[RetrievalHit], report: SourceReport, asked: int
+) -> bool:
+    """A source that answered in time with a full list, and has time left to ask again."""
+    left = src.timeout - report.elapsed_ms / 1000
+    return report.ok and len(found) >= asked and left > 0.1 * src.timeout
 
 
 @dataclass(frozen=True)
@@ -172,13 +181,44 @@ class CompositeWorkspaceRetriever:
         if k <= 0 or not self.sources:
             return CompositeResult([], [])
         per_k = self.per_source_k or k
-        results = await asyncio.gather(
-            *(self._one(src, query, per_k, filters) for src in self.sources)
+        results = list(
+            await asyncio.gather(*(self._one(src, query, per_k, filters) for src in self.sources))
         )
-        rankings = {src.name: hits for src, (hits, _) in zip(self.sources, results, strict=True)}
         weights = {src.name: src.weight for src in self.sources}
+        for _ in range(MAX_REFILLS):
+            rankings = {
+                src.name: hits for src, (hits, _) in zip(self.sources, results, strict=True)
+            }
+            hits = rrf_fuse(rankings, weights, k=self.rrf_k, limit=k)
+            # Passages that several documents share collapse into one hit: ask the
+            # sources that filled their lists (they may hold more) for a deeper list,
+            # within what is left of their timeouts, until k hits or nothing more.
+            refill = [
+                i
+                for i, (found, report) in enumerate(results)
+                if _may_hold_more(self.sources[i], found, report, per_k)
+            ]
+            if len(hits) >= k or not refill:
+                return CompositeResult(hits, [report for _, report in results])
+            per_k = per_k * 2 + 4
+            again = await asyncio.gather(
+                *(self._one(self._rest(i, results[i][1]), query, per_k, filters) for i in refill)
+            )
+            for i, (found, report) in zip(refill, again, strict=True):
+                spent = results[i][1].elapsed_ms + report.elapsed_ms
+                results[i] = (
+                    (found, replace(report, elapsed_ms=spent))
+                    if report.ok
+                    else (results[i][0], replace(results[i][1], elapsed_ms=spent))
+                )
+        rankings = {src.name: hits for src, (hits, _) in zip(self.sources, results, strict=True)}
         hits = rrf_fuse(rankings, weights, k=self.rrf_k, limit=k)
         return CompositeResult(hits, [report for _, report in results])
+
+    def _rest(self, i: int, report: SourceReport) -> RetrieverSource:
+        """Source ``i`` with what is left of its timeout after ``report``."""
+        src = self.sources[i]
+        return replace(src, timeout=max(src.timeout - report.elapsed_ms / 1000, 0.001))
 
     async def retrieve(
         self, query: str, k: int, filters: Mapping[str, Any] | None = None
