@@ -29,11 +29,10 @@ def rrf_fuse(
     """Fuse ranked lists (source name -> hits, best first) by weighted RRF.
 
     ``score = sum(weight / (k + rank))`` over the sources that returned the passage.
-    A hit joins an earlier group when it is the same passage: the same doc id from
-    the same source (ids are each source's own), or the same normalised text from any
-    source. The group keeps its best-ranked hit's text and lists every source in
-    ``metadata["sources"]``. A source's own duplicates (one text in several of its
-    documents) add nothing: each source counts once per passage, so a score never
+    A hit joins an earlier group when it is the same document or passage: the same
+    doc id, or the same normalised text. The group keeps its best-ranked hit's text
+    and lists every source in ``metadata["sources"]``. A source's own duplicates (one
+    text in several of its documents) add nothing: each source counts once per passage, so a score never
     grows with how deep the lists go, and the result for ``limit`` k is the top k of
     the result for any larger limit.
     """
@@ -43,7 +42,7 @@ def rrf_fuse(
     for source, hits in rankings.items():
         weight = float(weights.get(source, 1.0))
         for rank, hit in enumerate(hits, start=1):
-            keys = (f"id:{source}\0{hit.doc_id}", f"text:{text_key(hit.text)}")
+            keys = (f"id:{hit.doc_id}", f"text:{text_key(hit.text)}")
             gi = next((by_key[key] for key in keys if key in by_key), None)
             contribution = weight / (k + rank)
             if gi is None:
