@@ -32,9 +32,9 @@ def rrf_fuse(
     A hit joins an earlier group when it is the same document or passage: the same
     doc id, or the same normalised text. The group keeps its best-ranked hit's text
     and lists every source in ``metadata["sources"]``. A source's own duplicates (one
-    text in several of its documents) add nothing: each source counts once per passage, so a score never
-    grows with how deep the lists go, and the result for ``limit`` k is the top k of
-    the result for any larger limit.
+    text in several of its documents) add nothing: each source counts once per
+    passage, so a score never grows with how deep the lists go, and the result for
+    ``limit`` k is the top k of the result for any larger limit.
     """
     weights = weights or {}
     groups: list[dict[str, Any]] = []
