@@ -134,3 +134,15 @@ def test_index_after_a_backend_switch_asks_for_rebuild_and_rebuild_reports_its_w
     assert json.loads(out)["chunks"] == embedded
     code, out, err = run([*base, "index", str(docs)], capsys)
     assert code == 0 and "3 unchanged" in out
+
+
+def test_long_work_prints_progress_lines_when_stderr_is_no_terminal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from kairox_core.cli.retrieval_cmd import _Steps
+
+    with _Steps("re-embedding", 800, every=0.0) as steps:
+        for done in (100, 400, 800):
+            steps.update(done)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["re-embedding: 100/800 (12%)", "re-embedding: 400/800 (50%)"]
