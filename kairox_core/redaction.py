@@ -23,7 +23,7 @@ Replacement = str | Callable[[re.Match[str]], str]
 
 # A value after ``name=`` / ``name:``: quoted (anything up to the quote) or bare (up to
 # whitespace, a closing quote, or trailing punctuation that ends the sentence).
-_BARE = r"[^\s\"'`]{4,}?(?=[,;.)\]}]*(?:\s|$|[\"'`]))"
+_BARE = r"[^\s\"'`]{6,}?(?=[,;.)\]}]*(?:\s|$|[\"'`]))"
 _QUOTED = r"\"[^\"\n]{1,256}\"|'[^'\n]{1,256}'"
 _NOT_DONE = r"(?!\[REDACTED)"
 _SECRET_NAMES = (
