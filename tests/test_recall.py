@@ -119,20 +119,20 @@ def test_facts_from_a_compacted_stretch_come_back_verbatim(kx: Kairox) -> None:
 
 def test_recall_never_returns_another_sessions_turns(kx: Kairox) -> None:
     a, b = kx.session(workspace="w"), kx.session(workspace="w")
-    secret = "Session B only: the vault passphrase is marmalade-otter-93."
+    secret = "Session B only: the vault nickname is marmalade-otter-93."
     chat(a, 25, facts={}, tag="A ")
     chat(b, 25, facts={2: secret}, tag="B ")
     assert covered(kx, a) and covered(kx, b)
-    assert secret in context_text(b.preview_sync("what is the vault passphrase?"))
-    hits = kx.recall.turns(a, "what is the vault passphrase marmalade otter?")
+    assert secret in context_text(b.preview_sync("what is the vault nickname?"))
+    hits = kx.recall.turns(a, "what is the vault nickname marmalade otter?")
     assert hits and all(h.metadata["session_id"] == a.id for h in hits)
-    assert secret not in context_text(a.preview_sync("vault passphrase marmalade otter"))
+    assert secret not in context_text(a.preview_sync("vault nickname marmalade otter"))
     # the workspace's own document search never sees conversation turns
     found = kx.retriever_for("default", "w")
     try:
         import asyncio
 
-        result = asyncio.run(found.search("vault passphrase marmalade otter", 8))
+        result = asyncio.run(found.search("vault nickname marmalade otter", 8))
         assert not [h for h in result.hits if h.metadata.get("doc_type") == DOC_TYPE]
     finally:
         asyncio.run(found.close())

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kairox_core.chat.prompt import system_prompt_for
 from kairox_core.config import KairoxConfig
 from kairox_core.errors import KairoxError
 from kairox_core.events import (
@@ -27,6 +26,7 @@ from kairox_core.events import (
     MemoryProposed,
     MemoryRejected,
 )
+from kairox_core.prompt import front_end_system_prompt
 from kairox_core.providers.base import ModelProvider
 from kairox_core.providers.resolve import build_provider, choose_provider
 
@@ -94,7 +94,7 @@ class ChatEngine:
             workspace=workspace or config.kairox.default_workspace,
             profile=profile_name,
             session_id=session_id,
-            system_prompt=system_prompt_for(config.kairox.system_prompt),
+            system_prompt=front_end_system_prompt(config),  # as `kairox context` shows it
         )
         return cls(kx, session, config, provider=provider, provider_note=note)
 

@@ -113,7 +113,11 @@ def events_command(
     cli_ctx: CliContext, session_id: str, as_json: bool, types: tuple[str, ...]
 ) -> None:
     """Show the audit trail of SESSION: every event in seq order, nothing ever deleted
-    (compaction summaries name the seq range they replace)."""
+    (compaction summaries name the seq range they replace).
+
+    The trail keeps the originals verbatim, secrets included: summaries, recalled turns
+    and the long-term block are redacted before they reach a prompt, the events are not.
+    Treat the database and this output as you would the secrets themselves."""
     with _session(cli_ctx, session_id) as session:
         events = session.kx.events_store.read(session_id, types=list(types) if types else None)
     if as_json:

@@ -50,8 +50,9 @@ def context_command(
     """Show what the next turn of SESSION would send, layer by layer.
 
     Token counts per layer (system, memories, pinned facts and summaries, retrieval,
-    history, the prompt), the budget, and every item left out with the reason. Nothing
-    is written. A prompt that cannot fit exits 2 with the size of each part.
+    history, the prompt), the budget, and every item left out with the reason, as
+    `kairox chat` would send it (its system prompt included). Nothing is written. A
+    prompt that cannot fit exits 2 with the size of each part.
     """
     from kairox_core.facade import UnknownSessionError
 
@@ -59,8 +60,13 @@ def context_command(
         raise UnknownSessionError(
             f"no session '{session_id}': the database {cli_ctx.database} does not exist yet"
         )
+    from kairox_core.prompt import front_end_system_prompt
+
     with _open(cli_ctx) as kx:
-        session = kx.get_session(session_id)
+        kx.get_session(session_id)  # UnknownSessionError names the fix
+        # the system prompt `kairox chat` sends, resolved by the same function
+        system = front_end_system_prompt(cli_ctx.config)
+        session = kx.session(session_id=session_id, system_prompt=system)
         assembled = session.preview_sync(prompt, profile=profile)
     trace = assembled.trace
     if as_json:

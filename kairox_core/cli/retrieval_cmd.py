@@ -34,6 +34,39 @@ def _progress() -> Progress:
     )
 
 
+class _Steps:
+    """Progress of long work on stderr: a bar on a terminal; elsewhere (a log, CI, a
+    pipe) a plain line every ``every`` seconds, so a 20-minute rebuild is never silent."""
+
+    def __init__(self, label: str, total: int, *, every: float = 5.0) -> None:
+        self.label, self.total, self.every = label, total, every
+        self.tty = _err.is_terminal
+        self._bar: Progress | None = None
+        self._task: Any = None
+        self._last = time.monotonic()
+
+    def __enter__(self) -> _Steps:
+        if self.tty:
+            self._bar = _progress()
+            self._bar.__enter__()
+            self._task = self._bar.add_task(self.label, total=self.total, item="")
+        return self
+
+    def update(self, done: int, item: str = "") -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, completed=done, item=item)
+            return
+        now = time.monotonic()
+        if now - self._last >= self.every and done < self.total:
+            self._last = now
+            share = f" ({done / self.total:.0%})" if self.total else ""
+            click.echo(f"{self.label}: {done}/{self.total}{share}", err=True)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+
 def _summary(report: IndexReport, chunks_total: int | None = None, done: str = "embedded") -> str:
     parts = [
         f"{report.added} added",
@@ -57,11 +90,15 @@ def _summary(report: IndexReport, chunks_total: int | None = None, done: str = "
     return f"{line}\n{chunks}\ntime: {report.seconds:.2f}s"
 
 
-def _print_hits(title: str, hits: Sequence[RetrievalHit]) -> None:
+def _print_hits(title: str, hits: Sequence[RetrievalHit], k: int | None = None) -> None:
     if not hits:
         click.echo(f"no hits ({title})")
         return
     Console().print(_hits_table(title, hits))
+    asked = (
+        f" (asked for {k}: only {len(hits)} distinct passages match)" if k and len(hits) < k else ""
+    )
+    click.echo(f"{len(hits)} hit{'s' if len(hits) != 1 else ''}{asked}")
 
 
 def _hits_table(title: str, hits: Sequence[RetrievalHit]) -> Table:
@@ -101,27 +138,27 @@ def run_index(
     index = WorkspaceRagIndex.from_config(config, cli_ctx.database, ws)
     try:
         if rebuild:
-            with _progress() as bar:
-                task = bar.add_task("re-embedding", total=index.chunk_count(), item="")
-                n = index.rebuild(progress=lambda done, total: bar.update(task, completed=done))
+            with _Steps("re-embedding", index.chunk_count()) as steps:
+                n = index.rebuild(progress=lambda done, total: steps.update(done))
+            report.chunks += n
             _err.print(f"re-embedded {n} chunks with '{index.backend.name}'")
+        else:  # an unchanged file would hide a backend switch (and a changed one mix spaces)
+            index.check_backend()
         if paths:
             scan = scan_files(paths, max_bytes=config.retrieval.max_file_bytes)
             report.skipped_binary = len(scan.skipped_binary)
             report.skipped_large = len(scan.skipped_large)
             report.errors.extend(scan.errors)
             before = index.embedded_chunks
-            with _progress() as bar:
-                task = bar.add_task("indexing", total=len(scan.files), item="")
-                for path in scan.files:
-                    bar.update(task, item=path.name)
+            with _Steps("indexing", len(scan.files)) as steps:
+                for done, path in enumerate(scan.files, start=1):
                     try:
                         status = index.add_file(path)
                     except (OSError, UnicodeError) as exc:
                         report.errors.append(f"{path}: {getattr(exc, 'strerror', None) or exc}")
                     else:
                         setattr(report, status, getattr(report, status) + 1)
-                    bar.advance(task)
+                    steps.update(done, path.name)
             seen = {str(p) for p in scan.files}
             gone = [
                 d.doc_id
@@ -130,7 +167,7 @@ def run_index(
                 and any(Path(d.path) == r or r in Path(d.path).parents for r in scan.roots)
             ]
             report.removed = index.delete_many(gone)
-            report.chunks = index.embedded_chunks - before
+            report.chunks += index.embedded_chunks - before
             if report.added + report.updated + report.removed > 100:
                 index.optimize()
         total = index.chunk_count()
@@ -175,8 +212,8 @@ def index_command(
 def _print_reports(reports: Sequence[SourceReport]) -> None:
     for r in reports:
         status = "ok" if r.ok else f"FAILED: {r.error}"
-        click.echo(
-            f"{r.kind} '{r.name}': {status} ({r.hits} hits, {r.elapsed_ms:.0f} ms)", err=True
+        click.echo(  # what the source returned, before fusion merged shared passages
+            f"{r.kind} '{r.name}': {status} ({r.hits} returned, {r.elapsed_ms:.0f} ms)", err=True
         )
 
 
@@ -216,6 +253,7 @@ def search_command(
             await composite.close()
 
     result = asyncio.run(go())
+    wanted = k or config.retrieval.k
     if as_json:
         click.echo(
             json.dumps(
@@ -229,7 +267,7 @@ def search_command(
             )
         )
     else:
-        _print_hits(f"search: {query}", result.hits)
+        _print_hits(f"search: {query}", result.hits, wanted)
         _print_reports(result.sources)
     if result.failed:
         raise SystemExit(1)

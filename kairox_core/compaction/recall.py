@@ -41,6 +41,7 @@ from kairox_core.events import (
     ToolInvocationCompleted,
     UserMessageAdded,
 )
+from kairox_core.redaction import redact
 from kairox_core.retrieval.base import RetrievalHit
 from kairox_core.retrieval.index import DocumentInput, IndexBackendMismatch, WorkspaceRagIndex
 from kairox_core.store.migrations import migrate
@@ -104,7 +105,7 @@ def turn_document(event: Event, previous: Event | None = None) -> DocumentInput 
     assert isinstance(event, UserMessageAdded | AssistantMessageCompleted | ToolInvocationCompleted)
     speaker, text = said
     before = turn_text(previous) if previous is not None else None
-    context = before[1].strip()[-CONTEXT_CHARS:] if before else ""
+    context = redact(before[1].strip())[-CONTEXT_CHARS:] if before else ""
     meta = {
         "session_id": event.session_id,
         "seq": event.seq,
@@ -114,7 +115,7 @@ def turn_document(event: Event, previous: Event | None = None) -> DocumentInput 
     }
     return DocumentInput(
         doc_id=f"turn:{event.session_id}:{event.seq}",
-        text=text,
+        text=redact(text),  # re-sent to the model later, like a summary; the event keeps it
         doc_type=DOC_TYPE,
         metadata=meta,
         context=context,
@@ -274,8 +275,8 @@ class Recall:
             seq = turn_seq(hit)
             if hit.metadata.get("session_id") != session.id or seq is None:
                 continue
-            if before_seq is None or seq < before_seq:
-                hits.append(replace(hit, source=SOURCE))
+            if before_seq is None or seq < before_seq:  # redact: indexed before redaction
+                hits.append(replace(hit, source=SOURCE, text=redact(hit.text)))
         return hits
 
 

@@ -22,6 +22,7 @@ from kairox_core.retrieval.base import (
     RetrieverUnavailable,
     WorkspaceRetriever,
 )
+from kairox_core.retrieval.threads import run_blocking
 
 if TYPE_CHECKING:
     from kairox_core.retrieval.composite import (
@@ -82,6 +83,7 @@ __all__ = [
     "load_embedding_backend",
     "retriever_for_profile",
     "rrf_fuse",
+    "run_blocking",
 ]
 
 

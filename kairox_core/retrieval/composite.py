@@ -2,7 +2,10 @@
 
 Sources run concurrently, each under its own timeout. A source that raises or is too
 slow is recorded in the per-source report and the others' hits still come back: a
-broken knowledge base degrades a turn, it never fails it.
+broken knowledge base degrades a turn, it never fails it. A timeout can only abandon
+a source that yields to the loop: blocking work belongs in ``run_blocking`` (a daemon
+thread nothing waits for), and a source that blocks the loop itself past its timeout
+is measured (``LoopClock``) and reported as failed, its hits dropped.
 """
 
 from __future__ import annotations
@@ -10,13 +13,23 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kairox_core.retrieval.base import RetrievalHit, WorkspaceRetriever
 from kairox_core.retrieval.fusion import RRF_K, rrf_fuse
+from kairox_core.retrieval.threads import LoopClock
 
 DEFAULT_TIMEOUT = 10.0
+MAX_REFILLS = 3  # deeper re-queries when shared passages left fewer than k fused hits
+
+
+def _may_hold_more(
+    src: RetrieverSource, found: list[RetrievalHit], report: SourceReport, asked: int
+) -> bool:
+    """A source that answered in time with a full list, and has time left to ask again."""
+    left = src.timeout - report.elapsed_ms / 1000
+    return report.ok and len(found) >= asked and left > 0.1 * src.timeout
 
 
 @dataclass(frozen=True)
@@ -44,6 +57,7 @@ class SourceReport:
     elapsed_ms: float
     hits: int
     timed_out: bool = False
+    blocked_ms: float = 0.0  # time the source held the event loop (synchronous work)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -54,6 +68,7 @@ class SourceReport:
             "elapsed_ms": round(self.elapsed_ms, 2),
             "hits": self.hits,
             "timed_out": self.timed_out,
+            "blocked_ms": round(self.blocked_ms, 2),
         }
 
 
@@ -120,14 +135,16 @@ class CompositeWorkspaceRetriever:
         self, src: RetrieverSource, query: str, k: int, filters: Mapping[str, Any] | None
     ) -> tuple[list[RetrievalHit], SourceReport]:
         start = time.perf_counter()
+        clock = LoopClock()
         try:
             hits = await asyncio.wait_for(
-                src.retriever.retrieve(query, k, filters), timeout=src.timeout
+                clock.watch(src.retriever.retrieve(query, k, filters)), timeout=src.timeout
             )
         except asyncio.TimeoutError:
             ms = (time.perf_counter() - start) * 1000
+            error = f"timed out after {src.timeout:g}s"
             return [], SourceReport(
-                src.name, src.kind, False, f"timed out after {src.timeout:g}s", ms, 0, True
+                src.name, src.kind, False, error, ms, 0, True, clock.blocked * 1000
             )
         except asyncio.CancelledError:
             raise
@@ -135,11 +152,27 @@ class CompositeWorkspaceRetriever:
             ms = (time.perf_counter() - start) * 1000
             message = str(exc) or type(exc).__name__
             return [], SourceReport(
-                src.name, src.kind, False, f"{type(exc).__name__}: {message}", ms, 0
+                src.name,
+                src.kind,
+                False,
+                f"{type(exc).__name__}: {message}",
+                ms,
+                0,
+                blocked_ms=clock.blocked * 1000,
             )
         ms = (time.perf_counter() - start) * 1000
+        if clock.blocked > src.timeout:  # wait_for could not fire: the loop was held
+            error = (
+                f"blocked the event loop for {clock.blocked:.1f}s (timeout {src.timeout:g}s); "
+                "its blocking work belongs in a thread (kairox_core.retrieval.run_blocking)"
+            )
+            return [], SourceReport(
+                src.name, src.kind, False, error, ms, 0, True, clock.blocked * 1000
+            )
         hits = list(hits)[:k]
-        return hits, SourceReport(src.name, src.kind, True, None, ms, len(hits))
+        return hits, SourceReport(
+            src.name, src.kind, True, None, ms, len(hits), blocked_ms=clock.blocked * 1000
+        )
 
     async def search(
         self, query: str, k: int, filters: Mapping[str, Any] | None = None
@@ -148,13 +181,44 @@ class CompositeWorkspaceRetriever:
         if k <= 0 or not self.sources:
             return CompositeResult([], [])
         per_k = self.per_source_k or k
-        results = await asyncio.gather(
-            *(self._one(src, query, per_k, filters) for src in self.sources)
+        results = list(
+            await asyncio.gather(*(self._one(src, query, per_k, filters) for src in self.sources))
         )
-        rankings = {src.name: hits for src, (hits, _) in zip(self.sources, results, strict=True)}
         weights = {src.name: src.weight for src in self.sources}
+        for _ in range(MAX_REFILLS):
+            rankings = {
+                src.name: hits for src, (hits, _) in zip(self.sources, results, strict=True)
+            }
+            hits = rrf_fuse(rankings, weights, k=self.rrf_k, limit=k)
+            # Passages that several documents share collapse into one hit: ask the
+            # sources that filled their lists (they may hold more) for a deeper list,
+            # within what is left of their timeouts, until k hits or nothing more.
+            refill = [
+                i
+                for i, (found, report) in enumerate(results)
+                if _may_hold_more(self.sources[i], found, report, per_k)
+            ]
+            if len(hits) >= k or not refill:
+                return CompositeResult(hits, [report for _, report in results])
+            per_k = per_k * 2 + 4
+            again = await asyncio.gather(
+                *(self._one(self._rest(i, results[i][1]), query, per_k, filters) for i in refill)
+            )
+            for i, (found, report) in zip(refill, again, strict=True):
+                spent = results[i][1].elapsed_ms + report.elapsed_ms
+                results[i] = (
+                    (found, replace(report, elapsed_ms=spent))
+                    if report.ok
+                    else (results[i][0], replace(results[i][1], elapsed_ms=spent))
+                )
+        rankings = {src.name: hits for src, (hits, _) in zip(self.sources, results, strict=True)}
         hits = rrf_fuse(rankings, weights, k=self.rrf_k, limit=k)
         return CompositeResult(hits, [report for _, report in results])
+
+    def _rest(self, i: int, report: SourceReport) -> RetrieverSource:
+        """Source ``i`` with what is left of its timeout after ``report``."""
+        src = self.sources[i]
+        return replace(src, timeout=max(src.timeout - report.elapsed_ms / 1000, 0.001))
 
     async def retrieve(
         self, query: str, k: int, filters: Mapping[str, Any] | None = None

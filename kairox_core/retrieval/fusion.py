@@ -28,9 +28,13 @@ def rrf_fuse(
 ) -> list[RetrievalHit]:
     """Fuse ranked lists (source name -> hits, best first) by weighted RRF.
 
-    ``score = sum(weight / (k + rank))``. A hit whose doc id or normalised text was
-    already seen joins that group; the group keeps its best-ranked hit's text and
-    lists every source in ``metadata["sources"]``.
+    ``score = sum(weight / (k + rank))`` over the sources that returned the passage.
+    A hit joins an earlier group when it is the same document or passage: the same
+    doc id, or the same normalised text. The group keeps its best-ranked hit's text
+    and lists every source in ``metadata["sources"]``. A source's own duplicates (one
+    text in several of its documents) add nothing: each source counts once per
+    passage, so a score never grows with how deep the lists go, and the result for
+    ``limit`` k is the top k of the result for any larger limit.
     """
     weights = weights or {}
     groups: list[dict[str, Any]] = []
@@ -45,13 +49,14 @@ def rrf_fuse(
                 gi = len(groups)
                 groups.append({"hit": hit, "score": 0.0, "best": contribution, "sources": []})
             group = groups[gi]
-            group["score"] += contribution
-            if source not in group["sources"]:
-                group["sources"].append(source)
-            if contribution > group["best"]:
-                group["hit"], group["best"] = hit, contribution
             for key in keys:
                 by_key.setdefault(key, gi)
+            if source in group["sources"]:
+                continue  # this source already ranked this passage higher
+            group["score"] += contribution
+            group["sources"].append(source)
+            if contribution > group["best"]:
+                group["hit"], group["best"] = hit, contribution
     order = sorted(range(len(groups)), key=lambda i: (-groups[i]["score"], i))
     fused = []
     for i in order[:limit]:

@@ -314,6 +314,13 @@ class WorkspaceRagIndex:
         ).fetchone()
         return (row[0], int(row[1])) if row else None
 
+    def check_backend(self) -> None:
+        """Raise ``IndexBackendMismatch`` if the workspace was embedded with another
+        backend or dimension: until ``rebuild`` nothing can be searched, and adding
+        files would mix two vector spaces."""
+        with self._lock:
+            self._check_backend()
+
     def _check_backend(self) -> None:
         recorded = self.recorded_backend()
         current = (self.backend.name, int(self.backend.dimension))
@@ -943,9 +950,9 @@ class WorkspaceIndexRetriever:
     async def retrieve(
         self, query: str, k: int, filters: Mapping[str, Any] | None = None
     ) -> list[RetrievalHit]:
-        import asyncio
+        from kairox_core.retrieval.threads import run_blocking
 
-        return await asyncio.to_thread(self.index.search, query, k, self.mode, filters)
+        return await run_blocking(self.index.search, query, k, self.mode, filters)
 
     async def close(self) -> None:
         self.index.close()

@@ -50,6 +50,7 @@ def retriever_for_profile(
             )
         for kb in config.knowledge_bases_for(name):
             timeout = kb.timeout if "timeout" in kb.model_fields_set else r.timeout
+            kb = kb.model_copy(update={"timeout": timeout})  # the factory sees the one in force
             sources.append(
                 RetrieverSource(build_knowledge_base(kb), "knowledge_base", kb.weight, timeout)
             )

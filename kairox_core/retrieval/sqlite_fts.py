@@ -16,7 +16,6 @@ per file). Options (``[knowledge_bases.<id>]``)::
 
 from __future__ import annotations
 
-import asyncio
 import re
 import threading
 import time
@@ -35,9 +34,13 @@ from kairox_core.retrieval.base import (
 )
 from kairox_core.retrieval.files import DEFAULT_MAX_BYTES, scan_files
 from kairox_core.retrieval.fts import fts_match_expression
+from kairox_core.retrieval.threads import run_blocking
 from kairox_core.store.connection import OperationalError, connect, transaction
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A query waits this share of the source's timeout for a lock held by a writer (not
+# the store's 30 s): the turn has given up by then anyway, and the error says why.
+BUSY_SHARE = 0.8
 
 
 def _q(name: str) -> str:
@@ -76,11 +79,13 @@ class SqliteFtsRetriever:
 
     kind = "sqlite_fts"
 
-    def __init__(self, name: str, options: SqliteFtsOptions) -> None:
+    def __init__(self, name: str, options: SqliteFtsOptions, *, timeout: float = 10.0) -> None:
         self.name = name
         self.options = options
+        self.busy_timeout = max(0.05, timeout * BUSY_SHARE)  # seconds
         self._conn: Any = None
         self._lock = threading.Lock()
+        self._closing = False  # close() came while a query held the lock
 
     @classmethod
     def from_config(cls, kb: Any) -> SqliteFtsRetriever:
@@ -92,7 +97,7 @@ class SqliteFtsRetriever:
                 for e in exc.errors()
             )
             raise RetrieverConfigError(kb.id, f"bad sqlite_fts options: {problems}") from None
-        return cls(kb.id, options)
+        return cls(kb.id, options, timeout=float(getattr(kb, "timeout", 10.0)))
 
     @property
     def database(self) -> Path:
@@ -154,10 +159,12 @@ class SqliteFtsRetriever:
                     f"knowledge_bases.{self.name}.path",
                 )
             try:
-                self._conn = connect(self.database, vec=False, readonly=True)
+                self._conn = connect(
+                    self.database, vec=False, readonly=True, busy_timeout=self.busy_timeout
+                )
             except OperationalError as exc:
                 raise RetrieverConfigError(
-                    self.name, f"cannot open {self.database}: {exc}"
+                    self.name, f"cannot open {self.database}: {self._why(exc)}"
                 ) from None
         return self._conn
 
@@ -174,27 +181,11 @@ class SqliteFtsRetriever:
         if expr is None:
             return []
         with self._lock:
-            conn = self._connect()
             try:
-                fts, join = self._plan(conn)
-            except OperationalError as exc:
-                raise RetrieverError(self.name, f"cannot read {self.database}: {exc}") from None
-            src = "t" if join else _q(fts)
-            where, args = self._filters(src, filters or {})
-            select = [
-                f"{src}.{_q(o.id_column)}",
-                *(f"{src}.{_q(c)}" for c in o.text_columns),
-                f"{src}.{_q(o.title_column)}" if o.title_column else "NULL",
-                *(f"{src}.{_q(c)}" for c in o.metadata_columns),
-            ]
-            sql = (
-                f"SELECT {', '.join(select)}, bm25({_q(fts)}) AS s FROM {_q(fts)}{join} "
-                f"WHERE {_q(fts)} MATCH ?{where} ORDER BY s LIMIT ?"
-            )
-            try:
-                rows = conn.execute(sql, (expr, *args, k)).fetchall()
-            except OperationalError as exc:
-                raise RetrieverError(self.name, f"query failed on {self.database}: {exc}") from None
+                rows = self._select(expr, k, filters)
+            finally:
+                if self._closing:  # close() was called while this query ran
+                    self._close_locked()
         hits = []
         n_text = len(o.text_columns)
         for row in rows:
@@ -211,6 +202,40 @@ class SqliteFtsRetriever:
                 )
             )
         return hits
+
+    def _select(self, expr: str, k: int, filters: Mapping[str, Any] | None) -> list[Any]:
+        """The matching rows, best first (called holding ``_lock``)."""
+        o = self.options
+        conn = self._connect()
+        try:
+            fts, join = self._plan(conn)
+        except OperationalError as exc:
+            raise RetrieverError(
+                self.name, f"cannot read {self.database}: {self._why(exc)}"
+            ) from None
+        src = "t" if join else _q(fts)
+        where, args = self._filters(src, filters or {})
+        select = [
+            f"{src}.{_q(o.id_column)}",
+            *(f"{src}.{_q(c)}" for c in o.text_columns),
+            f"{src}.{_q(o.title_column)}" if o.title_column else "NULL",
+            *(f"{src}.{_q(c)}" for c in o.metadata_columns),
+        ]
+        sql = (
+            f"SELECT {', '.join(select)}, bm25({_q(fts)}) AS s FROM {_q(fts)}{join} "
+            f"WHERE {_q(fts)} MATCH ?{where} ORDER BY s LIMIT ?"
+        )
+        try:
+            return list(conn.execute(sql, (expr, *args, k)).fetchall())
+        except OperationalError as exc:
+            raise RetrieverError(
+                self.name, f"query failed on {self.database}: {self._why(exc)}"
+            ) from None
+
+    def _why(self, exc: Exception) -> str:
+        if "locked" in str(exc) or "busy" in str(exc):
+            return f"{exc} (another process holds a write lock; waited {self.busy_timeout:g}s)"
+        return str(exc)
 
     def _filters(self, src: str, filters: Mapping[str, Any]) -> tuple[str, list[Any]]:
         where, args = "", []
@@ -230,13 +255,24 @@ class SqliteFtsRetriever:
     async def retrieve(
         self, query: str, k: int, filters: Mapping[str, Any] | None = None
     ) -> list[RetrievalHit]:
-        return await asyncio.to_thread(self.search, query, k, filters)
+        return await run_blocking(self.search, query, k, filters, name=f"kairox-kb-{self.name}")
 
     async def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        """Close the connection; a query still running (abandoned by a timeout) keeps
+        it until it ends, so closing never waits for a locked database."""
+        if not self._lock.acquire(blocking=False):
+            self._closing = True
+            return
+        try:
+            self._close_locked()
+        finally:
+            self._lock.release()
+
+    def _close_locked(self) -> None:
+        self._closing = False
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     # --- building --------------------------------------------------------------------
 

@@ -24,13 +24,22 @@ BUSY_TIMEOUT_MS = 30_000
 _vec_lock = threading.Lock()
 
 
-def connect(path: str | os.PathLike[str], *, vec: bool = True, readonly: bool = False) -> Any:
+def connect(
+    path: str | os.PathLike[str],
+    *,
+    vec: bool = True,
+    readonly: bool = False,
+    busy_timeout: float | None = None,
+) -> Any:
     """Open ``path`` with WAL, foreign keys, a busy timeout and (by default) sqlite-vec.
 
     ``":memory:"`` opens a private in-memory database. Parent folders are created.
     Connections use autocommit mode (``isolation_level=None``): callers group writes
     with explicit ``BEGIN IMMEDIATE`` ... ``COMMIT`` (see ``transaction``).
+    ``busy_timeout`` (seconds) replaces the 30 s wait for another process's lock, for
+    a reader that must give up sooner (a knowledge-base query under its timeout).
     """
+    busy_ms = BUSY_TIMEOUT_MS if busy_timeout is None else max(1, int(busy_timeout * 1000))
     target = str(path)
     if target != ":memory:" and not readonly:
         Path(target).expanduser().parent.mkdir(parents=True, exist_ok=True)
@@ -39,19 +48,19 @@ def connect(path: str | os.PathLike[str], *, vec: bool = True, readonly: bool = 
         conn = sqlite3.connect(
             uri,
             uri=True,
-            timeout=BUSY_TIMEOUT_MS / 1000,
+            timeout=busy_ms / 1000,
             isolation_level=None,
             check_same_thread=False,
         )
     else:
         conn = sqlite3.connect(
             os.path.expanduser(target),
-            timeout=BUSY_TIMEOUT_MS / 1000,
+            timeout=busy_ms / 1000,
             isolation_level=None,
             check_same_thread=False,
         )
     conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
     if target != ":memory:" and not readonly:
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")  # safe with WAL: no corruption on crash

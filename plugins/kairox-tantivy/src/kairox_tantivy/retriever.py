@@ -23,6 +23,7 @@ from kairox_core.retrieval.base import (
     RetrieverError,
     RetrieverTimeout,
 )
+from kairox_core.retrieval.threads import run_blocking
 from kairox_tantivy import indexing
 from kairox_tantivy import query as q
 from kairox_tantivy.loader import IndexDoc
@@ -76,8 +77,9 @@ class TantivyRetriever:
         if self._index is None:  # first use may build from source_paths: not under the timeout
             await asyncio.to_thread(self._opened)
         try:
+            # a daemon thread: a search abandoned by the timeout never holds up exit
             return await asyncio.wait_for(
-                asyncio.to_thread(self._search, query, k, filters), self.timeout
+                run_blocking(self._search, query, k, filters), self.timeout
             )
         except asyncio.TimeoutError:
             raise RetrieverTimeout(

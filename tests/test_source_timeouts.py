@@ -1,0 +1,223 @@
+"""Source timeouts that hold: a hanging knowledge base, a locked SQLite file and a
+source that blocks the event loop each cost a turn no more than the timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kairox_core import Kairox, hookimpl
+from kairox_core.config import KairoxConfig, KnowledgeBaseConfig
+from kairox_core.plugins import get_plugins
+from kairox_core.retrieval.base import RetrievalHit
+from kairox_core.retrieval.composite import CompositeWorkspaceRetriever, RetrieverSource
+from kairox_core.retrieval.threads import run_blocking
+from kairox_core.store.connection import connect
+
+RELEASE = threading.Event()  # set at teardown, so no hung thread outlives the tests
+HANG_SECONDS = 60.0
+
+
+class HangingKB:
+    """A knowledge base whose blocking call (in a worker thread) never answers in time."""
+
+    def __init__(self, name: str, hang: float = HANG_SECONDS) -> None:
+        self.name = name
+        self.hang = hang
+
+    def _query(self) -> list[RetrievalHit]:
+        RELEASE.wait(self.hang)
+        return [RetrievalHit("too late", 1.0, self.name, "late")]
+
+    async def retrieve(
+        self, query: str, k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[RetrievalHit]:
+        return await run_blocking(self._query)
+
+    async def close(self) -> None:
+        return None
+
+
+class BlockingKB:
+    """A knowledge base that does its blocking work on the event loop itself."""
+
+    def __init__(self, name: str, seconds: float) -> None:
+        self.name = name
+        self.seconds = seconds
+
+    async def retrieve(
+        self, query: str, k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[RetrievalHit]:
+        time.sleep(self.seconds)
+        return [RetrievalHit("blocking answer", 1.0, self.name, "b")]
+
+    async def close(self) -> None:
+        return None
+
+
+class PoliteKB:
+    """Answers after a short, non-blocking wait."""
+
+    name = "polite"
+
+    async def retrieve(
+        self, query: str, k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[RetrievalHit]:
+        await asyncio.sleep(0.05)
+        return [RetrievalHit("polite answer", 1.0, self.name, "p")]
+
+    async def close(self) -> None:
+        return None
+
+
+class HangingPlugin:
+    @hookimpl
+    def kairox_register_retrievers(self, register: Any) -> None:
+        register("hanging", lambda kb: HangingKB(kb.id))
+
+
+@pytest.fixture(autouse=True)
+def _release_hung_threads() -> Iterator[None]:
+    RELEASE.clear()
+    yield
+    RELEASE.set()
+
+
+def hanging_config() -> KairoxConfig:
+    return KairoxConfig.model_validate(
+        {
+            "profiles": {"default": {"model": "gpt-4o", "context_window": 6000, "reserve": 500}},
+            "retrieval": {"workspace_index": False},
+            "knowledge_bases": {"stuck": {"kind": "hanging", "timeout": 1}},
+        }
+    )
+
+
+def test_a_hanging_knowledge_base_costs_a_turn_its_timeout(
+    kairox_home: Path, tmp_path: Path, register_plugin: Any
+) -> None:
+    register_plugin(HangingPlugin(), "hanging-kb")
+    with Kairox.open(tmp_path / "kx.db", hanging_config()) as kx:
+        session = kx.session()
+        start = time.monotonic()
+        turn = session.begin_turn_sync("what is in the stuck knowledge base?")
+        elapsed = time.monotonic() - start
+        turn.abort_sync()
+    notes = turn.trace.layer("retrieval").notes
+    assert any("stuck failed: timed out after 1s" in n for n in notes), notes
+    assert elapsed < 5, f"begin_turn_sync took {elapsed:.1f}s for a 1s source timeout"
+
+
+def test_the_cli_exits_promptly_while_a_source_thread_hangs(tmp_path: Path) -> None:
+    toml = tmp_path / "kairox.toml"
+    toml.write_text(
+        textwrap.dedent(
+            """
+            [profiles.default]
+            model = "gpt-4o"
+            [retrieval]
+            workspace_index = false
+            [knowledge_bases.stuck]
+            kind = "hanging"
+            timeout = 1
+            """
+        )
+    )
+    script = textwrap.dedent(
+        f"""
+        import importlib.util, sys
+        spec = importlib.util.spec_from_file_location("hanging_kb", {str(__file__)!r})
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        from kairox_core.plugins import get_plugins
+        get_plugins().add(module.HangingPlugin(), "hanging-kb")
+        from kairox_core.cli import main
+        main(["--config", {str(toml)!r}, "--db", {str(tmp_path / "kx.db")!r},
+              "search", "anything"])
+        """
+    )
+    env = {**os.environ, "KAIROX_HOME": str(tmp_path / "home")}
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=45, env=env
+    )
+    elapsed = time.monotonic() - start
+    assert "timed out after 1s" in done.stderr, done.stderr
+    assert done.returncode == 1, done.stderr  # a failed source is reported by exit 1
+    assert elapsed < 15, f"the CLI took {elapsed:.1f}s to exit"
+
+
+def test_a_locked_sqlite_knowledge_base_waits_no_longer_than_its_timeout(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "papers.db"
+    conn = connect(db, vec=False)
+    conn.execute("PRAGMA journal_mode = DELETE")  # a file another tool wrote: no WAL
+    conn.execute("CREATE VIRTUAL TABLE papers USING fts5(id, text)")
+    conn.execute("INSERT INTO papers VALUES ('p1', 'tea is brewed at eighty degrees')")
+    conn.close()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlean, sys, time\n"
+            f"c = sqlean.connect({str(db)!r}, isolation_level=None)\n"
+            "c.execute('BEGIN EXCLUSIVE')\n"
+            "print('locked', flush=True)\n"
+            "time.sleep(40)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        kb = KnowledgeBaseConfig.model_validate(
+            {"id": "papers", "kind": "sqlite_fts", "path": str(db), "table": "papers", "timeout": 1}
+        )
+        retriever = get_plugins().get("retrievers", "sqlite_fts").factory(kb)
+        composite = CompositeWorkspaceRetriever([RetrieverSource(retriever, timeout=1.0)])
+
+        async def go() -> Any:
+            try:
+                return await composite.search("tea", 3)
+            finally:
+                await composite.close()
+
+        start = time.monotonic()
+        result = asyncio.run(go())
+        elapsed = time.monotonic() - start
+    finally:
+        holder.kill()
+        holder.wait()
+    (report,) = result.sources
+    assert not report.ok and report.error
+    assert "locked" in report.error or "timed out" in report.error, report.error
+    assert elapsed < 5, f"a search over a locked knowledge base took {elapsed:.1f}s"
+
+
+async def test_a_source_that_blocks_the_event_loop_is_reported() -> None:
+    composite = CompositeWorkspaceRetriever(
+        [
+            RetrieverSource(BlockingKB("hog", 0.6), timeout=0.2),
+            RetrieverSource(PoliteKB(), timeout=5.0),
+            RetrieverSource(BlockingKB("brief", 0.01), timeout=0.2, kind="knowledge_base"),
+        ]
+    )
+    result = await composite.search("anything", 3)
+    reports = {r.name: r for r in result.sources}
+    hog = reports["hog"]
+    assert not hog.ok and hog.error and "blocked the event loop" in hog.error
+    assert hog.blocked_ms >= 500
+    assert reports["polite"].ok and reports["polite"].blocked_ms < 100  # waited, not blamed
+    assert reports["brief"].ok
+    assert {h.source for h in result.hits} == {"polite", "brief"}
