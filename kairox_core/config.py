@@ -35,6 +35,9 @@ else:  # pragma: no cover
 CONFIG_FILENAME = "kairox.toml"
 ENV_PREFIX = "$env:"
 SECRET_WORDS = ("key", "secret", "token", "password", "credential")
+# The memory store the core opens itself, on the event store's connection (no plugin).
+BUILTIN_MEMORY_STORE = "sqlite"
+BUILTIN_NAMES: dict[str, tuple[str, ...]] = {"memory_stores": (BUILTIN_MEMORY_STORE,)}
 
 
 def user_config_path() -> Path:
@@ -151,7 +154,7 @@ class ProviderConfig(BaseModel):
 class MemorySection(_Strict):
     """``[memory]``: the memory store backend and the limits of the marker protocol."""
 
-    store: str = "sqlite"  # a memory store registered through kairox_register_memory_stores
+    store: str = BUILTIN_MEMORY_STORE  # or one registered by kairox_register_memory_stores
     max_body_chars: int = Field(2000, gt=0)
     max_memories_tokens_share: float = Field(0.5, gt=0, le=1)
 
@@ -411,8 +414,9 @@ def check_plugin_names(config: KairoxConfig) -> None:
     checks: list[tuple[str, str, str]] = [
         ("embedding_backends", config.retrieval.backend, "retrieval.backend"),
         ("compaction_strategies", config.compaction.strategy, "compaction.strategy"),
-        ("memory_stores", config.memory.store, "memory.store"),
     ]
+    if config.memory.store != BUILTIN_MEMORY_STORE:  # built in: it shares the database
+        checks.append(("memory_stores", config.memory.store, "memory.store"))
     checks += [
         ("retrievers", kb.kind, f"knowledge_bases.{kb_id}.kind")
         for kb_id, kb in config.knowledge_bases.items()
@@ -421,9 +425,7 @@ def check_plugin_names(config: KairoxConfig) -> None:
         ("model_providers", p.kind, f"providers.{pid}.kind") for pid, p in config.providers.items()
     ]
     for category, name, key in checks:
-        if not host.names(category) and category != "retrievers":
-            continue  # nothing of this category is registered yet in this build
         try:
-            host.get(category, name)
+            host.get(category, name, builtin=BUILTIN_NAMES.get(category, ()))
         except Exception as exc:
             raise ConfigError(str(exc), file=src, key=key) from None

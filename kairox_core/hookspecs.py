@@ -25,7 +25,8 @@ def kairox_register_memory_stores(register: Register) -> None:
     """Register memory store backends.
 
     ``register(name, factory)`` where ``factory(path: str) -> MemoryStore`` opens the
-    store for a Kairox database path. The built-in ``sqlite`` store is registered here.
+    store for a Kairox database path. The built-in ``sqlite`` store is not a plugin: it
+    shares the event store's connection, so approvals commit in one transaction.
     """
 
 

@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -57,7 +57,6 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "kairox_core.default_plugins.core_commands",
     "kairox_core.default_plugins.hashing_embeddings",
     "kairox_core.default_plugins.sqlite_fts",
-    "kairox_core.default_plugins.sqlite_memory",
     "kairox_core.default_plugins.openai_provider",
     "kairox_core.default_plugins.compaction_strategies",
 )
@@ -269,15 +268,26 @@ class PluginHost:
     def names(self, category: str) -> list[str]:
         return sorted(self.registry(category))
 
-    def get(self, category: str, name: str, *, context: str | None = None) -> Registration:
-        """The registration for ``name``, or an error saying what to install."""
+    def get(
+        self,
+        category: str,
+        name: str,
+        *,
+        context: str | None = None,
+        builtin: Iterable[str] = (),
+    ) -> Registration:
+        """The registration for ``name``, or an error saying what to install.
+
+        ``builtin`` names are served by the core without a plugin; they are only listed
+        among the choices in the error.
+        """
         reg = self.registry(category).get(name)
         if reg is not None:
             return reg
         noun = CATEGORY_NOUN[category]
         where = f"{context}: " if context else ""
         dist = KNOWN_DISTRIBUTIONS.get((category, name))
-        available = ", ".join(self.names(category)) or "none"
+        available = ", ".join(sorted({*builtin, *self.names(category)})) or "none"
         if dist:
             fix = f"install the plugin that provides it: pip install {dist}"
         else:
