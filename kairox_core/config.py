@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from kairox_core.errors import ConfigError
+from kairox_core.validation import format_validation_error, is_secret_key
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -34,7 +35,6 @@ else:  # pragma: no cover
 
 CONFIG_FILENAME = "kairox.toml"
 ENV_PREFIX = "$env:"
-SECRET_WORDS = ("key", "secret", "token", "password", "credential")
 # The memory store the core opens itself, on the event store's connection (no plugin).
 BUILTIN_MEMORY_STORE = "sqlite"
 BUILTIN_NAMES: dict[str, tuple[str, ...]] = {"memory_stores": (BUILTIN_MEMORY_STORE,)}
@@ -46,11 +46,6 @@ def user_config_path() -> Path:
 
 def default_database_path() -> Path:
     return Path(platformdirs.user_data_dir("kairox")) / "kairox.db"
-
-
-def is_secret_key(key: str) -> bool:
-    lowered = key.lower()
-    return any(word in lowered for word in SECRET_WORDS)
 
 
 def resolve_secret(value: Any, *, where: str) -> SecretStr | None:
@@ -310,58 +305,11 @@ def _redact(value: Any, key: str = "") -> Any:
     return value
 
 
-def _key_path(loc: Iterable[Any]) -> str:
-    return ".".join(str(p) for p in loc if not str(p).startswith("function-"))
-
-
-def _format_validation_error(exc: ValidationError, source: str) -> ConfigError:
-    lines = []
-    first_key = None
-    for err in exc.errors():
-        key = _key_path(err["loc"])
-        first_key = first_key or key
-        etype = err["type"]
-        if etype == "extra_forbidden":
-            msg = f"unknown key '{key}'"
-            fix = _suggest(err["loc"])
-        elif etype == "missing":
-            msg = f"missing required key '{key}'"
-            fix = "add it"
-        else:
-            text = err["msg"].removeprefix("Value error, ")
-            msg = f"key '{key}': {text}" if key else text
-            fix = None
-            if not is_secret_key(key) and "input" in err and etype not in ("value_error",):
-                msg += f" (got {err['input']!r})"
-        lines.append(msg + (f"  (fix: {fix})" if fix else ""))
-    error = ConfigError("\n  ".join(lines), file=source)
-    error.key = first_key
-    return error
-
-
-def _suggest(loc: tuple[Any, ...] | Any) -> str:
-    import difflib
-
-    parts = [str(p) for p in loc]
-    model: Any = KairoxConfig
-    for part in parts[:-1]:
-        field = getattr(model, "model_fields", {}).get(part)
-        if field is None:
-            continue
-        ann = field.annotation
-        model = getattr(ann, "__args__", (None, ann))[-1] if hasattr(ann, "__args__") else ann
-    known = list(getattr(model, "model_fields", {}) or [])
-    close = difflib.get_close_matches(parts[-1], known, n=1)
-    if close:
-        return f"did you mean '{close[0]}'?"
-    return f"remove it; known keys: {', '.join(k for k in known if k != 'source')}"
-
-
 def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> KairoxConfig:
     try:
         config = KairoxConfig.model_validate(dict(data))
     except ValidationError as exc:
-        raise _format_validation_error(exc, source) from None
+        raise format_validation_error(exc, source, model=KairoxConfig) from None
     return config.model_copy(update={"source": source})
 
 
@@ -406,7 +354,8 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> KairoxConfig:
 
 
 def check_plugin_names(config: KairoxConfig) -> None:
-    """Every configured kind, backend, strategy and provider must be provided by a plugin."""
+    """Every configured kind, backend, strategy and provider must be provided by a plugin,
+    and the options of each must pass the options model its plugin registered."""
     from kairox_core.plugins import get_plugins
 
     host = get_plugins()
@@ -429,3 +378,6 @@ def check_plugin_names(config: KairoxConfig) -> None:
             host.get(category, name, builtin=BUILTIN_NAMES.get(category, ()))
         except Exception as exc:
             raise ConfigError(str(exc), file=src, key=key) from None
+    from kairox_core.plugin_options import check_options
+
+    check_options(config, host)

@@ -20,6 +20,7 @@ from importlib import metadata
 from typing import Any
 
 import pluggy
+from pydantic import BaseModel
 
 from kairox_core import hookspecs
 from kairox_core.errors import DuplicateRegistrationError, PluginError, UnknownNameError
@@ -64,13 +65,15 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class Registration:
-    """One name registered by one plugin."""
+    """One name registered by one plugin; ``options`` is its pydantic options model, if
+    any (the core validates the section with it and passes the factory ``options=``)."""
 
     category: str
     name: str
     factory: Callable[..., Any]
     plugin: str
     distribution: str
+    options: type[BaseModel] | None = None
 
 
 @dataclass
@@ -227,9 +230,18 @@ class PluginHost:
                 def register(
                     name: str,
                     factory: Callable[..., Any],
+                    *,
+                    options: type[BaseModel] | None = None,
                     _category: str = category,
                     _info: PluginInfo = info,
                 ) -> None:
+                    if options is not None and not (
+                        isinstance(options, type) and issubclass(options, BaseModel)
+                    ):
+                        raise PluginError(
+                            f"{CATEGORY_NOUN[_category]} '{name}': options must be a pydantic "
+                            f"model class, got {options!r}"
+                        )
                     existing = registries[_category].get(name)
                     if existing is not None:
                         raise DuplicateRegistrationError(
@@ -238,7 +250,7 @@ class PluginHost:
                             f"plugin '{_info.name}' ({_info.distribution})"
                         )
                     registries[_category][name] = Registration(
-                        _category, name, factory, _info.name, _info.distribution
+                        _category, name, factory, _info.name, _info.distribution, options
                     )
                     _info.registers.setdefault(_category, []).append(name)
 

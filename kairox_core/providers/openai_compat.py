@@ -80,8 +80,11 @@ class OpenAICompatProvider:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
-    def from_config(cls, config: ProviderConfig) -> OpenAICompatProvider:
-        options = parse_options(config, OpenAIOptions)
+    def from_config(
+        cls, config: ProviderConfig, options: OpenAIOptions | None = None
+    ) -> OpenAICompatProvider:
+        """Build from a section; ``options`` are its keys already validated (by the core)."""
+        options = options or parse_options(config, OpenAIOptions)
         name = config.id or config.kind
         if not config.model:
             raise ConfigError(
@@ -429,6 +432,6 @@ def _error_detail(response: httpx.Response) -> str:
     return detail if len(detail) <= 300 else detail[:297] + "..."
 
 
-def create(config: ProviderConfig) -> OpenAICompatProvider:
+def create(config: ProviderConfig, *, options: OpenAIOptions | None = None) -> OpenAICompatProvider:
     """The ``openai`` provider factory registered by the built-in plugin."""
-    return OpenAICompatProvider.from_config(config)
+    return OpenAICompatProvider.from_config(config, options)

@@ -123,7 +123,13 @@ def load_embedding_backend(
         opts = {**dict(config_or_name.backend_options), **dict(options or {})}
     reg = get_plugins().get("embedding_backends", name, context="retrieval.backend")
     try:
-        backend = reg.factory(**opts)
+        if reg.options is None:
+            backend = reg.factory(**opts)
+        else:
+            from kairox_core.plugin_options import BACKEND_OPTIONS_KEY, validate_options
+
+            validated = validate_options(reg.options, opts, key=BACKEND_OPTIONS_KEY)
+            backend = reg.factory(options=validated)
     except TypeError as exc:
         raise KairoxUserError(
             f"retrieval.backend_options: embedding backend '{name}' rejected its options: {exc}"
