@@ -2,7 +2,7 @@
 
 The plugins' own test doubles are reused as they are, imported from their test folders:
 the Pinecone data plane (``pinecone_fake_server``), the Weaviate REST + gRPC server
-(``fake_weaviate``) and the computing botocore Stubber (``bedrock_kb_stub``). The
+(``fake_weaviate``) and the computing botocore Stubber (``kairox_bedrock.testing``). The
 Stubber goes onto the client the Bedrock plugin creates (``BedrockRetriever._make_client``,
 its seam), so ``kairox`` commands run in this process (``run_kairox``) reach a stubbed
 Bedrock; the HTTP kinds also answer a ``kairox`` subprocess.
@@ -21,10 +21,9 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-for _plugin in ("kairox-pinecone", "kairox-weaviate", "kairox-bedrock"):
+for _plugin in ("kairox-pinecone", "kairox-weaviate"):
     sys.path.insert(0, str(ROOT / "plugins" / _plugin / "tests"))
 
-from bedrock_kb_stub import KnowledgeBaseStubber, SimulatedKnowledgeBase  # noqa: E402
 from corpus import (  # noqa: E402
     BEDROCK_DOCS,
     FAQ_FILES,
@@ -35,6 +34,7 @@ from corpus import (  # noqa: E402
 from fake_weaviate import FakeObject, FakeWeaviate  # noqa: E402
 from pinecone_fake_server import FakePinecone, bag_of_words  # noqa: E402
 
+from kairox_bedrock.testing import KnowledgeBaseStubber, SimulatedKnowledgeBase  # noqa: E402
 from kairox_core.plugins import get_plugins, reset_plugins  # noqa: E402
 
 PINECONE_KEY = "pc-integration-key"
