@@ -1,5 +1,9 @@
 """A small Weaviate on 127.0.0.1 for the real weaviate-client to talk to.
 
+Shipped in the package (``kairox_weaviate.testing``) so the plugin's tests, the
+cross-plugin integration tests and a user's own tests share one copy; nothing in the
+plugin imports it (it imports grpc and the client's protobuf types).
+
 REST (stdlib ``http.server``): the calls the client makes on connect and in use,
 found by reading weaviate/connect/v4.py and logging requests: ``GET /v1/meta``,
 ``GET /v1/.well-known/{ready,live,openid-configuration}`` and ``GET /v1/schema[/<class>]``.
