@@ -13,9 +13,9 @@ from kairox_core.config import ProviderConfig, parse_config
 from kairox_core.errors import ConfigError, KairoxUserError
 from kairox_core.providers import ChatChunk, ModelProvider, ProviderError, TokenUsage
 from kairox_core.providers.base import ProviderSetupError
-from kairox_core.providers.fake_server import Action, FakeOpenAIServer, count_prompt, serve
 from kairox_core.providers.openai_compat import OpenAICompatProvider
 from kairox_core.providers.resolve import provider_for
+from kairox_core.testing.fake_openai import Action, FakeOpenAIServer, count_prompt, serve
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hi"}]
 REPLY = "Hello there, this is a streamed reply."
