@@ -26,7 +26,7 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
@@ -59,7 +59,7 @@ def matches(flt: Mapping[str, Any], metadata: Mapping[str, Any]) -> bool:
         return any(matches(f, metadata) for f in arg)
     key, value = arg["key"], arg["value"]
     have = metadata.get(key)
-    checks = {
+    checks: dict[str, Callable[[], bool]] = {
         "equals": lambda: have == value,
         "notEquals": lambda: have != value,
         "in": lambda: have in value,
@@ -118,7 +118,7 @@ class SimulatedKnowledgeBase:
         return {"retrievalResults": results}
 
 
-class KnowledgeBaseStubber(Stubber):
+class KnowledgeBaseStubber(Stubber):  # type: ignore[misc]  # botocore ships no types
     """A Stubber that answers ``retrieve`` from a ``SimulatedKnowledgeBase``."""
 
     def __init__(self, client: Any, kb: SimulatedKnowledgeBase) -> None:

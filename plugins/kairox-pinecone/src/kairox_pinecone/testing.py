@@ -64,7 +64,7 @@ def _compare(op: str, have: Any, want: Any) -> bool:
     if op == "$eq":
         return have == want or (isinstance(have, list) and want in have)
     if op == "$ne":
-        return have != want
+        return bool(have != want)
     if op == "$in":
         return have in want or (isinstance(have, list) and any(h in want for h in have))
     if op == "$nin":

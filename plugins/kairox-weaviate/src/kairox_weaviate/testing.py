@@ -193,7 +193,8 @@ class FakeWeaviate:
         self._http.daemon_threads = True
         self.http_port = self._http.server_address[1]
         self._grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-        weaviate_pb2_grpc.add_WeaviateServicer_to_server(_Servicer(self), self._grpc)
+        add_servicer = weaviate_pb2_grpc.add_WeaviateServicer_to_server  # generated, untyped
+        add_servicer(_Servicer(self), self._grpc)  # type: ignore[no-untyped-call]
         self._grpc.add_generic_rpc_handlers(
             (
                 grpc.method_handlers_generic_handler(
