@@ -272,11 +272,11 @@ class _Handler(BaseHTTPRequestHandler):
         usage: dict[str, int],
         body: dict[str, Any],
     ) -> None:
-        whole = [
+        whole: list[dict[str, Any]] = [
             {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
             for i, (n, a) in enumerate(calls)
         ]
-        base = {"id": "chatcmpl-fake", "created": 0, "model": model}
+        base: dict[str, Any] = {"id": "chatcmpl-fake", "created": 0, "model": model}
         if not body.get("stream"):
             message = {"role": "assistant", "content": None, "tool_calls": whole}
             choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
@@ -293,10 +293,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._event({**base, "choices": [{"index": 0, "delta": d, "finish_reason": reason}]})
 
         delta({"role": "assistant", "content": None})
-        for i, call in enumerate(whole):
-            first = {**call, "index": i, "function": {"name": call["function"]["name"]}}
-            delta({"tool_calls": [{**first, "function": {**first["function"], "arguments": ""}}]})
-            args = call["function"]["arguments"]
+        for i, (name, args) in enumerate(calls):
+            head = {"index": i, "id": f"call_{i}", "type": "function"}
+            delta({"tool_calls": [{**head, "function": {"name": name, "arguments": ""}}]})
             for start in range(0, len(args), 4):
                 piece = {"index": i, "function": {"arguments": args[start : start + 4]}}
                 delta({"tool_calls": [piece]})
