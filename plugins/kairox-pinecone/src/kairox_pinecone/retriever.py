@@ -131,7 +131,9 @@ class PineconeRetriever:
 
             try:
                 self._embedder = load_embedding_backend(
-                    self.embedding_backend, self.embedding_options
+                    self.embedding_backend,
+                    self.embedding_options,
+                    options_key=f"knowledge_bases.{self.name}.embedding_options",
                 )
             except UnknownNameError as exc:
                 raise RetrieverConfigError(

@@ -289,7 +289,11 @@ class WeaviateRetriever:
             from kairox_core.retrieval.embeddings import load_embedding_backend
 
             try:
-                self._embedder = load_embedding_backend(name, self.options.embedding_options)
+                self._embedder = load_embedding_backend(
+                    name,
+                    self.options.embedding_options,
+                    options_key=f"knowledge_bases.{self.name}.embedding_options",
+                )
             except KairoxUserError as exc:
                 raise RetrieverConfigError(self.name, str(exc)) from None
         embedder = self._embedder
