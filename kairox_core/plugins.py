@@ -17,13 +17,16 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 from pydantic import BaseModel
 
 from kairox_core import hookspecs
 from kairox_core.errors import DuplicateRegistrationError, PluginError, UnknownNameError
+
+if TYPE_CHECKING:
+    from kairox_core.events import Event
 
 ENTRY_POINT_GROUP = "kairox"
 
@@ -314,7 +317,7 @@ class PluginHost:
 
     # --- events ------------------------------------------------------------------
 
-    def emit(self, event: Any) -> None:
+    def emit(self, event: Event) -> None:
         """Call every ``kairox_on_event`` observer; one that raises never stops the caller."""
         for impl in self.pm.hook.kairox_on_event.get_hookimpls():
             self._trace("kairox_on_event", impl.plugin_name)
