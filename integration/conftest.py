@@ -1,8 +1,9 @@
 """One deployment of every retrieval kind, for the cross-plugin tests.
 
-The plugins' own test doubles are reused as they are, imported from their test folders:
-the Pinecone data plane (``pinecone_fake_server``), the Weaviate REST + gRPC server
-(``fake_weaviate``) and the computing botocore Stubber (``bedrock_kb_stub``). The
+The plugins' own test doubles are reused as they are, from the ``testing`` module each
+plugin ships: the Pinecone data plane (``kairox_pinecone.testing``), the Weaviate REST +
+gRPC server (``kairox_weaviate.testing``) and the computing botocore Stubber
+(``kairox_bedrock.testing``). The
 Stubber goes onto the client the Bedrock plugin creates (``BedrockRetriever._make_client``,
 its seam), so ``kairox`` commands run in this process (``run_kairox``) reach a stubbed
 Bedrock; the HTTP kinds also answer a ``kairox`` subprocess.
@@ -12,30 +13,24 @@ from __future__ import annotations
 
 import contextlib
 import io
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-for _plugin in ("kairox-pinecone", "kairox-weaviate", "kairox-bedrock"):
-    sys.path.insert(0, str(ROOT / "plugins" / _plugin / "tests"))
-
-from bedrock_kb_stub import KnowledgeBaseStubber, SimulatedKnowledgeBase  # noqa: E402
-from corpus import (  # noqa: E402
+from corpus import (
     BEDROCK_DOCS,
     FAQ_FILES,
     NOTES,
     PINECONE_DOCS,
     WEAVIATE_DOCS,
 )
-from fake_weaviate import FakeObject, FakeWeaviate  # noqa: E402
-from pinecone_fake_server import FakePinecone, bag_of_words  # noqa: E402
 
-from kairox_core.plugins import get_plugins, reset_plugins  # noqa: E402
+from kairox_bedrock.testing import KnowledgeBaseStubber, SimulatedKnowledgeBase
+from kairox_core.plugins import get_plugins, reset_plugins
+from kairox_pinecone.testing import FakePinecone, bag_of_words
+from kairox_weaviate.testing import FakeObject, FakeWeaviate
 
 PINECONE_KEY = "pc-integration-key"
 WEAVIATE_KEY = "wv-integration-key"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from kairox_core.errors import ConfigError
+from kairox_core.validation import format_validation_error, is_secret_key
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -35,13 +36,15 @@ else:  # pragma: no cover
 
 CONFIG_FILENAME = "kairox.toml"
 ENV_PREFIX = "$env:"
-SECRET_WORDS = ("key", "secret", "token", "password", "credential")
 #: far above any real embedding model (3072 for the largest OpenAI one); a typo such as
 #: 10**11 would otherwise allocate vectors until MemoryError
 MAX_EMBEDDING_DIMENSION = 65_536
 #: tables and arrays inside one another; a real config needs four or five, while pydantic
 #: cannot dump a value much deeper than 100 (``kairox config show`` would fail)
 MAX_NESTING = 32
+# The memory store the core opens itself, on the event store's connection (no plugin).
+BUILTIN_MEMORY_STORE = "sqlite"
+BUILTIN_NAMES: dict[str, tuple[str, ...]] = {"memory_stores": (BUILTIN_MEMORY_STORE,)}
 
 
 def user_config_path() -> Path:
@@ -50,11 +53,6 @@ def user_config_path() -> Path:
 
 def default_database_path() -> Path:
     return Path(platformdirs.user_data_dir("kairox")) / "kairox.db"
-
-
-def is_secret_key(key: str) -> bool:
-    lowered = key.lower()
-    return any(word in lowered for word in SECRET_WORDS)
 
 
 def resolve_secret(value: Any, *, where: str) -> SecretStr | None:
@@ -246,7 +244,7 @@ class ProviderConfig(BaseModel):
 class MemorySection(_Strict):
     """``[memory]``: the memory store backend and the limits of the marker protocol."""
 
-    store: str = "sqlite"  # a memory store registered through kairox_register_memory_stores
+    store: str = BUILTIN_MEMORY_STORE  # or one registered by kairox_register_memory_stores
     max_body_chars: int = Field(2000, gt=0)
     max_memories_tokens_share: float = Field(0.5, gt=0, le=1)
 
@@ -469,69 +467,6 @@ def _redact(value: Any, key: str = "") -> Any:
     return value
 
 
-def _key_path(loc: Iterable[Any]) -> str:
-    return ".".join(str(p) for p in loc if not str(p).startswith("function-"))
-
-
-def _format_validation_error(exc: ValidationError, source: str) -> ConfigError:
-    lines = []
-    first_key = None
-    for err in exc.errors():
-        key = _key_path(err["loc"])
-        etype = err["type"]
-        if etype == "kairox_key":  # raised for a key inside the value at loc
-            ctx = err.get("ctx") or {}
-            key = ".".join(p for p in (key, str(ctx["sub"])) if p)
-            first_key = first_key or key
-            lines.append(f"key '{key}': {ctx['message']}")
-            continue
-        first_key = first_key or key
-        if etype == "extra_forbidden":
-            msg = f"unknown key '{key}'"
-            fix = _suggest(err["loc"])
-        elif etype == "missing":
-            msg = f"missing required key '{key}'"
-            fix = "add it"
-        else:
-            text = err["msg"].removeprefix("Value error, ")
-            msg = f"key '{key}': {text}" if key else text
-            fix = None
-            if not is_secret_key(key) and "input" in err and etype not in ("value_error",):
-                msg += f" (got {_short_repr(err['input'])})"
-        lines.append(msg + (f"  (fix: {fix})" if fix else ""))
-    error = ConfigError("\n  ".join(lines), file=source)
-    error.key = first_key
-    return error
-
-
-def _short_repr(value: Any, limit: int = 80) -> str:
-    """A wrong value as echoed in an error: enough to recognise it, never a screenful."""
-    import reprlib
-
-    shortener = reprlib.Repr()  # keyword arguments only from Python 3.12
-    shortener.maxlevel, shortener.maxstring, shortener.maxother = 3, limit, limit
-    short = shortener.repr(value)
-    return short if len(short) <= limit else short[: limit - 3] + "..."
-
-
-def _suggest(loc: tuple[Any, ...] | Any) -> str:
-    import difflib
-
-    parts = [str(p) for p in loc]
-    model: Any = KairoxConfig
-    for part in parts[:-1]:
-        field = getattr(model, "model_fields", {}).get(part)
-        if field is None:
-            continue
-        ann = field.annotation
-        model = getattr(ann, "__args__", (None, ann))[-1] if hasattr(ann, "__args__") else ann
-    known = list(getattr(model, "model_fields", {}) or [])
-    close = difflib.get_close_matches(parts[-1], known, n=1)
-    if close:
-        return f"did you mean '{close[0]}'?"
-    return f"remove it; known keys: {', '.join(k for k in known if k != 'source')}"
-
-
 def parse_config(
     data: Mapping[str, Any], *, source: str = "<config>", base_dir: Path | None = None
 ) -> KairoxConfig:
@@ -539,7 +474,7 @@ def parse_config(
     try:
         config = KairoxConfig.model_validate(dict(data), context={"base_dir": base_dir})
     except ValidationError as exc:
-        raise _format_validation_error(exc, source) from None
+        raise format_validation_error(exc, source, model=KairoxConfig) from None
     except RecursionError:
         raise _too_deep(source) from None
     return config.model_copy(update={"source": source})
@@ -616,7 +551,8 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> KairoxConfig:
 
 
 def check_plugin_names(config: KairoxConfig) -> None:
-    """Every configured kind, backend, strategy and provider must be provided by a plugin."""
+    """Every configured kind, backend, strategy and provider must be provided by a plugin,
+    and the options of each must pass the options model its plugin registered."""
     from kairox_core.plugins import get_plugins
 
     host = get_plugins()
@@ -624,8 +560,9 @@ def check_plugin_names(config: KairoxConfig) -> None:
     checks: list[tuple[str, str, str]] = [
         ("embedding_backends", config.retrieval.backend, "retrieval.backend"),
         ("compaction_strategies", config.compaction.strategy, "compaction.strategy"),
-        ("memory_stores", config.memory.store, "memory.store"),
     ]
+    if config.memory.store != BUILTIN_MEMORY_STORE:  # built in: it shares the database
+        checks.append(("memory_stores", config.memory.store, "memory.store"))
     checks += [
         ("retrievers", kb.kind, f"knowledge_bases.{kb_id}.kind")
         for kb_id, kb in config.knowledge_bases.items()
@@ -634,9 +571,10 @@ def check_plugin_names(config: KairoxConfig) -> None:
         ("model_providers", p.kind, f"providers.{pid}.kind") for pid, p in config.providers.items()
     ]
     for category, name, key in checks:
-        if not host.names(category) and category != "retrievers":
-            continue  # nothing of this category is registered yet in this build
         try:
-            host.get(category, name)
+            host.get(category, name, builtin=BUILTIN_NAMES.get(category, ()))
         except Exception as exc:
             raise ConfigError(str(exc), file=src, key=key) from None
+    from kairox_core.plugin_options import check_options
+
+    check_options(config, host)

@@ -2,51 +2,89 @@
 
 Plugins implement these with ``@kairox_core.hookimpl``. The ``kairox_register_*``
 hooks follow the register-callback style of ``llm``: the hook receives a
-``register(name, factory)`` callable and calls it once per thing it provides. A name
-registered twice (by two plugins, or twice by one) is an error naming both.
-Factories are called lazily, so a plugin's heavy imports belong inside them.
+``register(name, factory, options=Model)`` callable and calls it once per thing it
+provides. A name registered twice (by two plugins, or twice by one) is an error naming
+both. Factories are called lazily, so a plugin's heavy imports belong inside them.
+
+``options`` (optional) is a pydantic model of the section the registration serves; the
+core validates the user's keys with it, reports errors like its own (file, key, fix),
+and calls the factory with the validated model as ``options=`` (see plugin_options.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pluggy
+
+if TYPE_CHECKING:
+    import click
+    from pydantic import BaseModel
+
+    from kairox_core.events import Event
+    from kairox_core.memory.base import MemoryStore
+    from kairox_core.providers.base import ModelProvider
+    from kairox_core.retrieval.base import EmbeddingBackend, WorkspaceRetriever
 
 hookspec = pluggy.HookspecMarker("kairox")
 hookimpl = pluggy.HookimplMarker("kairox")
 
-Register = Callable[..., None]
+F_contra = TypeVar("F_contra", contravariant=True)
+
+
+class Registrar(Protocol[F_contra]):
+    """The ``register`` callable a ``kairox_register_*`` hook receives."""
+
+    def __call__(
+        self, name: str, factory: F_contra, /, *, options: type[BaseModel] | None = None
+    ) -> None: ...
+
+
+# factory(path) -> MemoryStore
+MemoryStoreRegistrar = Registrar[Callable[[str], "MemoryStore"]]
+# factory(**backend_options) -> EmbeddingBackend; factory(options=Model) with a model
+EmbeddingBackendRegistrar = Registrar[Callable[..., "EmbeddingBackend"]]
+# factory(kb: KnowledgeBaseConfig[, options=Model]) -> WorkspaceRetriever
+RetrieverRegistrar = Registrar[Callable[..., "WorkspaceRetriever"]]
+# factory(config: ProviderConfig[, options=Model]) -> ModelProvider
+ModelProviderRegistrar = Registrar[Callable[..., "ModelProvider"]]
+# any of the above, for a plugin that does not care which
+Register = Registrar[Callable[..., Any]]
 
 
 @hookspec
-def kairox_register_memory_stores(register: Register) -> None:
+def kairox_register_memory_stores(register: MemoryStoreRegistrar) -> None:
     """Register memory store backends.
 
     ``register(name, factory)`` where ``factory(path: str) -> MemoryStore`` opens the
-    store for a Kairox database path. The built-in ``sqlite`` store is registered here.
+    store for a Kairox database path. The built-in ``sqlite`` store is not a plugin: it
+    shares the event store's connection, so approvals commit in one transaction.
     """
 
 
 @hookspec
-def kairox_register_embedding_backends(register: Register) -> None:
+def kairox_register_embedding_backends(register: EmbeddingBackendRegistrar) -> None:
     """Register embedding backends for the workspace index.
 
     ``register(name, factory)`` where ``factory(**options) -> EmbeddingBackend``;
-    ``options`` come from ``[retrieval.backend_options]`` in kairox.toml. The built-in
-    ``hashing`` backend is registered here.
+    ``options`` come from ``[retrieval.backend_options]`` in kairox.toml. With
+    ``register(name, factory, options=Model)`` the core validates them with ``Model``
+    and calls ``factory(options=<Model>)``. The built-in ``hashing`` backend is
+    registered here.
     """
 
 
 @hookspec
-def kairox_register_retrievers(register: Register) -> None:
+def kairox_register_retrievers(register: RetrieverRegistrar) -> None:
     """Register knowledge-base kinds.
 
     ``register(kind, factory)`` where ``factory(kb: KnowledgeBaseConfig) ->
     WorkspaceRetriever`` builds a retriever for one ``[knowledge_bases.<id>]``
     section; ``kb.options`` holds the kind-specific keys and ``kb.secret(name)``
-    resolves ``$env:`` values. One factory per kind.
+    resolves ``$env:`` values. With ``register(kind, factory, options=Model)`` the core
+    validates those keys with ``Model`` and calls ``factory(kb, options=<Model>)``. One
+    factory per kind.
     """
 
 
@@ -60,18 +98,20 @@ def kairox_register_compaction_strategies(register: Register) -> None:
 
 
 @hookspec
-def kairox_register_model_providers(register: Register) -> None:
+def kairox_register_model_providers(register: ModelProviderRegistrar) -> None:
     """Register chat model providers.
 
     ``register(name, factory)`` where ``factory(config: ProviderConfig) ->
     ModelProvider``; ``config`` is a ``[providers.<name>]`` section whose ``kind``
-    names the registered provider. ``openai`` (any OpenAI-compatible endpoint) is
-    built in.
+    names the registered provider. With ``register(kind, factory, options=Model)`` the
+    core validates the section's keys (all but ``kind`` and ``model``) with ``Model``
+    and calls ``factory(config, options=<Model>)``. ``openai`` (any OpenAI-compatible
+    endpoint) is built in.
     """
 
 
 @hookspec
-def kairox_register_commands(cli: Any) -> None:
+def kairox_register_commands(cli: click.Group) -> None:
     """Add commands to the ``kairox`` CLI.
 
     ``cli`` is the root ``click.Group``; add commands or groups to it, e.g.
@@ -80,7 +120,7 @@ def kairox_register_commands(cli: Any) -> None:
 
 
 @hookspec
-def kairox_on_event(event: Any) -> None:
+def kairox_on_event(event: Event) -> None:
     """Observe every event after it is appended to the event store.
 
     ``event`` is a ``kairox_core.events.Event`` with its ``seq`` set. Observers run

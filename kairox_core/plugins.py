@@ -13,16 +13,20 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
+from pydantic import BaseModel
 
 from kairox_core import hookspecs
 from kairox_core.errors import DuplicateRegistrationError, PluginError, UnknownNameError
+
+if TYPE_CHECKING:
+    from kairox_core.events import Event
 
 ENTRY_POINT_GROUP = "kairox"
 
@@ -57,7 +61,6 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "kairox_core.default_plugins.core_commands",
     "kairox_core.default_plugins.hashing_embeddings",
     "kairox_core.default_plugins.sqlite_fts",
-    "kairox_core.default_plugins.sqlite_memory",
     "kairox_core.default_plugins.openai_provider",
     "kairox_core.default_plugins.compaction_strategies",
 )
@@ -65,13 +68,15 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class Registration:
-    """One name registered by one plugin."""
+    """One name registered by one plugin; ``options`` is its pydantic options model, if
+    any (the core validates the section with it and passes the factory ``options=``)."""
 
     category: str
     name: str
     factory: Callable[..., Any]
     plugin: str
     distribution: str
+    options: type[BaseModel] | None = None
 
 
 @dataclass
@@ -228,9 +233,18 @@ class PluginHost:
                 def register(
                     name: str,
                     factory: Callable[..., Any],
+                    *,
+                    options: type[BaseModel] | None = None,
                     _category: str = category,
                     _info: PluginInfo = info,
                 ) -> None:
+                    if options is not None and not (
+                        isinstance(options, type) and issubclass(options, BaseModel)
+                    ):
+                        raise PluginError(
+                            f"{CATEGORY_NOUN[_category]} '{name}': options must be a pydantic "
+                            f"model class, got {options!r}"
+                        )
                     existing = registries[_category].get(name)
                     if existing is not None:
                         raise DuplicateRegistrationError(
@@ -239,7 +253,7 @@ class PluginHost:
                             f"plugin '{_info.name}' ({_info.distribution})"
                         )
                     registries[_category][name] = Registration(
-                        _category, name, factory, _info.name, _info.distribution
+                        _category, name, factory, _info.name, _info.distribution, options
                     )
                     _info.registers.setdefault(_category, []).append(name)
 
@@ -269,15 +283,26 @@ class PluginHost:
     def names(self, category: str) -> list[str]:
         return sorted(self.registry(category))
 
-    def get(self, category: str, name: str, *, context: str | None = None) -> Registration:
-        """The registration for ``name``, or an error saying what to install."""
+    def get(
+        self,
+        category: str,
+        name: str,
+        *,
+        context: str | None = None,
+        builtin: Iterable[str] = (),
+    ) -> Registration:
+        """The registration for ``name``, or an error saying what to install.
+
+        ``builtin`` names are served by the core without a plugin; they are only listed
+        among the choices in the error.
+        """
         reg = self.registry(category).get(name)
         if reg is not None:
             return reg
         noun = CATEGORY_NOUN[category]
         where = f"{context}: " if context else ""
         dist = KNOWN_DISTRIBUTIONS.get((category, name))
-        available = ", ".join(self.names(category)) or "none"
+        available = ", ".join(sorted({*builtin, *self.names(category)})) or "none"
         if dist:
             fix = f"install the plugin that provides it: pip install {dist}"
         else:
@@ -292,7 +317,7 @@ class PluginHost:
 
     # --- events ------------------------------------------------------------------
 
-    def emit(self, event: Any) -> None:
+    def emit(self, event: Event) -> None:
         """Call every ``kairox_on_event`` observer; one that raises never stops the caller."""
         for impl in self.pm.hook.kairox_on_event.get_hookimpls():
             self._trace("kairox_on_event", impl.plugin_name)

@@ -625,7 +625,7 @@ class Turn:
             self._release()
 
     def _route(self, markers: Sequence[Any], untrusted: Sequence[str]) -> list[Any]:
-        from kairox_core.memory.taint import is_tainted
+        from kairox_core.markers.taint import is_tainted
 
         session = self.session
         proposals = [

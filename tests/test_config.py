@@ -17,6 +17,7 @@ from kairox_core.config import (
     user_config_path,
 )
 from kairox_core.errors import ConfigError
+from kairox_core.plugins import reset_plugins
 
 
 def write(path: Path, text: str) -> Path:
@@ -219,8 +220,13 @@ def test_a_missing_env_secret_names_the_file_and_key(
 
 
 def test_missing_kind_names_the_distribution(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], kairox_home: Path
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    kairox_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("KAIROX_LOAD_PLUGINS", "")  # as if kairox-pinecone were not installed
+    reset_plugins()
     path = write(tmp_path / "k.toml", "[knowledge_bases.vec]\nkind = 'pinecone'\n")
     code, _, err = run_main(["--config", str(path), "config", "check"], capsys)
     assert code == 2

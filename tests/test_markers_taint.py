@@ -6,7 +6,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kairox_core.markers import is_tainted
-from kairox_core.memory.taint import is_tainted as from_memory
 
 TOOL = (
     "Search results: The admin password for the staging cluster is hunter2. "
@@ -48,7 +47,6 @@ def test_overlap_spread_over_several_texts_counts() -> None:
     parts = ["alpha beta gamma delta epsilon zeta", "epsilon zeta eta theta iota kappa"]
     assert is_tainted(body, parts)
     assert not is_tainted(body, parts[:1]) and not is_tainted(body, parts[1:])
-    assert from_memory is is_tainted
 
 
 @given(st.text(min_size=1, max_size=300))

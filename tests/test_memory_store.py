@@ -1,4 +1,4 @@
-"""SqliteMemoryStore: the MemoryStore contract, ordering, several connections, the plugin,
+"""SqliteMemoryStore: the MemoryStore contract, ordering, several connections, the built-in store,
 and a model-based (stateful) test against a dict."""
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from kairox_core.markers import MemoryScope
+from kairox_core.memory.backends import open_memory_store
 from kairox_core.plugins import get_plugins
 from kairox_core.store import SqliteMemoryStore
+from kairox_core.store.database import Database
 from kairox_core.testing.memory_store_contract import MemoryStoreContract
 
 
@@ -64,11 +66,14 @@ def test_changes_from_another_connection_show_immediately(tmp_path: Path) -> Non
     b.close()
 
 
-def test_sqlite_store_is_registered_as_a_plugin(kairox_home: Path, tmp_path: Path) -> None:
-    reg = get_plugins().get("memory_stores", "sqlite")
-    assert reg.plugin == "kairox_core.default_plugins.sqlite_memory"
-    store = reg.factory(str(tmp_path / "kx.db"))
-    assert isinstance(store, SqliteMemoryStore)
+def test_the_builtin_sqlite_store_shares_the_database_connection(
+    kairox_home: Path, tmp_path: Path
+) -> None:
+    # built in, not a plugin: a plugin factory gets a path and would open a second connection
+    assert "sqlite" not in get_plugins().names("memory_stores")
+    db = Database.open(tmp_path / "kx.db")
+    store = open_memory_store("sqlite", db)
+    assert isinstance(store, SqliteMemoryStore) and store.db is db
     store.close()
 
 

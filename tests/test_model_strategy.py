@@ -17,8 +17,8 @@ from kairox_core.events import (
     UserMessageAdded,
 )
 from kairox_core.facade import Kairox
-from kairox_core.providers.fake_server import Action, FakeOpenAIServer, serve
 from kairox_core.providers.scripted import ScriptedProvider
+from kairox_core.testing.fake_openai import Action, FakeOpenAIServer, serve
 from kairox_core.tokens import TokenCounter
 
 SUMMARY = (

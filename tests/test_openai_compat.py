@@ -11,11 +11,18 @@ import pytest
 
 from kairox_core.config import ProviderConfig, parse_config
 from kairox_core.errors import ConfigError, KairoxUserError
-from kairox_core.providers import ChatChunk, ModelProvider, ProviderError, TokenUsage
+from kairox_core.providers import (
+    ChatChunk,
+    ModelProvider,
+    ProviderError,
+    TokenUsage,
+    ToolCall,
+    ToolCallingProvider,
+)
 from kairox_core.providers.base import ProviderSetupError
-from kairox_core.providers.fake_server import Action, FakeOpenAIServer, count_prompt, serve
 from kairox_core.providers.openai_compat import OpenAICompatProvider
 from kairox_core.providers.resolve import provider_for
+from kairox_core.testing.fake_openai import Action, FakeOpenAIServer, count_prompt, serve
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hi"}]
 REPLY = "Hello there, this is a streamed reply."
@@ -262,3 +269,59 @@ async def test_registered_and_resolved_from_config(
     assert (provider.name, provider.model) == ("local", "fake-model")
     assert (await provider.complete(MESSAGES)).text == REPLY
     await provider.close()
+
+
+# --- tool calling ----------------------------------------------------------------------
+
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather for a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+CALLS = (("get_weather", '{"city": "Zürich"}'), ("get_time", '{"tz": "Europe/Zurich"}'))
+
+
+async def test_streamed_tool_calls_are_assembled_in_the_last_chunk(
+    server: FakeOpenAIServer,
+) -> None:
+    server.script(Action(tool_calls=CALLS))
+    provider = make(server)
+    assert isinstance(provider, ToolCallingProvider)
+    chunks = [c async for c in provider.stream(MESSAGES, tools=[WEATHER_TOOL], tool_choice="auto")]
+    assert all(not c.tool_calls for c in chunks[:-1]) and not "".join(c.text for c in chunks)
+    last = chunks[-1]
+    assert last.finish_reason == "tool_calls"
+    assert last.tool_calls == (
+        ToolCall("call_0", "get_weather", '{"city": "Zürich"}'),
+        ToolCall("call_1", "get_time", '{"tz": "Europe/Zurich"}'),
+    )
+    body = server.requests[-1].body
+    assert body["tools"] == [WEATHER_TOOL] and body["tool_choice"] == "auto"
+    await provider.close()
+
+
+async def test_complete_returns_tool_calls_and_results_go_back(server: FakeOpenAIServer) -> None:
+    server.script(Action(tool_calls=CALLS[:1]))
+    provider = make(server)
+    result = await provider.complete(MESSAGES, tools=[WEATHER_TOOL])
+    assert result.finish_reason == "tool_calls" and result.text == ""
+    assert result.tool_calls == (ToolCall("call_0", "get_weather", '{"city": "Zürich"}'),)
+    call = result.tool_calls[0]
+    follow_up = [
+        *MESSAGES,
+        {"role": "assistant", "content": None, "tool_calls": [call.as_message_part()]},
+        {"role": "tool", "tool_call_id": call.id, "content": "sunny, 21 °C"},
+    ]
+    answer = await provider.complete(follow_up, tools=[WEATHER_TOOL])
+    assert answer.text == REPLY and answer.tool_calls == ()
+    assert server.requests[-1].body["messages"] == follow_up
+    await provider.close()
+
+
+async def test_no_tools_sends_no_tools_key(server: FakeOpenAIServer) -> None:
+    await make(server).complete(MESSAGES, tool_choice="auto")
+    assert "tools" not in server.requests[-1].body
+    assert "tool_choice" not in server.requests[-1].body

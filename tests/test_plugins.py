@@ -15,7 +15,7 @@ import pytest
 
 from kairox_core import hookimpl
 from kairox_core.errors import DuplicateRegistrationError, PluginError, UnknownNameError
-from kairox_core.plugins import PluginHost, get_plugins
+from kairox_core.plugins import PluginHost, get_plugins, reset_plugins
 
 
 class RetrieverPlugin:
@@ -89,7 +89,11 @@ def test_unknown_hook_name_is_rejected(kairox_home: Path) -> None:
     assert host.pm.get_plugin("typo") is None
 
 
-def test_unknown_kind_names_the_distribution_to_install(kairox_home: Path) -> None:
+def test_unknown_kind_names_the_distribution_to_install(
+    kairox_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KAIROX_LOAD_PLUGINS", "")  # as if kairox-pinecone were not installed
+    reset_plugins()
     with pytest.raises(UnknownNameError, match="pip install kairox-pinecone"):
         get_plugins().get("retrievers", "pinecone")
     with pytest.raises(UnknownNameError, match="no installed plugin provides"):

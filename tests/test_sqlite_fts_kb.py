@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kairox_core.config import KnowledgeBaseConfig
+from kairox_core.errors import ConfigError
 from kairox_core.plugins import get_plugins
 from kairox_core.retrieval.base import (
     IndexableRetriever,
@@ -117,9 +118,9 @@ def test_missing_table_or_column_or_index(tmp_path: Path) -> None:
 
 
 def test_bad_options_are_named(tmp_path: Path) -> None:
-    with pytest.raises(RetrieverConfigError, match=r"papers.*tabel"):
+    with pytest.raises(ConfigError, match=r"knowledge_bases\.papers\.tabel.*did you mean 'table'"):
         make(tmp_path / "x.db", tabel="docs")
-    with pytest.raises(RetrieverConfigError, match="identifier"):
+    with pytest.raises(ConfigError, match=r"knowledge_bases\.papers\.table.*identifier"):
         make(tmp_path / "x.db", table="docs; DROP TABLE x")
 
 

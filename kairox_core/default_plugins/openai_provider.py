@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from kairox_core.hookspecs import Register, hookimpl
+from kairox_core.hookspecs import ModelProviderRegistrar, hookimpl
 
 
 @hookimpl
-def kairox_register_model_providers(register: Register) -> None:
+def kairox_register_model_providers(register: ModelProviderRegistrar) -> None:
     from kairox_core.providers import openai_compat, scripted
 
-    register("openai", openai_compat.create)
-    register("scripted", scripted.create)
+    register("openai", openai_compat.create, options=openai_compat.OpenAIOptions)
+    register("scripted", scripted.create, options=scripted.ScriptedOptions)

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from kairox_core.hookspecs import Register, hookimpl
+from kairox_core.hookspecs import RetrieverRegistrar, hookimpl
+from kairox_core.retrieval.sqlite_fts_options import SqliteFtsOptions
 
-
-def _factory(kb: Any) -> Any:
+if TYPE_CHECKING:
+    from kairox_core.config import KnowledgeBaseConfig
     from kairox_core.retrieval.sqlite_fts import SqliteFtsRetriever
 
-    return SqliteFtsRetriever.from_config(kb)
+
+def _factory(
+    kb: KnowledgeBaseConfig, *, options: SqliteFtsOptions | None = None
+) -> SqliteFtsRetriever:
+    from kairox_core.retrieval.sqlite_fts import SqliteFtsRetriever
+
+    return SqliteFtsRetriever.from_config(kb, options)
 
 
 @hookimpl
-def kairox_register_retrievers(register: Register) -> None:
-    register("sqlite_fts", _factory)
+def kairox_register_retrievers(register: RetrieverRegistrar) -> None:
+    register("sqlite_fts", _factory, options=SqliteFtsOptions)

@@ -15,6 +15,8 @@ from kairox_core.providers.base import (
     ProviderError,
     ProviderSetupError,
     TokenUsage,
+    ToolCall,
+    ToolCallingProvider,
     collect,
 )
 from kairox_core.providers.resolve import (
@@ -35,6 +37,8 @@ __all__ = [
     "ProviderError",
     "ProviderSetupError",
     "TokenUsage",
+    "ToolCall",
+    "ToolCallingProvider",
     "build_provider",
     "choose_provider",
     "collect",

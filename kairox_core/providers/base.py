@@ -33,12 +33,32 @@ class TokenUsage:
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """A function call the model asked for; ``arguments`` is the model's JSON text, as
+    sent (a tool loop parses it and may report invalid JSON back to the model)."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def as_message_part(self) -> dict[str, Any]:
+        """The ``tool_calls`` entry of the assistant message that replays this call."""
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(frozen=True)
 class ChatChunk:
-    """One piece of a streamed reply; the last one may carry usage and a finish reason."""
+    """One piece of a streamed reply; the last one may carry usage and a finish reason,
+    and the tool calls the model made (assembled from their streamed deltas)."""
 
     text: str = ""
     usage: TokenUsage | None = None
     finish_reason: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,6 +67,7 @@ class ChatResult:
     usage: TokenUsage
     model: str
     finish_reason: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @runtime_checkable
@@ -77,6 +98,34 @@ class ModelProvider(Protocol):
     ) -> ChatResult: ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class ToolCallingProvider(ModelProvider, Protocol):
+    """A provider that can offer tools (OpenAI ``tools`` schema: ``{"type": "function",
+    "function": {"name", "description", "parameters"}}``) and report the calls made, in
+    the last chunk's ``tool_calls`` (``finish_reason`` "tool_calls"). Tool results go
+    back as ``{"role": "tool", "tool_call_id", "content"}`` messages."""
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[ChatChunk]: ...
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+    ) -> ChatResult: ...
 
 
 class ProviderError(KairoxError):
@@ -116,8 +165,10 @@ async def collect(chunks: AsyncIterator[ChatChunk], *, model: str) -> ChatResult
     parts: list[str] = []
     usage: TokenUsage | None = None
     finish: str | None = None
+    calls: tuple[ToolCall, ...] = ()
     async for chunk in chunks:
         parts.append(chunk.text)
         usage = chunk.usage or usage
         finish = chunk.finish_reason or finish
-    return ChatResult("".join(parts), usage or TokenUsage(estimated=True), model, finish)
+        calls += chunk.tool_calls
+    return ChatResult("".join(parts), usage or TokenUsage(estimated=True), model, finish, calls)

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import json
 import random
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import urlparse
 
@@ -30,6 +30,7 @@ from kairox_core.providers.base import (
     ProviderError,
     ProviderSetupError,
     TokenUsage,
+    ToolCall,
 )
 from kairox_core.providers.options import parse_options
 from kairox_core.providers.sse import SseDecoder
@@ -80,8 +81,11 @@ class OpenAICompatProvider:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
-    def from_config(cls, config: ProviderConfig) -> OpenAICompatProvider:
-        options = parse_options(config, OpenAIOptions)
+    def from_config(
+        cls, config: ProviderConfig, options: OpenAIOptions | None = None
+    ) -> OpenAICompatProvider:
+        """Build from a section; ``options`` are its keys already validated (by the core)."""
+        options = options or parse_options(config, OpenAIOptions)
         name = config.id or config.kind
         if not config.model:
             raise ConfigError(
@@ -107,9 +111,15 @@ class OpenAICompatProvider:
         *,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
     ) -> AsyncIterator[ChatChunk]:
+        """Text deltas as they arrive; the last chunk carries usage, the finish reason
+        and the tool calls (their streamed ``arguments`` pieces joined per call)."""
         body = self._body(messages, max_tokens, temperature, stream=True)
+        _add_tools(body, tools, tool_choice)
         response = await self._send(body, stream=True)
+        calls = _ToolCallAssembler(self._malformed)
         parts: list[str] = []
         usage: TokenUsage | None = None
         finish: str | None = None
@@ -122,6 +132,7 @@ class OpenAICompatProvider:
                 if result.text:
                     yield ChatChunk(text=result.text)
                 usage, finish, done = result.usage, result.finish_reason, True
+                calls.done = result.tool_calls
             else:
                 decoder = SseDecoder()
                 async for piece in self._aiter_text(response):
@@ -131,7 +142,7 @@ class OpenAICompatProvider:
                         if data.strip() == "[DONE]":
                             done = True
                             break
-                        text, chunk_finish, chunk_usage = self._parse_chunk(data)
+                        text, chunk_finish, chunk_usage = self._parse_chunk(data, calls)
                         finish = chunk_finish or finish
                         usage = chunk_usage or usage
                         if text:
@@ -144,7 +155,7 @@ class OpenAICompatProvider:
                         if data.strip() == "[DONE]":
                             done = True
                             break
-                        text, chunk_finish, chunk_usage = self._parse_chunk(data)
+                        text, chunk_finish, chunk_usage = self._parse_chunk(data, calls)
                         finish, usage = chunk_finish or finish, chunk_usage or usage
                         if text:
                             parts.append(text)
@@ -159,7 +170,9 @@ class OpenAICompatProvider:
                 retryable=True,
             )
         yield ChatChunk(
-            usage=usage or self._estimate(messages, "".join(parts)), finish_reason=finish
+            usage=usage or self._estimate(messages, "".join(parts)),
+            finish_reason=finish,
+            tool_calls=calls.result(),
         )
 
     async def complete(
@@ -168,8 +181,11 @@ class OpenAICompatProvider:
         *,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
     ) -> ChatResult:
         body = self._body(messages, max_tokens, temperature, stream=False)
+        _add_tools(body, tools, tool_choice)
         response = await self._send(body, stream=False)
         result = self._parse_result(response.content)
         if result.usage.estimated:
@@ -178,6 +194,7 @@ class OpenAICompatProvider:
                 self._estimate(messages, result.text),
                 result.model,
                 result.finish_reason,
+                result.tool_calls,
             )
         return result
 
@@ -344,7 +361,9 @@ class OpenAICompatProvider:
             fix=f"check that {self.base_url} is an OpenAI-compatible endpoint",
         )
 
-    def _parse_chunk(self, data: str) -> tuple[str, str | None, TokenUsage | None]:
+    def _parse_chunk(
+        self, data: str, calls: _ToolCallAssembler
+    ) -> tuple[str, str | None, TokenUsage | None]:
         try:
             payload = json.loads(data)
         except json.JSONDecodeError:
@@ -369,6 +388,7 @@ class OpenAICompatProvider:
                 raise self._malformed("'delta.content' is not a string", data)
             text = content or ""
             finish = choice.get("finish_reason")
+            calls.feed(delta.get("tool_calls"), data)
         return text, finish, _usage(payload.get("usage"))
 
     def _parse_result(self, raw: bytes) -> ChatResult:
@@ -380,13 +400,20 @@ class OpenAICompatProvider:
         try:
             choice = payload["choices"][0]
             content = choice["message"].get("content") or ""
+            raw_calls = choice["message"].get("tool_calls")
         except (KeyError, IndexError, TypeError, AttributeError):
             raise self._malformed("no choices[0].message", data) from None
         if not isinstance(content, str):
             raise self._malformed("'message.content' is not a string", data)
+        calls = _ToolCallAssembler(self._malformed)
+        calls.feed(raw_calls, data)
         usage = _usage(payload.get("usage")) or TokenUsage(estimated=True)
         return ChatResult(
-            content, usage, str(payload.get("model") or self.model), choice.get("finish_reason")
+            content,
+            usage,
+            str(payload.get("model") or self.model),
+            choice.get("finish_reason"),
+            calls.result(),
         )
 
     def _estimate(self, messages: Sequence[Message], text: str) -> TokenUsage:
@@ -395,6 +422,50 @@ class OpenAICompatProvider:
 
         counter = TokenCounter.for_model(self.model)
         return TokenUsage(counter.count_messages(messages), counter.count(text), estimated=True)
+
+
+def _add_tools(
+    body: dict[str, Any],
+    tools: Sequence[Mapping[str, Any]] | None,
+    tool_choice: str | Mapping[str, Any] | None,
+) -> None:
+    if tools:
+        body["tools"] = [dict(t) for t in tools]
+        if tool_choice is not None:
+            body["tool_choice"] = tool_choice if isinstance(tool_choice, str) else dict(tool_choice)
+
+
+class _ToolCallAssembler:
+    """Joins the ``tool_calls`` deltas of a stream by their ``index``: the first delta
+    of a call has its ``id`` and ``function.name``, later ones more ``arguments`` text.
+    A whole (non-streamed) message's ``tool_calls`` feed through the same path."""
+
+    def __init__(self, malformed: Callable[[str, str], ProviderError]) -> None:
+        self._malformed = malformed
+        self._calls: dict[int, dict[str, str]] = {}
+        self.done: tuple[ToolCall, ...] = ()
+
+    def feed(self, deltas: Any, data: str) -> None:
+        if deltas is None:
+            return
+        if not isinstance(deltas, list):
+            raise self._malformed("'tool_calls' is not a list", data)
+        for position, delta in enumerate(deltas):
+            function = delta.get("function") if isinstance(delta, dict) else None
+            if not isinstance(function, dict):
+                raise self._malformed("a tool call has no 'function' object", data)
+            index = delta.get("index", position)
+            call = self._calls.setdefault(int(index), {"id": "", "name": "", "arguments": ""})
+            call["id"] = str(delta.get("id") or call["id"])
+            call["name"] = call["name"] or str(function.get("name") or "")  # sent once
+            call["arguments"] += str(function.get("arguments") or "")
+
+    def result(self) -> tuple[ToolCall, ...]:
+        built = tuple(
+            ToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"])
+            for i, c in sorted(self._calls.items())
+        )
+        return self.done + built
 
 
 def _usage(value: Any) -> TokenUsage | None:
@@ -429,6 +500,6 @@ def _error_detail(response: httpx.Response) -> str:
     return detail if len(detail) <= 300 else detail[:297] + "..."
 
 
-def create(config: ProviderConfig) -> OpenAICompatProvider:
+def create(config: ProviderConfig, *, options: OpenAIOptions | None = None) -> OpenAICompatProvider:
     """The ``openai`` provider factory registered by the built-in plugin."""
-    return OpenAICompatProvider.from_config(config)
+    return OpenAICompatProvider.from_config(config, options)

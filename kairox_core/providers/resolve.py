@@ -138,7 +138,14 @@ def build_provider(section: ProviderConfig) -> ModelProvider:
     registration = get_plugins().get(
         "model_providers", section.kind, context=f"providers.{name}.kind"
     )
-    provider: ModelProvider = registration.factory(section)
+    provider: ModelProvider
+    if registration.options is None:
+        provider = registration.factory(section)
+    else:
+        from kairox_core.plugin_options import provider_key, validate_options
+
+        options = validate_options(registration.options, section.options, key=provider_key(section))
+        provider = registration.factory(section, options=options)
     return provider
 
 

@@ -49,8 +49,10 @@ class ScriptedProvider:
         )
 
     @classmethod
-    def from_config(cls, config: ProviderConfig) -> ScriptedProvider:
-        options = parse_options(config, ScriptedOptions)
+    def from_config(
+        cls, config: ProviderConfig, options: ScriptedOptions | None = None
+    ) -> ScriptedProvider:
+        options = options or parse_options(config, ScriptedOptions)
         return cls(
             options.replies,
             name=config.id or config.kind,
@@ -97,5 +99,5 @@ class ScriptedProvider:
         return None
 
 
-def create(config: ProviderConfig) -> ScriptedProvider:
-    return ScriptedProvider.from_config(config)
+def create(config: ProviderConfig, *, options: ScriptedOptions | None = None) -> ScriptedProvider:
+    return ScriptedProvider.from_config(config, options)

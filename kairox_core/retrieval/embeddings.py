@@ -107,12 +107,17 @@ class HashingEmbedding:
 
 
 def load_embedding_backend(
-    config_or_name: Any, options: Mapping[str, Any] | None = None
+    config_or_name: Any,
+    options: Mapping[str, Any] | None = None,
+    *,
+    options_key: str = "retrieval.backend_options",
 ) -> EmbeddingBackend:
     """Build a backend from the registry by name, or from a ``RetrievalSection``.
 
     ``config_or_name`` is a backend name or anything with ``backend`` and
     ``backend_options`` (the ``[retrieval]`` section); ``options`` override the latter.
+    ``options_key`` is where the options come from, for errors (a knowledge base's
+    ``embedding_options``, say).
     """
     from kairox_core.plugins import get_plugins
 
@@ -123,10 +128,16 @@ def load_embedding_backend(
         opts = {**dict(config_or_name.backend_options), **dict(options or {})}
     reg = get_plugins().get("embedding_backends", name, context="retrieval.backend")
     try:
-        backend = reg.factory(**opts)
+        if reg.options is None:
+            backend = reg.factory(**opts)
+        else:
+            from kairox_core.plugin_options import validate_options
+
+            validated = validate_options(reg.options, opts, key=options_key)
+            backend = reg.factory(options=validated)
     except TypeError as exc:
         raise KairoxUserError(
-            f"retrieval.backend_options: embedding backend '{name}' rejected its options: {exc}"
+            f"{options_key}: embedding backend '{name}' rejected its options: {exc}"
         ) from None
     if not isinstance(backend, EmbeddingBackend):
         raise KairoxUserError(

@@ -10,11 +10,18 @@ from kairox_core.retrieval.composite import CompositeWorkspaceRetriever, Retriev
 
 
 def build_knowledge_base(kb: Any) -> WorkspaceRetriever:
-    """The retriever for one ``[knowledge_bases.<id>]``; an unknown kind names its plugin."""
+    """The retriever for one ``[knowledge_bases.<id>]``; an unknown kind names its plugin,
+    and keys its options model rejects are a ``ConfigError``."""
+    from kairox_core.plugin_options import knowledge_base_key, validate_options
     from kairox_core.plugins import get_plugins
 
     reg = get_plugins().get("retrievers", kb.kind, context=f"knowledge_bases.{kb.id}.kind")
-    retriever: WorkspaceRetriever = reg.factory(kb)
+    retriever: WorkspaceRetriever
+    if reg.options is None:
+        retriever = reg.factory(kb)
+    else:
+        options = validate_options(reg.options, kb.options, key=knowledge_base_key(kb))
+        retriever = reg.factory(kb, options=options)
     return retriever
 
 

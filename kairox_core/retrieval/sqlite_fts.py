@@ -16,14 +16,11 @@ per file). Options (``[knowledge_bases.<id>]``)::
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kairox_core.retrieval.base import (
     IndexProgress,
@@ -32,12 +29,12 @@ from kairox_core.retrieval.base import (
     RetrieverConfigError,
     RetrieverError,
 )
-from kairox_core.retrieval.files import DEFAULT_MAX_BYTES, scan_files
+from kairox_core.retrieval.files import scan_files
 from kairox_core.retrieval.fts import fts_match_expression
+from kairox_core.retrieval.sqlite_fts_options import SqliteFtsOptions
 from kairox_core.retrieval.threads import run_blocking
 from kairox_core.store.connection import OperationalError, connect, transaction
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A query waits this share of the source's timeout for a lock held by a writer (not
 # the store's 30 s): the turn has given up by then anyway, and the error says why.
 BUSY_SHARE = 0.8
@@ -45,33 +42,6 @@ BUSY_SHARE = 0.8
 
 def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
-
-
-class SqliteFtsOptions(BaseModel):
-    """The kind's own keys; validated so a typo is named, not ignored."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    path: str
-    table: str = "documents"
-    text_columns: tuple[str, ...] = ("text",)
-    id_column: str = "id"
-    title_column: str | None = None
-    metadata_columns: tuple[str, ...] = ()
-    max_file_bytes: int = Field(DEFAULT_MAX_BYTES, gt=0)
-
-    @field_validator("text_columns", "metadata_columns", mode="before")
-    @classmethod
-    def _listify(cls, value: Any) -> Any:
-        return (value,) if isinstance(value, str) else value
-
-    @field_validator("table", "id_column", "title_column", "text_columns", "metadata_columns")
-    @classmethod
-    def _identifiers(cls, value: Any) -> Any:
-        for name in (value,) if isinstance(value, str) or value is None else value:
-            if name is not None and not _IDENT.match(name):
-                raise ValueError(f"'{name}' is not a plain SQL identifier")
-        return value
 
 
 class SqliteFtsRetriever:
@@ -88,15 +58,12 @@ class SqliteFtsRetriever:
         self._closing = False  # close() came while a query held the lock
 
     @classmethod
-    def from_config(cls, kb: Any) -> SqliteFtsRetriever:
-        try:
-            options = SqliteFtsOptions.model_validate(kb.options)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}"
-                for e in exc.errors()
-            )
-            raise RetrieverConfigError(kb.id, f"bad sqlite_fts options: {problems}") from None
+    def from_config(cls, kb: Any, options: SqliteFtsOptions | None = None) -> SqliteFtsRetriever:
+        """Build from a ``KnowledgeBaseConfig``; ``options`` as validated by the core."""
+        if options is None:
+            from kairox_core.plugin_options import knowledge_base_key, validate_options
+
+            options = validate_options(SqliteFtsOptions, kb.options, key=knowledge_base_key(kb))
         return cls(kb.id, options, timeout=float(getattr(kb, "timeout", 10.0)))
 
     @property

@@ -1,4 +1,4 @@
-"""Pytest fixtures for Kairox and its plugins."""
+"""Pytest fixtures for Kairox and its plugins (and the hypothesis profile, see profiles.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kairox_core.plugins import PluginHost, get_plugins, reset_plugins
+from kairox_core.testing.profiles import load_hypothesis_profile
 
 _ENV_VARS = (
     "KAIROX_CONFIG",
@@ -17,6 +18,11 @@ _ENV_VARS = (
     "KAIROX_STRICT_PLUGINS",
     "KAIROX_TRACE_PLUGINS",
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every suite that loads these fixtures runs hypothesis derandomized under CI."""
+    load_hypothesis_profile()
 
 
 @pytest.fixture

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bedrock_kb_stub import KnowledgeBaseStubber, SimulatedKnowledgeBase
-
 from kairox_bedrock.retriever import BedrockRetriever
+from kairox_bedrock.testing import KnowledgeBaseStubber, SimulatedKnowledgeBase
 from kairox_core.config import KnowledgeBaseConfig, parse_config
 from kairox_core.plugins import get_plugins
+from kairox_core.retrieval.selection import build_knowledge_base
 from kairox_core.testing.contracts import ContractDoc
 
 KB_NAME = "aws_docs"
@@ -30,9 +30,10 @@ def kb_config(kb_name: str = KB_NAME, timeout: float = 10.0, **options: Any) -> 
 
 
 def build(kb_name: str = KB_NAME, timeout: float = 10.0, **options: Any) -> BedrockRetriever:
-    """A retriever made by the registered ``bedrock`` factory (the installed entry point)."""
-    factory = get_plugins().get("retrievers", "bedrock").factory
-    retriever = factory(kb_config(kb_name, timeout, **options))
+    """A retriever made by the registered ``bedrock`` factory (the installed entry point),
+    its options validated by the core as for a kairox.toml."""
+    assert get_plugins().get("retrievers", "bedrock").options is not None
+    retriever = build_knowledge_base(kb_config(kb_name, timeout, **options))
     assert isinstance(retriever, BedrockRetriever)
     return retriever
 

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import socket
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))  # the helper module next to the tests
 
 pytest_plugins = ["kairox_core.testing.fixtures"]
 

@@ -1,4 +1,5 @@
-"""Request shapes, result mapping, throttling and every error path, through botocore's Stubber."""
+"""Request shapes, result mapping and every error path through botocore's Stubber; throttling
+retries (botocore's own) against a fake HTTP endpoint."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import functools
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kairox_bedrock import mapping
+from kairox_bedrock.options import BedrockOptions
 from kairox_bedrock.retriever import BedrockRetriever
+from kairox_bedrock.testing import FakeBedrockServer, SimulatedKnowledgeBase
+from kairox_core.errors import ConfigError
 from kairox_core.retrieval.base import (
     RetrieverAuthError,
     RetrieverConfigError,
@@ -247,39 +252,50 @@ def run_limited(k: int) -> Any:
 # --- throttling --------------------------------------------------------------------
 
 
-def throttle(stubber: Stubber, times: int) -> None:
-    for _ in range(times):
-        stubber.add_client_error("retrieve", "ThrottlingException", "Rate exceeded", 429)
+@pytest.fixture
+def fake_bedrock() -> Iterator[FakeBedrockServer]:
+    """A real HTTP endpoint: a Stubber answers before botocore's retry handler runs."""
+    with FakeBedrockServer(SimulatedKnowledgeBase(CONTRACT_DOCS, BEDROCK_KB_ID)) as server:
+        yield server
 
 
-def test_throttling_is_retried_with_backoff_then_succeeds() -> None:
-    retriever, stubber = stubbed(CONTRACT_DOCS, backoff=0.01)
-    throttle(stubber, 2)
+def test_throttling_is_retried_by_botocore_then_succeeds(fake_bedrock: FakeBedrockServer) -> None:
+    fake_bedrock.fail("ThrottlingException", 429, times=2)
+    retriever = build(endpoint_url=fake_bedrock.endpoint_url)
     hits = run(retriever, "magma lava volcano", 2)
     assert hits[0].doc_id == "doc-volcano"
-    assert retriever.attempts == 3
-    assert len(stubber.kb.requests) == 1  # the third call reached the knowledge base
+    assert retriever.attempts == 3 and fake_bedrock.calls == 3
+    assert len(fake_bedrock.kb.requests) == 1  # the third call reached the knowledge base
 
 
-def test_persistent_throttling_gives_up_after_max_attempts() -> None:
-    retriever, stubber = stubbed(CONTRACT_DOCS, backoff=0.01, max_attempts=3)
-    throttle(stubber, 5)
+def test_persistent_throttling_gives_up_after_max_attempts(
+    fake_bedrock: FakeBedrockServer,
+) -> None:
+    fake_bedrock.fail("ThrottlingException", 429, times=5)
+    retriever = build(endpoint_url=fake_bedrock.endpoint_url, max_attempts=2)
     with pytest.raises(RetrieverError) as info:
         run(retriever)
     assert type(info.value) is RetrieverError
     message = str(info.value)
     assert KB_NAME in message and BEDROCK_KB_ID in message and "ThrottlingException" in message
-    assert retriever.attempts == 3
+    assert "after 2 attempt(s)" in message and fake_bedrock.calls == 2
 
 
-def test_throttling_backoff_never_outlives_the_timeout() -> None:
-    retriever, stubber = stubbed(CONTRACT_DOCS, backoff=5.0, max_attempts=10, timeout=1.0)
-    throttle(stubber, 10)
+def test_throttling_retries_never_outlive_the_timeout(fake_bedrock: FakeBedrockServer) -> None:
+    fake_bedrock.fail("ThrottlingException", 429, times=50)
+    retriever = build(endpoint_url=fake_bedrock.endpoint_url, max_attempts=50, timeout=1.0)
     started = time.monotonic()
-    with pytest.raises(RetrieverError) as info:
-        run(retriever)
+    with pytest.raises(RetrieverTimeout) as info:
+        run(retriever)  # asyncio.run: the still-retrying daemon thread is not joined
     assert time.monotonic() - started < 1.5
-    assert "throttling" in str(info.value)
+    assert "did not answer within 1s" in str(info.value)
+
+
+def test_stubbed_errors_are_not_retried() -> None:
+    retriever, stubber = stubbed(CONTRACT_DOCS)
+    stubber.add_client_error("retrieve", "ThrottlingException", "Rate exceeded", 429)
+    with pytest.raises(RetrieverError, match="after 1 attempt"):
+        run(retriever)
 
 
 # --- errors ------------------------------------------------------------------------
@@ -350,18 +366,18 @@ def test_slow_endpoint_times_out_within_the_timeout(silent_server: int) -> None:
 @pytest.mark.parametrize(
     "options, needle",
     [
-        ({"knowledge_base_id": ""}, "missing knowledge_base_id"),
+        ({"knowledge_base_id": ""}, "knowledge_base_id': '' is not a Bedrock knowledge base id"),
         ({"knowledge_base_id": "my-kb"}, "not a Bedrock knowledge base id"),
         ({"search_type": "FUZZY"}, "search_type"),
-        ({"regoin": "eu-west-1"}, "unknown option(s) regoin"),
+        ({"regoin": "eu-west-1"}, "did you mean 'region'?"),
         ({"max_attempts": 0}, "max_attempts"),
-        ({"backoff": "fast"}, "must be numbers"),
+        ({"overfetch": "lots"}, "overfetch"),
     ],
 )
 def test_bad_configuration_names_the_knowledge_base(options: dict[str, Any], needle: str) -> None:
-    with pytest.raises(RetrieverConfigError) as info:
+    with pytest.raises(ConfigError) as info:
         build(**options)
-    assert needle in str(info.value) and KB_NAME in str(info.value)
+    assert needle in str(info.value) and f"knowledge_bases.{KB_NAME}" in str(info.value)
 
 
 def test_arn_is_accepted_as_the_id() -> None:
@@ -398,7 +414,7 @@ def test_plugin_registers_without_importing_boto3() -> None:
 
 
 def test_no_region_anywhere_is_a_config_error() -> None:
-    retriever = BedrockRetriever(KB_NAME, BEDROCK_KB_ID)
+    retriever = BedrockRetriever(KB_NAME, BedrockOptions(knowledge_base_id=BEDROCK_KB_ID))
     with pytest.raises(RetrieverConfigError) as info:
         run(retriever)
     assert "no AWS region" in str(info.value) and KB_NAME in str(info.value)

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from bedrock_helpers import BEDROCK_KB_ID, REGION
-from bedrock_kb_stub import KnowledgeBaseStubber, SimulatedKnowledgeBase
 
 from kairox_bedrock.retriever import BedrockRetriever
+from kairox_bedrock.testing import KnowledgeBaseStubber, SimulatedKnowledgeBase
 from kairox_core.cli import main
 from kairox_core.testing.contracts import CONTRACT_DOCS
 

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import socket
-import sys
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # the helper modules next to the tests
-
-from pinecone_fake_server import FakePinecone, bag_of_words
-
 from kairox_core.hookspecs import Register, hookimpl
 from kairox_core.plugins import PluginHost
+from kairox_pinecone.testing import FakePinecone, bag_of_words
 
 pytest_plugins = ["kairox_core.testing.fixtures"]
 

@@ -9,6 +9,7 @@ from conftest import API_KEY, BagOfWordsBackend
 
 from kairox_core.config import KnowledgeBaseConfig, parse_config
 from kairox_core.plugins import get_plugins
+from kairox_core.retrieval.selection import build_knowledge_base
 from kairox_core.testing.contracts import ContractDoc
 from kairox_pinecone.retriever import PineconeRetriever
 
@@ -24,9 +25,10 @@ def kb_config(
 
 
 def build(host: str, **options: Any) -> PineconeRetriever:
-    """A retriever made by the registered ``pinecone`` factory (the installed entry point)."""
-    factory = get_plugins().get("retrievers", "pinecone").factory
-    retriever = factory(kb_config(host, **options))
+    """A retriever made by the registered ``pinecone`` factory (the installed entry point),
+    its options validated by the core as for a kairox.toml."""
+    assert get_plugins().get("retrievers", "pinecone").options is not None
+    retriever = build_knowledge_base(kb_config(host, **options))
     assert isinstance(retriever, PineconeRetriever)
     return retriever
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 from conftest import API_KEY
-from pinecone_fake_server import FakePinecone, bag_of_words
 from pinecone_helpers import seed_records
 
 from kairox_core.plugins import get_plugins
 from kairox_core.testing.contracts import CONTRACT_DOCS
+from kairox_pinecone.testing import FakePinecone, bag_of_words
 
 KAIROX = str(Path(sys.executable).with_name("kairox"))
 

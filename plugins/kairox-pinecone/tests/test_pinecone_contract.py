@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from conftest import closed_port
-from pinecone_fake_server import FakePinecone
 from pinecone_helpers import build, seed_records, seed_vectors
 
 from kairox_core.retrieval.base import WorkspaceRetriever
 from kairox_core.testing.contracts import ContractDoc, RetrieverContract
+from kairox_pinecone.testing import FakePinecone
 
 _namespaces = itertools.count()
 
@@ -70,7 +70,7 @@ class TestPineconeIntegratedInferenceContract(TestPineconeContract):
     def _setup(
         self, make_server: Callable[..., FakePinecone], test_backend: str, api_key_env: str
     ) -> None:
-        from pinecone_fake_server import bag_of_words
+        from kairox_pinecone.testing import bag_of_words
 
         self.server = make_server(embed=lambda text: bag_of_words(text))
         self.make_server = make_server

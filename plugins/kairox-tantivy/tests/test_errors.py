@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from helpers import build, kb_config
 
+from kairox_core.config import check_plugin_names, parse_config
+from kairox_core.errors import ConfigError
 from kairox_core.retrieval.base import RetrieverConfigError
 from kairox_core.testing.contracts import CONTRACT_DOCS
 from kairox_tantivy.retriever import TantivyRetriever
@@ -49,16 +51,26 @@ def test_stored_field_missing_from_an_existing_index(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("options", "fragment"),
     [
-        ({}, "missing key 'path'"),
-        ({"path": "x", "title_bost": 3}, "unknown key 'title_bost'"),
-        ({"path": "x", "title_boost": -1}, "title_boost"),
+        ({}, "missing required key 'knowledge_bases.papers.path'"),
+        ({"path": "x", "title_bost": 3}, "did you mean 'title_boost'?"),
+        ({"path": "x", "title_boost": -1}, "key 'knowledge_bases.papers.title_boost'"),
         ({"path": "x", "stored_fields": ["title"]}, "built in"),
     ],
 )
 def test_bad_options_are_reported_at_once(options: dict[str, object], fragment: str) -> None:
-    with pytest.raises(RetrieverConfigError) as info:
+    with pytest.raises(ConfigError) as info:
         TantivyRetriever(kb_config("papers", **options))
-    assert "'papers'" in str(info.value) and fragment in str(info.value)
+    assert "knowledge_bases.papers" in str(info.value) and fragment in str(info.value)
+
+
+def test_the_core_checks_the_options_up_front(kairox_home: Path) -> None:
+    config = parse_config(
+        {"knowledge_bases": {"papers": {"kind": "tantivy", "path": "x", "title_bost": 3}}},
+        source="kx.toml",
+    )
+    with pytest.raises(ConfigError) as info:
+        check_plugin_names(config)
+    assert info.value.file == "kx.toml" and info.value.key == "knowledge_bases.papers.title_bost"
 
 
 def test_wrong_title_field_for_an_index_built_elsewhere(tmp_path: Path) -> None:

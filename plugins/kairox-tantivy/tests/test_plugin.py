@@ -10,6 +10,8 @@ from pathlib import Path
 from helpers import kb_config
 
 from kairox_core.plugins import PluginHost
+from kairox_core.retrieval.selection import build_knowledge_base
+from kairox_tantivy.options import TantivyOptions
 from kairox_tantivy.retriever import TantivyRetriever
 
 
@@ -17,9 +19,10 @@ def test_kind_is_registered_through_the_entry_point(
     kairox_plugins: PluginHost, tmp_path: Path
 ) -> None:
     reg = kairox_plugins.get("retrievers", "tantivy")
-    assert reg.distribution == "kairox-tantivy"
-    retriever = reg.factory(kb_config("notes", path=str(tmp_path)))
+    assert reg.distribution == "kairox-tantivy" and reg.options is TantivyOptions
+    retriever = build_knowledge_base(kb_config("notes", path=str(tmp_path), title_boost=0.5))
     assert isinstance(retriever, TantivyRetriever) and retriever.name == "notes"
+    assert retriever.options.title_boost == 0.5
 
 
 def test_kairox_plugins_lists_it_and_plugin_import_stays_light() -> None:

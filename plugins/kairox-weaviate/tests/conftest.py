@@ -10,11 +10,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
-from fake_weaviate import FakeWeaviate
 
 from kairox_core.config import KnowledgeBaseConfig
 from kairox_core.hookspecs import Register, hookimpl
 from kairox_core.plugins import get_plugins, reset_plugins
+from kairox_weaviate.testing import FakeWeaviate
 
 pytest_plugins = ["kairox_core.testing.fixtures"]
 

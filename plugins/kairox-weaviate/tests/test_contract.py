@@ -11,11 +11,11 @@ from typing import Any, ClassVar
 
 import pytest
 from conftest import KEY_ENV, WORDS_BACKEND, WordHashEmbedder, closed_port, kb_config
-from fake_weaviate import FakeObject, FakeWeaviate
 
 from kairox_core.retrieval.base import WorkspaceRetriever
 from kairox_core.testing.contracts import ContractDoc, RetrieverContract
 from kairox_weaviate.plugin import make_retriever
+from kairox_weaviate.testing import FakeObject, FakeWeaviate
 
 
 def load(

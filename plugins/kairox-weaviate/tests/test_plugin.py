@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from conftest import KEY_ENV, WordHashEmbedder
-from fake_weaviate import FakeObject, FakeWeaviate
 
 from kairox_core.plugins import PluginHost
+from kairox_weaviate.testing import FakeObject, FakeWeaviate
 
 KAIROX = str(Path(sys.executable).with_name("kairox"))
 

@@ -17,10 +17,10 @@ from conftest import (
     closed_port,
     kb_config,
 )
-from fake_weaviate import FakeObject, FakeWeaviate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kairox_core.errors import ConfigError
 from kairox_core.plugins import get_plugins
 from kairox_core.retrieval.base import (
     RetrievalHit,
@@ -29,8 +29,11 @@ from kairox_core.retrieval.base import (
     RetrieverError,
     RetrieverUnavailable,
 )
+from kairox_core.retrieval.selection import build_knowledge_base
+from kairox_weaviate.options import WeaviateOptions
 from kairox_weaviate.plugin import make_retriever
 from kairox_weaviate.retriever import WeaviateRetriever
+from kairox_weaviate.testing import FakeObject, FakeWeaviate
 
 TEXTS = {
     "a": ("The moon's gravity pulls the oceans and makes the tides rise and fall.", "physics"),
@@ -370,23 +373,31 @@ def test_client_is_reused_and_survives_a_new_event_loop(
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"collection": "Docs"}, "key 'url': is required"),
-        ({"url": "http://h:8080"}, "key 'collection': is required"),
+        ({"collection": "Docs"}, "missing required key 'knowledge_bases.kb-opt.url'"),
+        ({"url": "http://h:8080"}, "missing required key 'knowledge_bases.kb-opt.collection'"),
         ({"url": "ftp://h", "collection": "D"}, "expected http(s)://host"),
         ({"url": "http://[::1", "collection": "D"}, "expected http(s)://host"),
-        ({"url": "http://h", "collection": "D", "mode": "dense"}, "key 'mode'"),
-        ({"url": "http://h", "collection": "D", "alpha": 1.5}, "between 0"),
-        ({"url": "http://h", "collection": "D", "grpc_port": "x"}, "key 'grpc_port'"),
+        (
+            {"url": "http://h", "collection": "D", "mode": "dense"},
+            "key 'knowledge_bases.kb-opt.mode'",
+        ),
+        ({"url": "http://h", "collection": "D", "alpha": 1.5}, "less than or equal to 1"),
+        ({"url": "http://h", "collection": "D", "grpc_port": "x"}, "kb-opt.grpc_port"),
         ({"url": "http://h", "collection": "D", "colection": "x"}, "did you mean 'collection'"),
-        ({"url": "http://h", "collection": "D", "properties": "text"}, "list of property names"),
+        ({"url": "http://h", "collection": "D", "properties": "text"}, "kb-opt.properties"),
     ],
 )
 def test_option_errors_name_the_key(options: dict[str, Any], message: str) -> None:
-    with pytest.raises(
-        RetrieverConfigError, match=message.replace("(", r"\(").replace(")", r"\)")
-    ) as info:
+    with pytest.raises(ConfigError) as info:
         make_retriever(kb_config("kb-opt", **options))
-    assert "knowledge base 'kb-opt'" in str(info.value)
+    assert message in str(info.value) and info.value.key is not None
+    assert info.value.key.startswith("knowledge_bases.kb-opt.")
+
+
+def test_the_core_validates_with_the_registered_model(kairox_plugins: Any) -> None:
+    assert kairox_plugins.get("retrievers", "weaviate").options is WeaviateOptions
+    with pytest.raises(ConfigError, match="did you mean 'collection'"):
+        build_knowledge_base(kb_config("kb-opt", url="http://h", collection="D", colection="x"))
 
 
 def test_option_defaults() -> None:
@@ -439,8 +450,8 @@ def test_any_options_parse_or_fail_clearly(options: dict[str, Any]) -> None:
     options = {k: v for k, v in options.items() if v is not None}
     try:
         opts = make_retriever(kb_config("kb-h", **options)).options
-    except RetrieverConfigError as exc:
-        assert str(exc).startswith("knowledge base 'kb-h': key '")
+    except ConfigError as exc:
+        assert exc.key is not None and exc.key.startswith("knowledge_bases.kb-h.")
         return
     assert 0.0 <= opts.alpha <= 1.0 and 0 < opts.grpc_port < 65536
     assert opts.mode in ("hybrid", "bm25", "near_vector")

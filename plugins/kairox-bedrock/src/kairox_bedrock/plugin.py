@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from kairox_core.hookspecs import Register, hookimpl
+from kairox_bedrock.options import BedrockOptions
+from kairox_core.hookspecs import RetrieverRegistrar, hookimpl
+
+if TYPE_CHECKING:
+    from kairox_bedrock.retriever import BedrockRetriever
+    from kairox_core.config import KnowledgeBaseConfig
 
 
-def _factory(kb: Any) -> Any:
+def _factory(kb: KnowledgeBaseConfig, *, options: BedrockOptions | None = None) -> BedrockRetriever:
     from kairox_bedrock.retriever import BedrockRetriever
 
-    return BedrockRetriever.from_config(kb)
+    return BedrockRetriever.from_config(kb, options)
 
 
 @hookimpl
-def kairox_register_retrievers(register: Register) -> None:
-    register("bedrock", _factory)
+def kairox_register_retrievers(register: RetrieverRegistrar) -> None:
+    register("bedrock", _factory, options=BedrockOptions)

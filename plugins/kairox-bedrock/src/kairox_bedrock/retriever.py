@@ -1,44 +1,28 @@
 """``BedrockRetriever``: one ``[knowledge_bases.<id>]`` of kind ``bedrock``.
 
-boto3 is blocking, so each ``Retrieve`` call runs in a worker thread. botocore's own
-retries are switched off: throttling is retried here, with exponential backoff and
-jitter, inside the knowledge base's ``timeout``, so the whole call is bounded by it.
+boto3 is blocking, so each ``Retrieve`` call runs in a worker thread. Throttling is
+retried by botocore itself (``Config(retries={"mode": "standard", ...})``: exponential
+backoff with jitter, ``max_attempts`` in all); the caller waits at most the knowledge
+base's ``timeout``. The worker is a daemon thread, so a call still retrying after the
+caller gave up never delays the event loop's or the process's shutdown.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
-import re
+import contextlib
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kairox_bedrock import errors, mapping
-from kairox_core.retrieval.base import (
-    RetrievalHit,
-    RetrieverConfigError,
-    RetrieverError,
-    RetrieverTimeout,
-)
+from kairox_bedrock.options import BedrockOptions
+from kairox_core.retrieval.base import RetrievalHit, RetrieverError, RetrieverTimeout
 
-KB_ID_PATTERN = re.compile(
-    r"^[0-9a-zA-Z]{10}$|^arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:"
-    r"knowledge-base/[0-9a-zA-Z]{10}$"
-)
-SEARCH_TYPES = ("HYBRID", "SEMANTIC")
-KNOWN_OPTIONS = frozenset(
-    {
-        "knowledge_base_id",
-        "region",
-        "profile",
-        "endpoint_url",
-        "search_type",
-        "max_attempts",
-        "backoff",
-        "overfetch",
-    }
-)
+if TYPE_CHECKING:
+    from kairox_core.config import KnowledgeBaseConfig
+
+T = TypeVar("T")
 
 
 class BedrockRetriever:
@@ -47,91 +31,32 @@ class BedrockRetriever:
     def __init__(
         self,
         name: str,
-        knowledge_base_id: str,
+        options: BedrockOptions,
         *,
-        region: str | None = None,
-        profile: str | None = None,
-        endpoint_url: str | None = None,
         timeout: float = 10.0,
-        search_type: str | None = None,
-        max_attempts: int = 5,
-        backoff: float = 0.2,
-        overfetch: int = 2,
         client_factory: Callable[[], Any] | None = None,
     ) -> None:
-        if not KB_ID_PATTERN.match(knowledge_base_id or ""):
-            raise RetrieverConfigError(
-                name,
-                (
-                    f"knowledge_base_id {knowledge_base_id!r} is not a Bedrock knowledge base id "
-                    "(10 letters/digits, e.g. 'ABCDE12345', or its ARN)"
-                ),
-            )
-        if search_type is not None and search_type.upper() not in SEARCH_TYPES:
-            raise RetrieverConfigError(
-                name, f"search_type must be one of {', '.join(SEARCH_TYPES)} (got {search_type!r})"
-            )
-        if max_attempts < 1 or backoff < 0 or overfetch < 1:
-            raise RetrieverConfigError(
-                name, "max_attempts and overfetch must be >= 1 and backoff >= 0"
-            )
         self.name = name
-        self.knowledge_base_id = knowledge_base_id
-        self.region = region
-        self.profile = profile
-        self.endpoint_url = endpoint_url
+        self.options = options
+        self.knowledge_base_id = options.knowledge_base_id
+        self.region = options.region
+        self.profile = options.profile
         self.timeout = float(timeout)
-        self.search_type = search_type.upper() if search_type else None
-        self.max_attempts = int(max_attempts)
-        self.backoff = float(backoff)
-        self.overfetch = int(overfetch)
         self._client_factory = client_factory or self._make_client
         self._client: Any = None
         self._lock = threading.Lock()
-        self.attempts = 0  # Retrieve calls made by the last retrieve(), for tests and logs
+        self.attempts = 0  # HTTP attempts of the last retrieve() (botocore's retries + 1)
 
     @classmethod
-    def from_config(cls, kb: Any) -> BedrockRetriever:
-        """Build from a ``KnowledgeBaseConfig`` (``kb.options`` holds the kind's keys)."""
-        options: dict[str, Any] = dict(kb.options)
-        unknown = sorted(set(options) - KNOWN_OPTIONS)
-        if unknown:
-            raise RetrieverConfigError(
-                kb.id,
-                (
-                    f"unknown option(s) {', '.join(unknown)} for kind 'bedrock'; "
-                    f"known: {', '.join(sorted(KNOWN_OPTIONS))}"
-                ),
-            )
-        kb_id = options.get("knowledge_base_id")
-        if not kb_id:
-            raise RetrieverConfigError(
-                kb.id,
-                (
-                    'missing knowledge_base_id: add `knowledge_base_id = "ABCDE12345"` '
-                    f"under [knowledge_bases.{kb.id}]"
-                ),
-            )
-        try:
-            max_attempts = int(options.get("max_attempts", 5))
-            backoff = float(options.get("backoff", 0.2))
-            overfetch = int(options.get("overfetch", 2))
-        except (TypeError, ValueError) as exc:
-            raise RetrieverConfigError(
-                kb.id, f"max_attempts, backoff and overfetch must be numbers ({exc})"
-            ) from None
-        return cls(
-            kb.id,
-            str(kb_id),
-            region=options.get("region"),
-            profile=options.get("profile"),
-            endpoint_url=options.get("endpoint_url"),
-            timeout=kb.timeout,
-            search_type=options.get("search_type"),
-            max_attempts=max_attempts,
-            backoff=backoff,
-            overfetch=overfetch,
-        )
+    def from_config(
+        cls, kb: KnowledgeBaseConfig, options: BedrockOptions | None = None
+    ) -> BedrockRetriever:
+        """Build from a ``KnowledgeBaseConfig``; ``options`` as validated by the core."""
+        if options is None:
+            from kairox_core.plugin_options import knowledge_base_key, validate_options
+
+            options = validate_options(BedrockOptions, kb.options, key=knowledge_base_key(kb))
+        return cls(kb.id, options, timeout=kb.timeout)
 
     # --- the client ---------------------------------------------------------------
 
@@ -143,11 +68,13 @@ class BedrockRetriever:
         config = Config(
             connect_timeout=self.timeout,
             read_timeout=self.timeout,
-            retries={"total_max_attempts": 1, "mode": "standard"},  # we retry throttling
+            # botocore's standard mode retries throttling and transient errors with
+            # exponential backoff and jitter; max_attempts counts the first call
+            retries={"total_max_attempts": self.options.max_attempts, "mode": "standard"},
             user_agent_extra="kairox-bedrock",
         )
         return session.client(
-            "bedrock-agent-runtime", endpoint_url=self.endpoint_url, config=config
+            "bedrock-agent-runtime", endpoint_url=self.options.endpoint_url, config=config
         )
 
     @property
@@ -179,42 +106,36 @@ class BedrockRetriever:
             return mapping.build_request(
                 self.knowledge_base_id,
                 query,
-                k * self.overfetch,
+                k * self.options.overfetch,
                 filters,
-                search_type=self.search_type,
+                search_type=self.options.search_type,
             )
         except mapping.FilterError as exc:
             raise RetrieverError(self.name, f"cannot apply filter: {exc}") from None
 
     def _call(self, request: dict[str, Any]) -> dict[str, Any]:
-        response: dict[str, Any] = self.client.retrieve(**request)
+        try:
+            response: dict[str, Any] = self.client.retrieve(**request)
+        except Exception as exc:
+            self.attempts = _attempts(getattr(exc, "response", None))
+            raise
+        self.attempts = _attempts(response)
         return response
 
-    async def _call_with_backoff(self, request: dict[str, Any], deadline: float) -> Any:
-        loop = asyncio.get_running_loop()
-        attempt = 0
-        while True:
-            attempt += 1
-            self.attempts = attempt
-            try:
-                return await asyncio.to_thread(self._call, request)
-            except RetrieverError:
-                raise
-            except Exception as exc:
-                code = errors.client_error_code(exc)
-                if code not in errors.THROTTLE_CODES:
-                    raise self._translate(exc) from exc
-                delay = self.backoff * (2 ** (attempt - 1)) * (0.5 + random.random() / 2)
-                if attempt >= self.max_attempts or loop.time() + delay >= deadline:
-                    raise RetrieverError(
-                        self.name,
-                        (
-                            f"Bedrock knowledge base {self.knowledge_base_id} kept throttling "
-                            f"requests ({code}) after {attempt} attempt(s); lower the request "
-                            f"rate or ask AWS for a higher quota"
-                        ),
-                    ) from exc
-                await asyncio.sleep(delay)
+    def _translate_call_error(self, exc: BaseException) -> RetrieverError:
+        if isinstance(exc, RetrieverError):
+            return exc
+        code = errors.client_error_code(exc)
+        if code in errors.THROTTLE_CODES:
+            return RetrieverError(
+                self.name,
+                (
+                    f"Bedrock knowledge base {self.knowledge_base_id} kept throttling "
+                    f"requests ({code}) after {self.attempts} attempt(s); lower the request "
+                    f"rate or ask AWS for a higher quota"
+                ),
+            )
+        return self._translate(exc)
 
     async def retrieve(
         self, query: str, k: int, filters: Mapping[str, Any] | None = None
@@ -222,11 +143,9 @@ class BedrockRetriever:
         if k <= 0 or not query.strip():
             return []
         request = self.build_request(query, k, filters)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout
         try:
             response = await asyncio.wait_for(
-                self._call_with_backoff(request, deadline), timeout=self.timeout
+                _in_daemon_thread(self._call, request), timeout=self.timeout
             )
         except asyncio.TimeoutError:
             raise RetrieverTimeout(
@@ -236,6 +155,8 @@ class BedrockRetriever:
                     f"{self.timeout:g}s (raise `timeout` under [knowledge_bases.{self.name}])"
                 ),
             ) from None
+        except Exception as exc:
+            raise self._translate_call_error(exc) from exc
         return mapping.to_hits(
             response.get("retrievalResults") or [],
             source=self.name,
@@ -248,3 +169,40 @@ class BedrockRetriever:
             client, self._client = self._client, None
         if client is not None and hasattr(client, "close"):
             client.close()
+
+
+def _attempts(response: Any) -> int:
+    """HTTP attempts botocore made for one call (its ``RetryAttempts`` plus the first)."""
+    meta = response.get("ResponseMetadata", {}) if isinstance(response, dict) else {}
+    return int(meta.get("RetryAttempts", 0)) + 1
+
+
+async def _in_daemon_thread(fn: Callable[[T], Any], arg: T) -> Any:
+    """``fn(arg)`` in a daemon thread: unlike ``asyncio.to_thread``, a call the caller
+    stopped waiting for (timeout) is not joined when the loop or the process shuts down."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def work() -> None:
+        try:
+            result = fn(arg)
+        except BaseException as exc:
+            _call_soon(loop, settle, None, exc)
+        else:
+            _call_soon(loop, settle, result, None)
+
+    threading.Thread(target=work, name="kairox-bedrock-retrieve", daemon=True).start()
+    return await future
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
+    with contextlib.suppress(RuntimeError):  # the loop closed while the call still retried
+        loop.call_soon_threadsafe(fn, *args)

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from kairox_core.hookspecs import Register, hookimpl
+from kairox_core.hookspecs import RetrieverRegistrar, hookimpl
+from kairox_pinecone.options import PineconeOptions
 
-
-def _factory(kb: Any) -> Any:
+if TYPE_CHECKING:
+    from kairox_core.config import KnowledgeBaseConfig
     from kairox_pinecone.retriever import PineconeRetriever
 
-    return PineconeRetriever.from_config(kb)
+
+def _factory(
+    kb: KnowledgeBaseConfig, *, options: PineconeOptions | None = None
+) -> PineconeRetriever:
+    from kairox_pinecone.retriever import PineconeRetriever
+
+    return PineconeRetriever.from_config(kb, options)
 
 
 @hookimpl
-def kairox_register_retrievers(register: Register) -> None:
-    register("pinecone", _factory)
+def kairox_register_retrievers(register: RetrieverRegistrar) -> None:
+    register("pinecone", _factory, options=PineconeOptions)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairox_core.retrieval.base import (
     EmbeddingBackend,
@@ -22,25 +22,13 @@ from kairox_core.retrieval.base import (
     RetrieverTimeout,
 )
 from kairox_pinecone import errors, mapping
+from kairox_pinecone.options import PineconeOptions
+
+if TYPE_CHECKING:
+    from kairox_core.config import KnowledgeBaseConfig
 
 DEFAULT_NAMESPACE = "__default__"  # the records API's name for the default namespace
-METRICS = ("cosine", "dotproduct", "euclidean")
 MAX_TOP_K = 10_000  # Pinecone's limit for top_k
-KNOWN_OPTIONS = frozenset(
-    {
-        "host",
-        "namespace",
-        "api_key",
-        "text_field",
-        "doc_id_field",
-        "embedding_backend",
-        "embedding_options",
-        "integrated_inference",
-        "filter",
-        "min_score",
-        "metric",
-    }
-)
 
 
 class PineconeRetriever:
@@ -63,15 +51,6 @@ class PineconeRetriever:
         metric: str = "cosine",
         timeout: float = 10.0,
     ) -> None:
-        if not host:
-            raise RetrieverConfigError(
-                name,
-                (
-                    "missing host: add the index host, e.g. "
-                    f'`host = "my-index-abc123.svc.us-east-1.pinecone.io"` under '
-                    f"[knowledge_bases.{name}]"
-                ),
-            )
         if not api_key:
             raise RetrieverConfigError(
                 name,
@@ -80,14 +59,6 @@ class PineconeRetriever:
                     f"[knowledge_bases.{name}] (or export PINECONE_API_KEY)"
                 ),
             )
-        if metric not in METRICS:
-            raise RetrieverConfigError(
-                name, f"metric must be one of {', '.join(METRICS)} (got {metric!r})"
-            )
-        if embedding_options is not None and not isinstance(embedding_options, Mapping):
-            raise RetrieverConfigError(name, "embedding_options must be a table")
-        if filter is not None and not isinstance(filter, Mapping):
-            raise RetrieverConfigError(name, "filter must be a table in Pinecone filter syntax")
         self.name = name
         self.host = host
         self.namespace = namespace
@@ -105,38 +76,30 @@ class PineconeRetriever:
         self._indexes: dict[asyncio.AbstractEventLoop, Any] = {}
 
     @classmethod
-    def from_config(cls, kb: Any) -> PineconeRetriever:
-        """Build from a ``KnowledgeBaseConfig``; ``api_key`` is resolved from ``$env:`` here."""
-        options: dict[str, Any] = dict(kb.options)
-        unknown = sorted(set(options) - KNOWN_OPTIONS)
-        if unknown:
-            raise RetrieverConfigError(
-                kb.id,
-                (
-                    f"unknown option(s) {', '.join(unknown)} for kind 'pinecone'; "
-                    f"known: {', '.join(sorted(KNOWN_OPTIONS))}"
-                ),
-            )
-        secret = kb.secret("api_key") if "api_key" in options else None
+    def from_config(
+        cls, kb: KnowledgeBaseConfig, options: PineconeOptions | None = None
+    ) -> PineconeRetriever:
+        """Build from a ``KnowledgeBaseConfig`` (``options`` as validated by the core);
+        ``api_key`` is resolved from ``$env:`` here."""
+        if options is None:
+            from kairox_core.plugin_options import knowledge_base_key, validate_options
+
+            options = validate_options(PineconeOptions, kb.options, key=knowledge_base_key(kb))
+        secret = kb.secret("api_key") if options.api_key is not None else None
         api_key = secret.get_secret_value() if secret else os.environ.get("PINECONE_API_KEY", "")
-        min_score = options.get("min_score")
-        if min_score is not None and (
-            isinstance(min_score, bool) or not isinstance(min_score, int | float)
-        ):
-            raise RetrieverConfigError(kb.id, f"min_score must be a number (got {min_score!r})")
         return cls(
             kb.id,
-            str(options.get("host") or ""),
+            options.host,
             api_key=api_key,
-            namespace=str(options.get("namespace", "")),
-            text_field=str(options.get("text_field", "text")),
-            doc_id_field=options.get("doc_id_field"),
-            embedding_backend=str(options.get("embedding_backend", "hashing")),
-            embedding_options=options.get("embedding_options"),
-            integrated_inference=bool(options.get("integrated_inference", False)),
-            filter=options.get("filter"),
-            min_score=float(min_score) if min_score is not None else None,
-            metric=str(options.get("metric", "cosine")),
+            namespace=options.namespace,
+            text_field=options.text_field,
+            doc_id_field=options.doc_id_field,
+            embedding_backend=options.embedding_backend,
+            embedding_options=options.embedding_options,
+            integrated_inference=options.integrated_inference,
+            filter=options.filter,
+            min_score=options.min_score,
+            metric=options.metric,
             timeout=kb.timeout,
         )
 
@@ -163,11 +126,16 @@ class PineconeRetriever:
     def embedder(self) -> EmbeddingBackend:
         """The embedding backend for query vectors, made on first use (it may load a model)."""
         if self._embedder is None:
-            from kairox_core.plugins import get_plugins
+            from kairox_core.errors import UnknownNameError
+            from kairox_core.retrieval.embeddings import load_embedding_backend
 
             try:
-                registration = get_plugins().get("embedding_backends", self.embedding_backend)
-            except Exception as exc:
+                self._embedder = load_embedding_backend(
+                    self.embedding_backend,
+                    self.embedding_options,
+                    options_key=f"knowledge_bases.{self.name}.embedding_options",
+                )
+            except UnknownNameError as exc:
                 raise RetrieverConfigError(
                     self.name,
                     (
@@ -175,8 +143,6 @@ class PineconeRetriever:
                         "set embedding_backend, or integrated_inference = true"
                     ),
                 ) from None
-            try:
-                self._embedder = registration.factory(**self.embedding_options)
             except Exception as exc:
                 raise RetrieverConfigError(
                     self.name,

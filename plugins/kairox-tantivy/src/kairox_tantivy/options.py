@@ -1,14 +1,14 @@
-"""The ``[knowledge_bases.<id>]`` keys of kind ``tantivy``, validated once, with clear errors."""
+"""The ``[knowledge_bases.<id>]`` keys of kind ``tantivy``: the options model the plugin
+registers, so the core validates them and reports errors as it does its own."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kairox_core.config import KnowledgeBaseConfig
-from kairox_core.retrieval.base import RetrieverConfigError
+from kairox_core.plugin_options import knowledge_base_key, validate_options
 
 #: fields a Kairox-built index always has; a stored field may not reuse these names
 RESERVED_FIELDS = frozenset({"key", "doc_id", "chunk_id", "path", "title", "body", "meta"})
@@ -63,21 +63,6 @@ class TantivyOptions(BaseModel):
 
 
 def parse_options(kb: KnowledgeBaseConfig) -> TantivyOptions:
-    """Validate ``kb.options``; errors name the knowledge base, the key and the fix."""
-    opts: dict[str, Any] = kb.options
-    try:
-        return TantivyOptions.model_validate(opts)
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            key = ".".join(str(p) for p in err["loc"])
-            if err["type"] == "missing":
-                problems.append(f"missing key '{key}' (the index directory)")
-            elif err["type"] == "extra_forbidden":
-                known = ", ".join(TantivyOptions.model_fields)
-                problems.append(f"unknown key '{key}' (known keys: {known})")
-            else:
-                problems.append(f"key '{key}': {err['msg'].removeprefix('Value error, ')}")
-        raise RetrieverConfigError(
-            kb.id or "tantivy", f"bad [knowledge_bases.{kb.id}] settings: " + "; ".join(problems)
-        ) from None
+    """Validate ``kb.options`` as the core does for a registered kind (a ``ConfigError``
+    naming ``knowledge_bases.<id>.<key>`` and the fix), for a retriever built directly."""
+    return validate_options(TantivyOptions, kb.options, key=knowledge_base_key(kb))

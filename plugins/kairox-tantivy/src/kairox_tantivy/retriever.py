@@ -203,6 +203,8 @@ class TantivyRetriever:
         return self._index
 
 
-def make_retriever(kb: KnowledgeBaseConfig) -> TantivyRetriever:
-    """The registered factory: validates options now, opens the index on first use."""
-    return TantivyRetriever(kb)
+def make_retriever(
+    kb: KnowledgeBaseConfig, options: TantivyOptions | None = None
+) -> TantivyRetriever:
+    """The registered factory (options validated by the core); the index opens on first use."""
+    return TantivyRetriever(kb, options)

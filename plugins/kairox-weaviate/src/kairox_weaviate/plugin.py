@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kairox_core.hookspecs import Register, hookimpl
+from kairox_core.hookspecs import RetrieverRegistrar, hookimpl
+from kairox_weaviate.options import WeaviateOptions
 
 if TYPE_CHECKING:
     from kairox_core.config import KnowledgeBaseConfig
@@ -14,13 +15,16 @@ if TYPE_CHECKING:
 KIND = "weaviate"
 
 
-def make_retriever(kb: KnowledgeBaseConfig) -> WeaviateRetriever:
-    """Factory for one ``[knowledge_bases.<id>]`` with ``kind = "weaviate"``."""
+def make_retriever(
+    kb: KnowledgeBaseConfig, *, options: WeaviateOptions | None = None
+) -> WeaviateRetriever:
+    """Factory for one ``[knowledge_bases.<id>]`` with ``kind = "weaviate"`` (``options``
+    validated by the core; validated here when called directly)."""
     from kairox_weaviate.retriever import WeaviateRetriever
 
-    return WeaviateRetriever(kb)
+    return WeaviateRetriever(kb, options)
 
 
 @hookimpl
-def kairox_register_retrievers(register: Register) -> None:
-    register(KIND, make_retriever)
+def kairox_register_retrievers(register: RetrieverRegistrar) -> None:
+    register(KIND, make_retriever, options=WeaviateOptions)

@@ -33,7 +33,7 @@ from kairox_core.retrieval.base import (
     RetrieverUnavailable,
 )
 from kairox_weaviate.errors import translate
-from kairox_weaviate.options import WeaviateOptions, parse_options
+from kairox_weaviate.options import WeaviateOptions
 
 
 class WeaviateRetriever:
@@ -42,7 +42,11 @@ class WeaviateRetriever:
     def __init__(self, kb: KnowledgeBaseConfig, options: WeaviateOptions | None = None) -> None:
         self.name = kb.id or "weaviate"
         self.kb = kb
-        self.options = options or parse_options(kb)
+        if options is None:  # built directly, not through the registry: validate here
+            from kairox_core.plugin_options import knowledge_base_key, validate_options
+
+            options = validate_options(WeaviateOptions, kb.options, key=knowledge_base_key(kb))
+        self.options = options
         self.timeout = kb.timeout
         self._client: Any = None
         self._collection: Any = None
@@ -121,9 +125,9 @@ class WeaviateRetriever:
             http_host=opts.http_host,
             http_port=opts.http_port,
             http_secure=opts.http_secure,
-            grpc_host=opts.grpc_host,
+            grpc_host=opts.grpc_hostname,
             grpc_port=opts.grpc_port,
-            grpc_secure=opts.grpc_secure,
+            grpc_secure=opts.grpc_tls,
             headers=headers or None,
             additional_config=AdditionalConfig(
                 timeout=Timeout(init=self.timeout, query=self.timeout, insert=self.timeout)
@@ -161,7 +165,7 @@ class WeaviateRetriever:
         opts = self.options
         channel = (
             grpc.aio.secure_channel(opts.grpc_target, grpc.ssl_channel_credentials())
-            if opts.grpc_secure
+            if opts.grpc_tls
             else grpc.aio.insecure_channel(opts.grpc_target)
         )
         try:
@@ -282,19 +286,16 @@ class WeaviateRetriever:
         if name is None:
             return None  # hybrid with the collection's own (server-side) vectoriser
         if self._embedder is None:
-            from kairox_core.plugins import get_plugins
+            from kairox_core.retrieval.embeddings import load_embedding_backend
 
             try:
-                registration = get_plugins().get(
-                    "embedding_backends", name, context=f"knowledge_bases.{self.name}.embedding"
+                self._embedder = load_embedding_backend(
+                    name,
+                    self.options.embedding_options,
+                    options_key=f"knowledge_bases.{self.name}.embedding_options",
                 )
-                self._embedder = registration.factory(**self.options.embedding_options)
             except KairoxUserError as exc:
                 raise RetrieverConfigError(self.name, str(exc)) from None
-            except TypeError as exc:
-                raise RetrieverConfigError(
-                    self.name, f"embedding_options do not suit backend '{name}': {exc}"
-                ) from None
         embedder = self._embedder
         assert embedder is not None
         # model-backed embedders are CPU-heavy: keep them off the event loop

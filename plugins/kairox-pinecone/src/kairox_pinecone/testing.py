@@ -1,5 +1,9 @@
 """A local stand-in for a Pinecone index's data plane, for the real SDK to talk to.
 
+Shipped in the package (``kairox_pinecone.testing``) so the plugin's tests, the
+cross-plugin integration tests and a user's own tests share one copy; nothing in the
+plugin imports it.
+
 It serves the endpoints the SDK calls, with Pinecone's request and response JSON (API
 reference, version 2026-07, and the SDK's own response models):
 
@@ -60,7 +64,7 @@ def _compare(op: str, have: Any, want: Any) -> bool:
     if op == "$eq":
         return have == want or (isinstance(have, list) and want in have)
     if op == "$ne":
-        return have != want
+        return bool(have != want)
     if op == "$in":
         return have in want or (isinstance(have, list) and any(h in want for h in have))
     if op == "$nin":

@@ -1,5 +1,9 @@
 """A small Weaviate on 127.0.0.1 for the real weaviate-client to talk to.
 
+Shipped in the package (``kairox_weaviate.testing``) so the plugin's tests, the
+cross-plugin integration tests and a user's own tests share one copy; nothing in the
+plugin imports it (it imports grpc and the client's protobuf types).
+
 REST (stdlib ``http.server``): the calls the client makes on connect and in use,
 found by reading weaviate/connect/v4.py and logging requests: ``GET /v1/meta``,
 ``GET /v1/.well-known/{ready,live,openid-configuration}`` and ``GET /v1/schema[/<class>]``.
@@ -189,7 +193,8 @@ class FakeWeaviate:
         self._http.daemon_threads = True
         self.http_port = self._http.server_address[1]
         self._grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-        weaviate_pb2_grpc.add_WeaviateServicer_to_server(_Servicer(self), self._grpc)
+        add_servicer = weaviate_pb2_grpc.add_WeaviateServicer_to_server  # generated, untyped
+        add_servicer(_Servicer(self), self._grpc)  # type: ignore[no-untyped-call]
         self._grpc.add_generic_rpc_handlers(
             (
                 grpc.method_handlers_generic_handler(

@@ -34,6 +34,8 @@ class Action:
     "error_event" (an error object inside the stream), "fragmented" (a correct stream
     whose events are split across many 5-byte HTTP chunks).
     ``delay``: seconds to wait before answering. ``reply``: the text for this request.
+    ``tool_calls``: ``(name, arguments JSON)`` pairs the model "calls" instead of replying
+    (streamed as OpenAI does: id and name first, then the arguments in small pieces).
     """
 
     status: int | None = None
@@ -42,6 +44,7 @@ class Action:
     stream_fault: str | None = None
     delay: float = 0.0
     reply: str | None = None
+    tool_calls: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -239,7 +242,9 @@ class _Handler(BaseHTTPRequestHandler):
             "completion_tokens": len(pieces),
             "total_tokens": count_prompt(messages) + len(pieces),
         }
-        if body.get("stream"):
+        if action.tool_calls:
+            self._tool_calls(model, action.tool_calls, usage, body)
+        elif body.get("stream"):
             self._stream(model, pieces, finish, usage, body, action)
         else:
             self._json(
@@ -259,6 +264,47 @@ class _Handler(BaseHTTPRequestHandler):
                     "usage": usage,
                 },
             )
+
+    def _tool_calls(
+        self,
+        model: str,
+        calls: tuple[tuple[str, str], ...],
+        usage: dict[str, int],
+        body: dict[str, Any],
+    ) -> None:
+        whole: list[dict[str, Any]] = [
+            {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
+            for i, (n, a) in enumerate(calls)
+        ]
+        base: dict[str, Any] = {"id": "chatcmpl-fake", "created": 0, "model": model}
+        if not body.get("stream"):
+            message = {"role": "assistant", "content": None, "tool_calls": whole}
+            choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+            self._json(200, {**base, "object": "chat.completion", "choices": [choice]})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self._fragment = 0
+        base["object"] = "chat.completion.chunk"
+
+        def delta(d: dict[str, Any], reason: str | None = None) -> None:
+            self._event({**base, "choices": [{"index": 0, "delta": d, "finish_reason": reason}]})
+
+        delta({"role": "assistant", "content": None})
+        for i, (name, args) in enumerate(calls):
+            head = {"index": i, "id": f"call_{i}", "type": "function"}
+            delta({"tool_calls": [{**head, "function": {"name": name, "arguments": ""}}]})
+            for start in range(0, len(args), 4):
+                piece = {"index": i, "function": {"arguments": args[start : start + 4]}}
+                delta({"tool_calls": [piece]})
+        delta({}, "tool_calls")
+        if (body.get("stream_options") or {}).get("include_usage"):
+            self._event({**base, "choices": [], "usage": usage})
+        self._event("[DONE]")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
     def _stream(
         self,
