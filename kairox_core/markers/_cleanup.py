@@ -11,11 +11,19 @@ whitespace after a marker, so they can run on a stream:
   line after it too when the line before is blank (or it is at the very start);
 * elsewhere the spaces around a marker collapse to one (to none before closing
   punctuation or at the end of a line or of the text).
+
+Removal joins the text on both sides, so it could assemble markup that was not there:
+``<mem`` + marker + ``ory scope=...>`` a new tag, ``` `` ``` + marker + ``` ` ``` a
+longer backtick run, a run that now starts its line a fence. Where the first character
+after a removed marker would do that, ``DEFUSE`` (invisible) is put at the join, so the
+visible text never parses into more markup than it showed (issue 13, item 4).
 """
 
 from __future__ import annotations
 
 import re
+
+from kairox_core.markers._grammar import DEFUSE, grows_into_tag
 
 HWS = " \t\r"
 WS = " \t\r\n"
@@ -45,6 +53,37 @@ class Cleaner:
         if len(last) >= 2:
             return last[-2:]
         return (out[-2][-1:] if len(out) >= 2 else "\n") + last
+
+    def _tail(self, k: int) -> str:
+        """The last ``k`` (or fewer) characters output."""
+        out = self.out
+        tail = ""
+        for piece in reversed(out):
+            tail = piece + tail
+            if len(tail) >= k:
+                return tail[-k:]
+        return tail
+
+    def _line_blank(self) -> bool:
+        """Only spaces/tabs output since the last newline (or the start)."""
+        for piece in reversed(self.out):
+            t = piece.rstrip(" \t")
+            if t:
+                return t[-1] == "\n"
+        return True
+
+    def _joins(self, first: str, nxt: str, newline: bool) -> bool:
+        """Would output starting with ``first`` (the next non-blank being ``nxt``) right
+        after a removed marker build markup? See the module docstring."""
+        if not first:
+            return False
+        if not self.out:
+            return nxt != "" and nxt in "`~" and not newline
+        if grows_into_tag(self._tail(7), first):
+            return True
+        if newline or not nxt or nxt not in "`~":
+            return False
+        return self._tail(1) == nxt or self._line_blank()
 
     def text(self, s: str) -> None:
         if self.after:
@@ -110,6 +149,8 @@ class Cleaner:
                     rest = "\n" + rest
                 elif self._tail2() == "\n\n":
                     rest = rest[rest.rfind("\n") + 1 :]
+                if out and self._joins(rest[:1] or src[a], src[a], True):
+                    out.append(DEFUSE)
                 t = rest.rstrip(HWS)
                 if t:
                     out.append(t)
@@ -163,6 +204,8 @@ class Cleaner:
                 rest = "\n" + rest
             elif self._tail2() == "\n\n":
                 rest = rest[rest.rfind("\n") + 1 :]
+            if self.out and self._joins(rest[:1] or nxt, nxt, True):
+                self.out.append(DEFUSE)
             # ``text(rest)`` with nothing held, inlined: ``rest`` is only whitespace
             t = rest.rstrip(HWS)
             if t:
@@ -173,11 +216,14 @@ class Cleaner:
             return
         if not nxt:
             self.held = ""
-        elif not self.lstart:
+            return
+        if not self.lstart:
             if nxt in _CLOSING_PUNCT:
                 self.held = ""
             elif not self.held:
                 self.held = ws
+        if self._joins(self.held[:1] or nxt, nxt, False):
+            self.out.append(DEFUSE)
 
     def eof(self) -> str:
         if self.after:

@@ -33,6 +33,12 @@ _ATTR = re.compile(
 )
 _TRAILING_WS = re.compile(_TWS + r"*")
 KEY_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+# Invisible and unbreakable: put after a '<' it stops ``<memory`` from being a tag start,
+# so released or joined text shown to the user (and stored) never parses as a marker.
+DEFUSE = "\u2060"  # WORD JOINER
+_DEFUSABLE = re.compile(r"<(?=(?i:memory)[ \t\r\n\f/>])")
+# A tag start still growing: '<' then a prefix of 'memory' and its delimiter.
+_GROWING = re.compile(r"<(?i:m(?:e(?:m(?:o(?:r(?:y[ \t\r\n\f/>]?)?)?)?)?)?)?")
 
 
 class MemoryScope(str, Enum):
@@ -59,6 +65,7 @@ class InvalidReason(str, Enum):
     EMPTY_BODY = "empty body"
     BODY_TOO_LONG = "body too long"
     UNTERMINATED = "unterminated"
+    TOO_MANY = "too many proposals"
 
     def __str__(self) -> str:
         return self.value
@@ -226,6 +233,43 @@ def judge(
             f"{len(body)} characters; the limit is {max_body_chars}",
         )
     return MemoryMarker(scope, key, body, raw)
+
+
+def defuse(text: str) -> str:
+    """``text`` with every tag start broken by ``DEFUSE``: for markup released as text.
+    (Every ``<memory`` in lower case is broken, a tag start or not: invisible either way.)"""
+    if "<" not in text:
+        return text
+    text = text.replace("<memory", "<" + DEFUSE + "memory")  # the usual case, fast
+    return _DEFUSABLE.sub("<" + DEFUSE, text) if _DEFUSABLE.search(text) else text
+
+
+def grows_into_tag(left: str, first: str) -> bool:
+    """Would ``first`` continue a tag start at the end of ``left`` (``"<mem" + "o"``)?"""
+    lt = left.rfind("<")
+    return lt >= 0 and _GROWING.fullmatch(left[lt:] + first) is not None
+
+
+# Tag starts looked at in one reply (in code or not). Past it the rest of the reply is
+# shown as (defused) text in one step: a reply made of tags costs search speed, not a
+# Python step per tag. No honest reply comes near it.
+MAX_TAGS = 1000
+
+
+def tags_spent(raw: str) -> InvalidMarker:
+    return InvalidMarker(
+        InvalidReason.TOO_MANY, raw, f"more than {MAX_TAGS} <memory> tags; the rest is text"
+    )
+
+
+def too_many(raw: str, cap: int) -> InvalidMarker:
+    return InvalidMarker(InvalidReason.TOO_MANY, raw, f"at most {cap} proposals per reply")
+
+
+def check_cap(max_markers: int | None) -> int | None:
+    if max_markers is not None and (not isinstance(max_markers, int) or max_markers < 0):
+        raise ValueError("max_markers must be None or an integer >= 0")
+    return max_markers
 
 
 def check_limit(max_body_chars: int) -> int:

@@ -11,6 +11,9 @@ operations. Inline code is not analysed as it streams: the current line is kept 
 list of pieces and paired only when a tag start appears on it. An open element is a
 list of pieces and only each new delta (plus a short carry) is searched for
 ``</memory>``; a fence is followed line by line. Nothing is rescanned from its start.
+An element still open at ``finish`` was searched to the end without a closer, so its
+body is scanned again knowing that no later tag can close either (linear, not one
+rescan per unclosed tag).
 """
 
 from __future__ import annotations
@@ -24,16 +27,21 @@ from kairox_core.markers._grammar import (
     CLOSER,
     CLOSER_MAX_LEN,
     DEFAULT_MAX_BODY_CHARS,
+    MAX_TAGS,
     PARTIAL_CANDIDATE,
     TAG_WS,
     InvalidMarker,
     InvalidReason,
     MemoryMarker,
     build_element,
+    check_cap,
     check_limit,
+    defuse,
+    tags_spent,
+    too_many,
 )
 
-_NORMAL, _FENCE, _ELEMENT = 0, 1, 2
+_NORMAL, _FENCE, _ELEMENT, _REST = 0, 1, 2, 3  # _REST: past MAX_TAGS, all text
 _SPECIAL = re.compile(r"[<`~]")
 _FENCE_CACHE: dict[tuple[str, int], tuple[re.Pattern[str], re.Pattern[str]]] = {}
 
@@ -57,8 +65,13 @@ class MarkerStreamParser:
     visible text, markers and invalid markers of ``extract_memory_markers`` on it.
     """
 
-    def __init__(self, max_body_chars: int = DEFAULT_MAX_BODY_CHARS) -> None:
+    def __init__(
+        self, max_body_chars: int = DEFAULT_MAX_BODY_CHARS, max_markers: int | None = None
+    ) -> None:
         self.max_body_chars = check_limit(max_body_chars)
+        self.max_markers = check_cap(max_markers)
+        self._no_closer = False  # finish(): the rest of the text holds no </memory>
+        self._tags = 0  # tag starts decided (see MAX_TAGS)
         self.markers: list[MemoryMarker] = []
         self.invalid: list[InvalidMarker] = []
         self._c = Cleaner()
@@ -127,9 +140,16 @@ class MarkerStreamParser:
         if self._finished:
             raise RuntimeError("MarkerStreamParser.feed() called after finish()")
         mode = self._mode
-        if mode == _ELEMENT and self._tag and not self._carry and "<" not in delta:
-            self._body_parts.append(delta)  # inside a body: no closing tag can start here
-            return ""
+        if mode == _ELEMENT and self._tag:
+            b = self._carry + delta if self._carry else delta
+            if "</" not in b:  # inside a body: a closing tag can only start at a final '<'
+                if b.endswith("<"):
+                    self._body_parts.append(b[:-1])
+                    self._carry = "<"
+                else:
+                    self._body_parts.append(b)
+                    self._carry = ""
+                return ""
         c = self._c
         if mode == _FENCE and self._fline is None and "\n" not in delta and not c.after:
             # inside a fenced line that cannot close it: all visible (``c.text`` inlined)
@@ -148,6 +168,10 @@ class MarkerStreamParser:
             rest = self._element(delta)
             if rest is not None:
                 self._process(rest, False)
+        elif mode == _REST:
+            s = self._pend + delta
+            self._pend = ""
+            self._rest(s, False)
         elif mode == _FENCE:
             self._process(delta, False)
         else:
@@ -163,7 +187,9 @@ class MarkerStreamParser:
             return ""
         mark = len(self._c.out)
         if self._mode == _ELEMENT:
-            self._process(self._release(), True)
+            body = self._release()
+            self._no_closer = True
+            self._process(body, True)
         else:
             s = self._pend
             self._pend = ""
@@ -183,8 +209,22 @@ class MarkerStreamParser:
                 s = self._normal(s, final)
             elif self._mode == _FENCE:
                 s = self._fence(s)
-            else:
+            elif self._mode == _ELEMENT:
                 s = self._element(s)
+            else:
+                self._rest(s, final)
+                s = None
+
+    def _rest(self, s: str, final: bool) -> None:
+        """Past MAX_TAGS: text, defused; a possible tag start at the end waits."""
+        hold = len(s)
+        if not final:
+            lt = s.rfind("<", max(0, hold - 8))
+            if lt >= 0 and PARTIAL_CANDIDATE.match(s, lt):
+                hold = lt
+        if hold:
+            self._c.text(defuse(s[:hold]))
+        self._pend = s[hold:]
 
     def _at_line_start(self, s: str, i: int) -> bool:
         nl = s.rfind("\n", 0, i)
@@ -200,6 +240,8 @@ class MarkerStreamParser:
         else:
             prefix = "".join(self._ctx)
             base, off, start = prefix + s, len(prefix), 0
+        if base.find("`", start, i + off) < 0:
+            return 0  # no backtick before it on the line: not in a span
         le = base.find("\n", i + off)
         complete = le >= 0 or final
         r = span_end(base, start, i + off, le if le >= 0 else len(base), complete)
@@ -255,6 +297,13 @@ class MarkerStreamParser:
                 if covered == UNKNOWN:
                     hold = i
                     break
+                self._tags += 1
+                if self._tags > MAX_TAGS:  # as the whole-text extractor: the rest is text
+                    if i > done:
+                        c.text(s[done:i])
+                    self.invalid.append(tags_spent(s[i : i + 7]))
+                    self._mode = _REST
+                    return s[i:]
                 if covered > 0:
                     q = res = covered
                     continue
@@ -340,11 +389,18 @@ class MarkerStreamParser:
                 self._record(build_element(tag, attrs_full, None, self.max_body_chars))
                 return s
             self._tag = tag
+            if self._no_closer:  # finish(): nothing can close it
+                self._body_parts = [s]
+                return self._release()
         if self._carry:
             s = self._carry + s
             self._carry = ""
-        elif "<" not in s:
-            self._body_parts.append(s)
+        if "</" not in s:
+            if s.endswith("<"):
+                self._body_parts.append(s[:-1])
+                self._carry = "<"
+            else:
+                self._body_parts.append(s)
             return None
         m = CLOSER.search(s)
         if m is None:
@@ -364,10 +420,12 @@ class MarkerStreamParser:
         return s[m.end() :]
 
     def _record(self, result: MemoryMarker | InvalidMarker) -> None:
-        if isinstance(result, MemoryMarker):
+        if not isinstance(result, MemoryMarker):
+            self.invalid.append(result)
+        elif self.max_markers is None or len(self.markers) < self.max_markers:
             self.markers.append(result)
         else:
-            self.invalid.append(result)
+            self.invalid.append(too_many(result.raw, self.max_markers))
         self._c.marker()
         self._after_element()
 
@@ -382,7 +440,7 @@ class MarkerStreamParser:
             raw = "".join(self._tag_parts)
             self._tag_parts = []
             self._after_element()
-            self._c.text(raw)
+            self._c.text(defuse(raw))
             self.invalid.append(
                 InvalidMarker(
                     InvalidReason.UNTERMINATED, raw, "the opening tag is never closed by '>'"
@@ -395,7 +453,7 @@ class MarkerStreamParser:
         self._body_parts = []
         self._carry = ""
         self._after_element()
-        self._c.text(tag)
+        self._c.text(defuse(tag))
         self.invalid.append(
             InvalidMarker(InvalidReason.UNTERMINATED, tag, "no </memory> closes this tag")
         )
