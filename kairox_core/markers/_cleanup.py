@@ -32,7 +32,7 @@ _NON_WS = re.compile(r"[^ \t\r\n]").search
 
 
 class Cleaner:
-    __slots__ = ("after", "held", "lstart", "out", "ws")
+    __slots__ = ("after", "held", "lstart", "ml", "out", "ws")
 
     def __init__(self) -> None:
         self.out: list[str] = []  # output pieces, never empty strings
@@ -40,6 +40,7 @@ class Cleaner:
         self.after = False  # right after a removed marker, collecting whitespace
         self.lstart = False  # that marker group began at the start of a line
         self.ws = ""  # whitespace seen after the marker group
+        self.ml = False  # a marker of the group spans lines
 
     def _emit(self, piece: str) -> None:
         self.out.append(piece)
@@ -71,6 +72,15 @@ class Cleaner:
             if t:
                 return t[-1] == "\n"
         return True
+
+    def _line_has_backtick(self) -> bool:
+        for piece in reversed(self.out):
+            k = piece.rfind("\n")
+            if k >= 0:
+                return "`" in piece[k + 1 :]
+            if "`" in piece:
+                return True
+        return False
 
     def _joins(self, first: str, nxt: str, newline: bool) -> bool:
         """Would output starting with ``first`` (the next non-blank being ``nxt``) right
@@ -129,7 +139,7 @@ class Cleaner:
             self.held += src[a:b]
         return True
 
-    def cut(self, src: str, a: int, b: int) -> None:
+    def cut(self, src: str, a: int, b: int, ml: bool = False) -> None:
         """``text_range(src, a, b)`` then ``marker()``: the whole-text step, with the usual
         case (whitespace holding a newline after the previous marker) settled inline."""
         out = self.out
@@ -172,11 +182,14 @@ class Cleaner:
             self.held += src[a:b]
         self.after = True
         self.ws = ""
+        self.ml = ml
         self.lstart = out[-1][-1] == "\n" if out else True
 
-    def marker(self) -> None:
+    def marker(self, ml: bool = False) -> None:
+        """A marker was removed here; ``ml``: its raw text spans lines."""
         if not self.after:
             self.after = True
+            self.ml = ml
             self.ws = ""
             out = self.out
             self.lstart = out[-1][-1] == "\n" if out else True
@@ -184,12 +197,14 @@ class Cleaner:
         if "\n" in self.ws:
             self._resolve("<")
             self.after = True
+            self.ml = ml
             self.ws = ""
             self.lstart = self._tail2().endswith("\n")
             return
         if not self.lstart and not self.held:
             self.held = self.ws
         self.ws = ""
+        self.ml = self.ml or ml
 
     def _resolve(self, nxt: str) -> None:
         """Settle the whitespace after a marker group; ``nxt`` is the next character
@@ -222,6 +237,12 @@ class Cleaner:
                 self.held = ""
             elif not self.held:
                 self.held = ws
+            if self.ml and self._line_has_backtick():
+                # the marker spanned lines: joining them could pair backticks anew
+                self.held = ""
+                if grows_into_tag(self._tail(7), "\n"):
+                    self.out.append(DEFUSE)
+                self.out.append("\n")
         if self._joins(self.held[:1] or nxt, nxt, False):
             self.out.append(DEFUSE)
 

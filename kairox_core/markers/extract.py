@@ -51,6 +51,7 @@ from kairox_core.markers._grammar import (
 _BT3 = re.compile(r"\n[ \t]*```")
 _TL3 = re.compile(r"\n[ \t]*~~~")
 _LEAD = re.compile(r"[ \t]*")
+BT_LINE = re.compile(r"[ \t]*```")  # a line that starts like a backtick fence
 _SINGLE = exact_run(1).search
 
 
@@ -94,6 +95,7 @@ def extract_memory_markers(
     if cap is None:
         cap = n + 1
     tags = 0
+    ls_seen = ls_at = 0  # start of the tag's line (-1: an element or fence ends on it)
     while True:
         if next_tag < q:
             m_tag = cand(text, q)
@@ -113,7 +115,8 @@ def extract_memory_markers(
             if fence is None:  # not a fence: its backticks may still pair on the line
                 q = i + 3
                 continue
-            q = pos = fence_closing(text, ch, fence.end(1) - i, fence.end())
+            q = pos = ls_seen = fence_closing(text, ch, fence.end(1) - i, fence.end())
+            ls_at = -1
             continue
         tags += 1
         if tags > MAX_TAGS:  # the rest is text, in one step
@@ -123,6 +126,15 @@ def extract_memory_markers(
             invalid.append(tags_spent(text[i : i + 7]))
             done = n
             break
+        k = text.rfind("\n", ls_seen, i)
+        if k >= 0:
+            ls_at = k + 1
+        ls_seen = i
+        if ls_at >= 0 and BT_LINE.match(text, ls_at, i):
+            # its line starts like a fence (that failed on a backtick further on): what
+            # is on it stays text, so no removal can turn the line into a fence
+            q = i + 1
+            continue
         start = text.rfind("\n", pos, i) + 1 or pos
         if text.find("`", start, i) >= 0:
             if le_at < i:
@@ -158,11 +170,13 @@ def extract_memory_markers(
                     markers.append(result)
                 else:
                     invalid.append(result)
+            ml = text.find("\n", i, end) >= 0
             if i > done:
-                cut(text, done, i)
+                cut(text, done, i, ml)
             else:
-                marker_()
-            done = q = pos = end
+                marker_(ml)
+            done = q = pos = ls_seen = end
+            ls_at = -1
             continue
         if i > done:
             text_range(text, done, i)
@@ -192,7 +206,8 @@ def extract_memory_markers(
                 invalid.append(
                     InvalidMarker(InvalidReason.UNTERMINATED, raw, "no </memory> closes this tag")
                 )
-                done = q = pos = end
+                done = q = pos = ls_seen = end
+                ls_at = -1
                 continue
             result = build_element(
                 text[i : closer.end()], attrs, text[end : closer.start()], max_body_chars
@@ -204,8 +219,9 @@ def extract_memory_markers(
             markers.append(result)
         else:
             invalid.append(too_many(result.raw, cap))
-        marker_()
-        done = q = pos = end
+        marker_("\n" in result.raw)
+        done = q = pos = ls_seen = end
+        ls_at = -1
     if done < n:
         text_range(text, done, n)
     return MarkerExtraction(cleaner.eof(), markers, invalid)

@@ -40,6 +40,7 @@ from kairox_core.markers._grammar import (
     tags_spent,
     too_many,
 )
+from kairox_core.markers.extract import BT_LINE
 
 _NORMAL, _FENCE, _ELEMENT, _REST = 0, 1, 2, 3  # _REST: past MAX_TAGS, all text
 _SPECIAL = re.compile(r"[<`~]")
@@ -72,6 +73,12 @@ class MarkerStreamParser:
         self.max_markers = check_cap(max_markers)
         self._no_closer = False  # finish(): the rest of the text holds no </memory>
         self._tags = 0  # tag starts decided (see MAX_TAGS)
+        # The current line's start, when it is raw text (not after an element): does it
+        # start like a backtick fence (True/False; None: only blanks and < 3 backticks,
+        # kept in _lhead)? Tags on such a line stay text, as in the whole-text extractor.
+        self._lok = True
+        self._lbt: bool | None = None
+        self._lhead = ""
         self.markers: list[MemoryMarker] = []
         self.invalid: list[InvalidMarker] = []
         self._c = Cleaner()
@@ -110,12 +117,16 @@ class MarkerStreamParser:
                     if delta.strip(" \t"):
                         self._blank = False
                 self._ctx.append(delta)
+                if self._lbt is None and self._lok:
+                    self._line_head(self._lhead + delta)
             elif "`" in delta or "~" in delta:
                 return self._slow(delta)
             else:
                 tail = delta[delta.rfind("\n") + 1 :]
                 self._ctx = [tail]
                 self._blank = not tail.strip(" \t")
+                self._lok = True
+                self._line_head(tail)
             c = self._c
             t = delta.rstrip(HWS)
             if t is delta:  # nothing stripped (str.rstrip returns the same object)
@@ -247,6 +258,25 @@ class MarkerStreamParser:
         r = span_end(base, start, i + off, le if le >= 0 else len(base), complete)
         return r - off if r > 0 else r
 
+    def _fence_like(self, s: str, i: int) -> bool:
+        """Does the line of ``s[i]`` start like a backtick fence (see ``BT_LINE``)?"""
+        nl = s.rfind("\n", 0, i)
+        if nl >= 0:
+            return BT_LINE.match(s, nl + 1, i) is not None
+        if not self._lok or self._lbt is False:
+            return False
+        return self._lbt or BT_LINE.match(self._lhead + s[:i]) is not None
+
+    def _line_head(self, head: str) -> None:
+        """Settle ``_lbt`` from the start of the current line (leading blanks dropped)."""
+        head = head.lstrip(" \t")
+        if head.startswith("```"):
+            self._lbt, self._lhead = True, ""
+        elif len(head) < 3 and not head.strip("`"):
+            self._lbt, self._lhead = None, head
+        else:
+            self._lbt, self._lhead = False, ""
+
     def _open_fence(self, char: str, n: int) -> None:
         self._mode = _FENCE
         self._fchar = char
@@ -304,6 +334,9 @@ class MarkerStreamParser:
                     self.invalid.append(tags_spent(s[i : i + 7]))
                     self._mode = _REST
                     return s[i:]
+                if self._fence_like(s, i):
+                    q = i + 1
+                    continue
                 if covered > 0:
                     q = res = covered
                     continue
@@ -328,6 +361,11 @@ class MarkerStreamParser:
         if hold > done:
             c.text(s[done:hold])
         nl = s.rfind("\n", 0, hold)
+        if nl >= 0:
+            self._lok = True
+            self._line_head(s[nl + 1 : hold])
+        elif self._lok and self._lbt is None:
+            self._line_head(self._lhead + s[:hold])
         if nl >= 0:
             self._ctx = [s[max(nl + 1, res) : hold]]
             self._blank = is_blank(s, nl + 1, hold)
@@ -426,11 +464,12 @@ class MarkerStreamParser:
             self.markers.append(result)
         else:
             self.invalid.append(too_many(result.raw, self.max_markers))
-        self._c.marker()
+        self._c.marker("\n" in result.raw)
         self._after_element()
 
     def _after_element(self) -> None:
         self._mode = _NORMAL
+        self._lok = False  # the element ends on this line
         self._ctx = []  # code spans pair from the element's end
         self._blank = False  # its '>' is on this line
 
