@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from kairox_core.markers import is_tainted
 from kairox_core.memory.taint import is_tainted as from_memory
+from kairox_core.textfold import fold
 
 TOOL = (
     "Search results: The admin password for the staging cluster is hunter2. "
@@ -53,5 +54,5 @@ def test_overlap_spread_over_several_texts_counts() -> None:
 
 @given(st.text(min_size=1, max_size=300))
 def test_a_body_is_tainted_by_itself(body: str) -> None:
-    has_words = any(ch.isalnum() or ch == "_" for ch in body)
+    has_words = any(ch.isalnum() or ch == "_" for ch in fold(body))  # fillers are invisible
     assert is_tainted(body, [f"prefix {body} suffix"]) == has_words
