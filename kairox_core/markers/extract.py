@@ -206,8 +206,7 @@ def extract_memory_markers(
                 invalid.append(
                     InvalidMarker(InvalidReason.UNTERMINATED, raw, "no </memory> closes this tag")
                 )
-                done = q = pos = ls_seen = end
-                ls_at = -1
+                done = q = end  # it stays text on its line: spans pair across it
                 continue
             result = build_element(
                 text[i : closer.end()], attrs, text[end : closer.start()], max_body_chars

@@ -342,6 +342,7 @@ class MarkerStreamParser:
                     continue
                 if i > done:
                     c.text(s[done:i])
+                self._track(s, i, res)  # kept should the tag be released as text
                 return self._element(s[i:])
             j = run_end(s, i)
             if j == n and not final and self._at_line_start(s, i):
@@ -360,6 +361,12 @@ class MarkerStreamParser:
             q = j
         if hold > done:
             c.text(s[done:hold])
+        self._track(s, hold, res)
+        self._pend = s[hold:]
+        return None
+
+    def _track(self, s: str, hold: int, res: int) -> None:
+        """Follow the current line through ``s[:hold]`` (spans pair from ``res``)."""
         nl = s.rfind("\n", 0, hold)
         if nl >= 0:
             self._lok = True
@@ -376,8 +383,6 @@ class MarkerStreamParser:
                 self._ctx.append(s[:hold])
             if self._blank:
                 self._blank = is_blank(s, 0, hold)
-        self._pend = s[hold:]
-        return None
 
     def _emit_open(self, s: str, done: int, j: int, char: str, n: int) -> None:
         if j > done:
@@ -491,7 +496,10 @@ class MarkerStreamParser:
         self._tag = ""
         self._body_parts = []
         self._carry = ""
-        self._after_element()
+        # the tag stays on its line as text: spans pair across it, as they will when
+        # the visible text is read again (the whole-text extractor does the same)
+        self._mode = _NORMAL
+        self._track(tag, len(tag), 0)
         self._c.text(defuse(tag))
         self.invalid.append(
             InvalidMarker(InvalidReason.UNTERMINATED, tag, "no </memory> closes this tag")
