@@ -102,6 +102,10 @@ def test_unclosed_openers_are_each_reported_once() -> None:
         '```a <memory scope="session">`</memory>\nb\n```\n<memory scope="session">evil</memory>',
         '~<memory scope="session">x</memory>~~\n<memory scope="session">evil</memory>\n~~~',
         '`` <memory scope="session">x</memory>` <memory scope="session">evil</memory> ``',
+        # found by the fuzzers: text released from an unterminated tag, read again
+        "y<memory\t\t`dor``>me``\t`y<memory\t\t`dor``",
+        "<memory\n~~~>\n~~~\n<memory/",
+        '`<memory scope="session">\n</memory>`<memory scope="session">x</memory>`',
     ],
 )
 def test_removal_never_assembles_new_markup(text: str) -> None:

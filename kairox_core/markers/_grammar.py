@@ -241,7 +241,9 @@ def defuse(text: str) -> str:
     if "<" not in text:
         return text
     text = text.replace("<memory", "<" + DEFUSE + "memory")  # the usual case, fast
-    return _DEFUSABLE.sub("<" + DEFUSE, text) if _DEFUSABLE.search(text) else text
+    if "<m" in text or "<M" in text:  # another spelling may be left
+        return _DEFUSABLE.sub("<" + DEFUSE, text)
+    return text
 
 
 def grows_into_tag(left: str, first: str) -> bool:

@@ -26,6 +26,7 @@ from kairox_core.markers._code import FENCE_OPEN, exact_run, fence_closing, span
 from kairox_core.markers._grammar import (
     CLOSER,
     DEFAULT_MAX_BODY_CHARS,
+    DEFUSE,
     MAX_TAGS,
     OPEN_TAG,
     SCOPES,
@@ -135,7 +136,7 @@ def extract_memory_markers(
             # is on it stays text, so no removal can turn the line into a fence
             q = i + 1
             continue
-        start = text.rfind("\n", pos, i) + 1 or pos
+        start = max(ls_at, pos)  # spans pair from the line start or the last element
         if text.find("`", start, i) >= 0:
             if le_at < i:
                 le_at = text.find("\n", i)
@@ -201,12 +202,16 @@ def extract_memory_markers(
                 cl_from, cl_at = end, last_closer.start() if last_closer is not None else n
             closer = last_closer
             if closer is None:  # an opening tag never closed
-                raw = text[i:end]
-                text_(defuse(raw))
                 invalid.append(
-                    InvalidMarker(InvalidReason.UNTERMINATED, raw, "no </memory> closes this tag")
+                    InvalidMarker(
+                        InvalidReason.UNTERMINATED, text[i:end], "no </memory> closes this tag"
+                    )
                 )
-                done = q = end  # it stays text on its line: spans pair across it
+                # not a tag after all: its '<' is text (defused) and scanning goes on
+                # right after it, through the tag's own text, as a re-read of the
+                # visible text will
+                text_("<" + DEFUSE)
+                done = q = i + 1
                 continue
             result = build_element(
                 text[i : closer.end()], attrs, text[end : closer.start()], max_body_chars

@@ -27,6 +27,7 @@ from kairox_core.markers._grammar import (
     CLOSER,
     CLOSER_MAX_LEN,
     DEFAULT_MAX_BODY_CHARS,
+    DEFUSE,
     MAX_TAGS,
     PARTIAL_CANDIDATE,
     TAG_WS,
@@ -44,6 +45,7 @@ from kairox_core.markers.extract import BT_LINE
 
 _NORMAL, _FENCE, _ELEMENT, _REST = 0, 1, 2, 3  # _REST: past MAX_TAGS, all text
 _SPECIAL = re.compile(r"[<`~]")
+_REFEED = 8192
 _FENCE_CACHE: dict[tuple[str, int], tuple[re.Pattern[str], re.Pattern[str]]] = {}
 
 
@@ -151,6 +153,31 @@ class MarkerStreamParser:
         if self._finished:
             raise RuntimeError("MarkerStreamParser.feed() called after finish()")
         mode = self._mode
+        c = self._c
+        if mode == _REST:
+            s = self._pend + delta if self._pend else delta
+            self._pend = ""
+            if "<" in s:
+                lt = s.rfind("<", max(0, len(s) - 8))
+                if lt >= 0 and "memory".startswith(s[lt + 1 :].lower()):
+                    self._pend = s[lt:]  # may grow into a tag start
+                    s = s[:lt]
+                s = defuse(s)
+            if c.after or not s:
+                mark = len(c.out)
+                if s:
+                    c.text(s)
+                return "".join(c.out[mark:])
+            t = s.rstrip(HWS)  # ``c.text(s)`` inlined, as for a fence below
+            if not t:
+                c.held += s
+                return ""
+            held = s[len(t) :]
+            if c.held:
+                t = c.held + t
+            c.held = held
+            c.out.append(t)
+            return t
         if mode == _ELEMENT and self._tag:
             b = self._carry + delta if self._carry else delta
             if "</" not in b:  # inside a body: a closing tag can only start at a final '<'
@@ -161,7 +188,6 @@ class MarkerStreamParser:
                     self._body_parts.append(b)
                     self._carry = ""
                 return ""
-        c = self._c
         if mode == _FENCE and self._fline is None and "\n" not in delta and not c.after:
             # inside a fenced line that cannot close it: all visible (``c.text`` inlined)
             t = delta.rstrip(HWS)
@@ -179,10 +205,6 @@ class MarkerStreamParser:
             rest = self._element(delta)
             if rest is not None:
                 self._process(rest, False)
-        elif mode == _REST:
-            s = self._pend + delta
-            self._pend = ""
-            self._rest(s, False)
         elif mode == _FENCE:
             self._process(delta, False)
         else:
@@ -197,10 +219,15 @@ class MarkerStreamParser:
         if self._finished:
             return ""
         mark = len(self._c.out)
-        if self._mode == _ELEMENT:
+        if self._mode == _ELEMENT and self._tag:
             body = self._release()
             self._no_closer = True
-            self._process(body, True)
+            # fed back in pieces: scanning passes the rest of its input along at each
+            # tag, which on one huge body would copy it once per tag
+            for k in range(0, len(body), _REFEED):
+                self._slow(body[k : k + _REFEED])
+        if self._mode == _ELEMENT:
+            self._process(self._release(), True)
         else:
             s = self._pend
             self._pend = ""
@@ -228,14 +255,20 @@ class MarkerStreamParser:
 
     def _rest(self, s: str, final: bool) -> None:
         """Past MAX_TAGS: text, defused; a possible tag start at the end waits."""
+        self._pend = ""
+        if "<" not in s:
+            if s:
+                self._c.text(s)
+            return
         hold = len(s)
         if not final:
             lt = s.rfind("<", max(0, hold - 8))
             if lt >= 0 and PARTIAL_CANDIDATE.match(s, lt):
                 hold = lt
-        if hold:
-            self._c.text(defuse(s[:hold]))
-        self._pend = s[hold:]
+                self._pend = s[hold:]
+                s = s[:hold]
+        if s:
+            self._c.text(defuse(s))
 
     def _at_line_start(self, s: str, i: int) -> bool:
         nl = s.rfind("\n", 0, i)
@@ -496,12 +529,12 @@ class MarkerStreamParser:
         self._tag = ""
         self._body_parts = []
         self._carry = ""
-        # the tag stays on its line as text: spans pair across it, as they will when
-        # the visible text is read again (the whole-text extractor does the same)
+        # not a tag after all: its '<' is text (defused) and scanning goes on right
+        # after it, through the tag's own text (as the whole-text extractor does)
         self._mode = _NORMAL
-        self._track(tag, len(tag), 0)
-        self._c.text(defuse(tag))
+        self._track("<", 1, 0)
+        self._c.text("<" + DEFUSE)
         self.invalid.append(
             InvalidMarker(InvalidReason.UNTERMINATED, tag, "no </memory> closes this tag")
         )
-        return body
+        return tag[1:] + body
