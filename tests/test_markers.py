@@ -104,7 +104,8 @@ def test_body_is_up_to_the_first_closing_tag_and_trimmed() -> None:
         '<memory scope="session">\n  first  \n</memory> middle </memory> end'
     )
     assert result.markers[0].body == "first"
-    assert result.visible == "middle </memory> end"
+    assert result.visible == "middle end"  # a stray closer is removed too (issue 13, 4)
+    assert [i.reason for i in result.invalid] == ["stray closing tag"]
 
 
 def test_entities_decoded_in_body_and_attribute_values() -> None:
@@ -150,12 +151,12 @@ def test_invalid_reasons(text: str, why: str) -> None:
     assert result.invalid[0].raw == text
 
 
-def test_nested_leaves_the_rest_as_text() -> None:
+def test_nested_leaves_the_rest_as_text_without_its_closer() -> None:
     result = extract_memory_markers(
         'a <memory scope="user" key="a">x <memory scope="session">y</memory> z</memory>'
     )
-    assert [i.reason for i in result.invalid] == ["nested marker"]
-    assert result.visible == "a z</memory>"
+    assert [i.reason for i in result.invalid] == ["nested marker", "stray closing tag"]
+    assert result.visible == "a z"  # no </memory> left to see (issue 13, item 4)
 
 
 def test_body_length_limit_is_configurable() -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from kairox_core.markers._grammar import DEFUSE, grows_into_tag
+from kairox_core.markers._grammar import DEFUSE, GROWING_MAX, grows_into_tag
 
 HWS = " \t\r"
 WS = " \t\r\n"
@@ -89,7 +89,7 @@ class Cleaner:
             return False
         if not self.out:
             return nxt != "" and nxt in "`~" and not newline
-        if grows_into_tag(self._tail(7), first):
+        if grows_into_tag(self._tail(GROWING_MAX), first):
             return True
         if newline or not nxt or nxt not in "`~":
             return False
@@ -240,7 +240,7 @@ class Cleaner:
             if self.ml and self._line_has_backtick():
                 # the marker spanned lines: joining them could pair backticks anew
                 self.held = ""
-                if grows_into_tag(self._tail(7), "\n"):
+                if grows_into_tag(self._tail(GROWING_MAX), "\n"):
                     self.out.append(DEFUSE)
                 self.out.append("\n")
         if self._joins(self.held[:1] or nxt, nxt, False):

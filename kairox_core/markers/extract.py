@@ -43,6 +43,7 @@ from kairox_core.markers._grammar import (
     defuse,
     judge,
     new_marker,
+    stray,
     tags_spent,
     too_many,
 )
@@ -97,20 +98,25 @@ def extract_memory_markers(
         cap = n + 1
     tags = 0
     ls_seen = ls_at = 0  # start of the tag's line (-1: an element or fence ends on it)
+    next_sc = -1  # the next closer outside an element: a stray one, removed
+    m_sc = None
     while True:
         if next_tag < q:
             m_tag = cand(text, q)
             next_tag = m_tag.start() if m_tag is not None else n
+        if next_sc < q:  # only before the next tag (a closer cannot hold a '<')
+            m_sc = CLOSER.search(text, q, next_tag)
+            next_sc = m_sc.start() if m_sc is not None else next_tag
         if next_bt < q:
             m = _BT3.search(text, q)  # a literal-prefix regex search beats str.find here
             next_bt = m.end() - 3 if m is not None else n
         if next_tl < q:
             m = _TL3.search(text, q)
             next_tl = m.end() - 3 if m is not None else n
-        i = next_tag if next_tag < next_bt and next_tag < next_tl else min(next_bt, next_tl)
+        i = min(next_tag, next_sc, next_bt, next_tl)
         if i >= n:
             break
-        if i != next_tag:  # a run of 3+ at a line start (the searches see to that)
+        if i != next_tag and i != next_sc:  # a run of 3+ at a line start (see the searches)
             ch = text[i]
             fence = FENCE_OPEN[ch].match(text, i)
             if fence is None:  # not a fence: its backticks may still pair on the line
@@ -153,6 +159,17 @@ def extract_memory_markers(
             if covered > 0:  # the tag is inside an inline code span
                 q = pos = covered
                 continue
+        if i == next_sc and m_sc is not None:  # a closer outside any element: removed
+            end = m_sc.end()
+            invalid.append(stray(m_sc.group()))
+            ml = text.find("\n", i, end) >= 0
+            if i > done:
+                cut(text, done, i, ml)
+            else:
+                marker_(ml)
+            done = q = pos = ls_seen = end
+            ls_at = -1
+            continue
         assert m_tag is not None
         scope, key, key2, scope2, body_raw = m_tag.group(2, 4, 6, 8, 9)
         if body_raw is not None:  # the usual spelling: judged here without more searches

@@ -29,7 +29,7 @@ from kairox_core.markers._grammar import (
     DEFAULT_MAX_BODY_CHARS,
     DEFUSE,
     MAX_TAGS,
-    PARTIAL_CANDIDATE,
+    PARTIAL_TAG,
     TAG_WS,
     InvalidMarker,
     InvalidReason,
@@ -38,6 +38,7 @@ from kairox_core.markers._grammar import (
     check_cap,
     check_limit,
     defuse,
+    stray,
     tags_spent,
     too_many,
 )
@@ -46,6 +47,8 @@ from kairox_core.markers.extract import BT_LINE
 _NORMAL, _FENCE, _ELEMENT, _REST = 0, 1, 2, 3  # _REST: past MAX_TAGS, all text
 _SPECIAL = re.compile(r"[<`~]")
 _REFEED = 8192
+_GROWS = re.compile(r"<(?:/?(?i:m(?:e(?:m(?:o(?:r(?:y)?)?)?)?)?)?)\Z")  # may grow into a defusable
+_TAG_OR_CLOSER = re.compile(CANDIDATE.pattern + "|" + CLOSER.pattern)
 _FENCE_CACHE: dict[tuple[str, int], tuple[re.Pattern[str], re.Pattern[str]]] = {}
 
 
@@ -159,7 +162,7 @@ class MarkerStreamParser:
             self._pend = ""
             if "<" in s:
                 lt = s.rfind("<", max(0, len(s) - 8))
-                if lt >= 0 and "memory".startswith(s[lt + 1 :].lower()):
+                if lt >= 0 and _GROWS.match(s, lt):
                     self._pend = s[lt:]  # may grow into a tag start
                     s = s[:lt]
                 s = defuse(s)
@@ -263,7 +266,7 @@ class MarkerStreamParser:
         hold = len(s)
         if not final:
             lt = s.rfind("<", max(0, hold - 8))
-            if lt >= 0 and PARTIAL_CANDIDATE.match(s, lt):
+            if lt >= 0 and _GROWS.match(s, lt):
                 hold = lt
                 self._pend = s[hold:]
                 s = s[:hold]
@@ -336,12 +339,12 @@ class MarkerStreamParser:
                     self._fline = "" if nl >= 0 else None
                     return s[end:] if end < n else None
                 else:
-                    m = CANDIDATE.search(s, q)
+                    m = _TAG_OR_CLOSER.search(s, q)
                     if m is not None:
                         hold = m.start()
                     else:
-                        lt = s.rfind("<", max(q, n - 7))
-                        if lt >= 0 and PARTIAL_CANDIDATE.match(s, lt):
+                        lt = s.rfind("<", max(q, n - CLOSER_MAX_LEN))
+                        if lt >= 0 and PARTIAL_TAG.match(s, lt):
                             hold = lt
                     break
             m = _SPECIAL.search(s, q)
@@ -350,12 +353,15 @@ class MarkerStreamParser:
             i = m.start()
             ch = s[i]
             if ch == "<":
-                if n - i < 8 and not final and PARTIAL_CANDIDATE.match(s, i):
+                if n - i < CLOSER_MAX_LEN and not final and PARTIAL_TAG.match(s, i):
                     hold = i
                     break
+                closer = None
                 if CANDIDATE.match(s, i) is None:
-                    q = i + 1
-                    continue
+                    closer = CLOSER.match(s, i)
+                    if closer is None:
+                        q = i + 1
+                        continue
                 covered = self._context(s, res, i, final)
                 if covered == UNKNOWN:
                     hold = i
@@ -373,6 +379,14 @@ class MarkerStreamParser:
                 if covered > 0:
                     q = res = covered
                     continue
+                if closer is not None:  # outside any element: removed (a stray closer)
+                    if i > done:
+                        c.text(s[done:i])
+                    raw = closer.group()
+                    self.invalid.append(stray(raw))
+                    c.marker("\n" in raw)
+                    self._after_element()
+                    return s[closer.end() :] or None
                 if i > done:
                     c.text(s[done:i])
                 self._track(s, i, res)  # kept should the tag be released as text
