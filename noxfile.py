@@ -5,6 +5,7 @@ package), ``tests``
 (kairox-core), and one ``plugin-<name>`` session per folder in ``plugins/``, which
 installs kairox-core and that plugin alone so heavy dependencies stay out of the core;
 ``integration`` installs the retrieval plugins together and runs ``integration/``.
+Not run by default: ``bench`` (benchmarks) and ``fuzz`` (atheris over the markers).
 """
 
 from __future__ import annotations
@@ -108,6 +109,16 @@ def integration(session: nox.Session) -> None:
         *[f"./plugins/{p}[test]" for p in INTEGRATION_PLUGINS],
     )
     session.run("pytest", "-q", "integration", *session.posargs, env={"HF_HUB_OFFLINE": "1"})
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """Coverage-guided fuzzing of the marker parsers with atheris (not in the default run).
+    Short by default (``-runs``); pass libFuzzer flags to go longer:
+    ``nox -s fuzz -- -max_total_time=600``."""
+    session.install("-e", ".", "atheris>=2.3")
+    args = session.posargs or ["-runs=50000"]
+    session.run("python", "fuzz/fuzz_markers.py", "-max_len=2048", "-dict=fuzz/markers.dict", *args)
 
 
 @nox.session

@@ -9,12 +9,17 @@ processed in the same run by:
 - ``MarkerStreamParser`` fed 4-token deltas (o200k_base, as ``TokenCounter`` counts)
   (goal: at least 20 MB/s), with microseconds per ``feed()``;
 - plain deltas (no ``<`` or backtick) through ``feed()`` next to appending the same
-  deltas to a list, to show the fast path costs about a string append.
+  deltas to a list, to show the fast path costs about a string append;
+- hostile replies of the same size (issue 13, item 3): ``<memory>`` openers, unclosed
+  openers one per line, ``<`` then backtick runs, a reply made only of markers, 1,000
+  markers in prose, one unclosed marker: each, whole and streamed, against the
+  ordinary response per byte (goal: within 3x).
 
 Times are the best of ``--repeat`` interleaved rounds, in CPU time of this process
 (goals and ratios) and in wall time (reported too).
 
-    python benchmarks/bench_markers.py [--size-mb 1] [--markers 500] [--repeat 15] [--json]
+    python benchmarks/bench_markers.py [--size-mb 1] [--markers 500] [--repeat 15]
+        [--hostile-repeat 5] [--json]
 """
 
 from __future__ import annotations
@@ -84,6 +89,25 @@ def make_response(size: int, n_markers: int, seed: int = 7) -> str:
     return "\n\n".join(paragraphs)
 
 
+def hostile(size: int) -> dict[str, str]:
+    """The hostile shapes of issue 13, item 3, each about ``size`` characters."""
+    rnd = random.Random(11)
+    prose = make_response(size, 0, seed=3)
+    cuts = sorted(rnd.randrange(len(prose)) for _ in range(1000))
+    spread = "".join(
+        prose[a:b] + f'<memory scope="session">fact {i}</memory>'
+        for i, (a, b) in enumerate(itertools.pairwise([0, *cuts]))
+    )
+    return {
+        "openers": "<memory>" * (size // 8),
+        "unclosed_lines": '<memory scope="session">\n' * (size // 25),
+        "backtick_runs": "<" + "x```" * (size // 4),
+        "markers_only": '<memory scope="session">fact</memory>\n' * (size // 38),
+        "markers_1000": spread + prose[cuts[-1] :],
+        "unclosed_marker": '<memory scope="session">' + prose,
+    }
+
+
 def token_deltas(text: str, per_delta: int = 4) -> list[str]:
     enc = get_encoding(DEFAULT_ENCODING)
     tokens = enc.encode(text, disallowed_special=())
@@ -127,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size-mb", type=float, default=1.0)
     ap.add_argument("--markers", type=int, default=500)
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--hostile-repeat", type=int, default=5)
     ap.add_argument("--json", action="store_true", help="print only the JSON result")
     args = ap.parse_args(argv)
 
@@ -191,6 +216,32 @@ def main(argv: list[str] | None = None) -> int:
     }
     result["whole_ok"] = result["whole_vs_re_sub"] <= 3.0
     result["stream_ok"] = result["stream_mb_s"] >= 20.0
+
+    per_byte_whole, per_byte_stream = t_whole / len(text), t_stream / len(text)
+    adversarial: dict[str, dict[str, float]] = {}
+    for name, shape in hostile(len(text)).items():
+        shape_deltas = token_deltas(shape)
+        assert stream(shape_deltas).visible == extract_memory_markers(shape).visible
+        ts = best(
+            {
+                "whole": lambda s=shape: extract_memory_markers(s),
+                "stream": lambda d=shape_deltas: stream(d),
+            },
+            args.hostile_repeat,
+        )
+        adversarial[name] = {
+            "mb": round(len(shape.encode()) / 1e6, 3),
+            "whole_ms": round(ts["whole"][0] * 1e3, 2),
+            "stream_ms": round(ts["stream"][0] * 1e3, 2),
+            "whole_vs_ordinary": round(ts["whole"][0] / len(shape) / per_byte_whole, 2),
+            "stream_vs_ordinary": round(ts["stream"][0] / len(shape) / per_byte_stream, 2),
+        }
+    result["adversarial"] = adversarial
+    result["adversarial_goal_max_ratio"] = 3.0
+    result["adversarial_ok"] = all(
+        a["whole_vs_ordinary"] <= 3.0 and a["stream_vs_ordinary"] <= 3.0
+        for a in adversarial.values()
+    )
     if not args.json:
         rows = [
             (
@@ -219,6 +270,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"{result['stream_mb_s_wall']} MB/s (loaded machine: see CPU)",
             ),
         ]
+        for name, a in adversarial.items():
+            rows.append(
+                (
+                    f"hostile: {name}",
+                    f"whole {a['whole_ms']} ms = {a['whole_vs_ordinary']}x ordinary, "
+                    f"stream {a['stream_ms']} ms = {a['stream_vs_ordinary']}x (goal <= 3x)",
+                )
+            )
         width = max(len(r[0]) for r in rows)
         for name, value in rows:
             print(f"{name:<{width}}  {value}")

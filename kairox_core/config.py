@@ -246,6 +246,8 @@ class MemorySection(_Strict):
 
     store: str = BUILTIN_MEMORY_STORE  # or one registered by kairox_register_memory_stores
     max_body_chars: int = Field(2000, gt=0)
+    # a reply is untrusted: markers past this many become invalid ("too many proposals")
+    max_proposals_per_turn: int = Field(20, ge=0)
     max_memories_tokens_share: float = Field(0.5, gt=0, le=1)
 
 

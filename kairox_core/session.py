@@ -466,7 +466,8 @@ class Turn:
         self.instructions = instructions
         self.attachments = attachments
         self.started = time.perf_counter()
-        self._parser = MarkerStreamParser(session.kx.config.memory.max_body_chars)
+        memory = session.kx.config.memory
+        self._parser = MarkerStreamParser(memory.max_body_chars, memory.max_proposals_per_turn)
         self._visible: list[str] = []
         self._pending: list[str] = []
         self._pending_chars = 0

@@ -12,6 +12,7 @@ import hashlib
 import os
 import tempfile
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from importlib import resources
@@ -97,6 +98,36 @@ def encoding_for_model(model: str) -> str | None:
     return None
 
 
+# Large texts are encoded once per process, whichever counter asks: a reply is counted
+# when it is stored, then chunked when recall indexes it (count, then cut by tokens).
+# Kept: the token ids (4 bytes each), by (encoding, text); bounded by total tokens.
+LARGE_TEXT = 16384  # characters
+_LARGE_BUDGET = 8_000_000  # token ids held at most
+_large: OrderedDict[tuple[str, str], array[int]] = OrderedDict()
+_large_tokens = 0
+_large_lock = threading.Lock()
+
+
+def _large_ids(encoding: tiktoken.Encoding, name: str, text: str) -> array[int]:
+    """The ids of a large ``text``, encoded once (see ``LARGE_TEXT``)."""
+    global _large_tokens
+    key = (name, text)
+    with _large_lock:
+        ids = _large.get(key)
+        if ids is not None:
+            _large.move_to_end(key)
+            return ids
+    ids = array("I", encoding.encode(text, disallowed_special=()))
+    with _large_lock:
+        if key not in _large:
+            _large[key] = ids
+            _large_tokens += len(ids)
+            while _large_tokens > _LARGE_BUDGET and len(_large) > 1:
+                _, old = _large.popitem(last=False)
+                _large_tokens -= len(old)
+    return ids
+
+
 class TokenCounter:
     """Counts tokens exactly as tiktoken does, with a bounded cache keyed by content.
 
@@ -134,11 +165,21 @@ class TokenCounter:
         if cached is not None:
             self._cache.move_to_end(text)
             return cached
-        n = len(self._encoding.encode(text, disallowed_special=()))
+        if len(text) >= LARGE_TEXT:
+            n = len(_large_ids(self._encoding, self.encoding_name, text))
+        else:
+            n = len(self._encoding.encode(text, disallowed_special=()))
         self._cache[text] = n
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         return n
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` (special-token look-alikes as plain text); a large text
+        counted before is not encoded again."""
+        if len(text) >= LARGE_TEXT:
+            return list(_large_ids(self._encoding, self.encoding_name, text))
+        return self._encoding.encode(text, disallowed_special=())
 
     def _scaled(self, n: int) -> int:
         if not self.margin:

@@ -5,12 +5,18 @@ from __future__ import annotations
 import pytest
 
 from kairox_core.markers import (
+    DEFUSE,
     InvalidReason,
     MarkerStreamParser,
     MemoryMarker,
     MemoryScope,
     extract_memory_markers,
 )
+
+
+def defused(text: str) -> str:
+    """An unterminated tag is shown, but can no longer parse (issue 13, item 4)."""
+    return text.replace("<memory", "<" + DEFUSE + "memory")
 
 
 def one(text: str) -> MemoryMarker:
@@ -98,7 +104,8 @@ def test_body_is_up_to_the_first_closing_tag_and_trimmed() -> None:
         '<memory scope="session">\n  first  \n</memory> middle </memory> end'
     )
     assert result.markers[0].body == "first"
-    assert result.visible == "middle </memory> end"
+    assert result.visible == "middle end"  # a stray closer is removed too (issue 13, 4)
+    assert [i.reason for i in result.invalid] == ["stray closing tag"]
 
 
 def test_entities_decoded_in_body_and_attribute_values() -> None:
@@ -144,12 +151,12 @@ def test_invalid_reasons(text: str, why: str) -> None:
     assert result.invalid[0].raw == text
 
 
-def test_nested_leaves_the_rest_as_text() -> None:
+def test_nested_leaves_the_rest_as_text_without_its_closer() -> None:
     result = extract_memory_markers(
         'a <memory scope="user" key="a">x <memory scope="session">y</memory> z</memory>'
     )
-    assert [i.reason for i in result.invalid] == ["nested marker"]
-    assert result.visible == "a z</memory>"
+    assert [i.reason for i in result.invalid] == ["nested marker", "stray closing tag"]
+    assert result.visible == "a z"  # no </memory> left to see (issue 13, item 4)
 
 
 def test_body_length_limit_is_configurable() -> None:
@@ -214,7 +221,7 @@ def test_code_span_ends_at_the_line_end() -> None:
 def test_unterminated_element_is_released_as_text() -> None:
     text = 'Hi <memory scope="session">never closed'
     result = extract_memory_markers(text)
-    assert result.visible == text and result.markers == []
+    assert result.visible == defused(text) and result.markers == []
     assert [(i.reason, i.raw) for i in result.invalid] == [
         ("unterminated", '<memory scope="session">')
     ]
@@ -223,20 +230,20 @@ def test_unterminated_element_is_released_as_text() -> None:
 def test_unterminated_opening_tag_is_released_as_text() -> None:
     text = 'Hi <memory scope="session" key'
     result = extract_memory_markers(text)
-    assert result.visible == text
+    assert result.visible == defused(text)
     assert [i.reason for i in result.invalid] == [InvalidReason.UNTERMINATED]
 
 
 def test_unterminated_tag_does_not_hide_later_self_closing_elements() -> None:
     result = extract_memory_markers('<memory scope="user">a <memory scope="session"/> b')
     assert [i.reason for i in result.invalid] == ["unterminated", "empty body"]
-    assert result.visible == '<memory scope="user">a b'
+    assert result.visible == defused('<memory scope="user">a b')
 
 
 def test_unterminated_in_stream_matches_whole_text() -> None:
     parser = MarkerStreamParser()
     assert parser.feed('ok <memory scope="session">body') == "ok"
-    assert parser.finish() == ' <memory scope="session">body'
+    assert parser.finish() == defused(' <memory scope="session">body')
     assert [i.reason for i in parser.invalid] == ["unterminated"]
 
 

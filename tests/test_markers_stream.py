@@ -5,7 +5,12 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kairox_core.markers import MarkerExtraction, MarkerStreamParser, extract_memory_markers
+from kairox_core.markers import (
+    DEFUSE,
+    MarkerExtraction,
+    MarkerStreamParser,
+    extract_memory_markers,
+)
 
 ATOMS = [
     '<memory scope="session">fact</memory>',
@@ -100,7 +105,7 @@ def test_text_without_tags_is_unchanged(text: str) -> None:
 @given(text=texts)
 def test_visible_text_never_grows_and_markers_come_from_the_text(text: str) -> None:
     result = extract_memory_markers(text)
-    assert len(result.visible) <= len(text)
+    assert len(result.visible.replace(DEFUSE, "")) <= len(text)
     for item in [*result.markers, *result.invalid]:
         assert item.raw and item.raw in text
 

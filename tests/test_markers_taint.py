@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kairox_core.markers import is_tainted
+from kairox_core.textfold import fold
 
 TOOL = (
     "Search results: The admin password for the staging cluster is hunter2. "
@@ -51,5 +52,5 @@ def test_overlap_spread_over_several_texts_counts() -> None:
 
 @given(st.text(min_size=1, max_size=300))
 def test_a_body_is_tainted_by_itself(body: str) -> None:
-    has_words = any(ch.isalnum() or ch == "_" for ch in body)
+    has_words = any(ch.isalnum() or ch == "_" for ch in fold(body))  # fillers are invisible
     assert is_tainted(body, [f"prefix {body} suffix"]) == has_words

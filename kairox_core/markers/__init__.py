@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from kairox_core.markers._grammar import (
     DEFAULT_MAX_BODY_CHARS,
+    DEFUSE,
     KEY_RE,
+    MAX_TAGS,
     InvalidMarker,
     InvalidReason,
     MarkerExtraction,
@@ -23,7 +25,9 @@ from kairox_core.markers.taint import is_tainted
 
 __all__ = [
     "DEFAULT_MAX_BODY_CHARS",
+    "DEFUSE",
     "KEY_RE",
+    "MAX_TAGS",
     "InvalidMarker",
     "InvalidReason",
     "MarkerExtraction",

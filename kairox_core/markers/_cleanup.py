@@ -11,11 +11,19 @@ whitespace after a marker, so they can run on a stream:
   line after it too when the line before is blank (or it is at the very start);
 * elsewhere the spaces around a marker collapse to one (to none before closing
   punctuation or at the end of a line or of the text).
+
+Removal joins the text on both sides, so it could assemble markup that was not there:
+``<mem`` + marker + ``ory scope=...>`` a new tag, ``` `` ``` + marker + ``` ` ``` a
+longer backtick run, a run that now starts its line a fence. Where the first character
+after a removed marker would do that, ``DEFUSE`` (invisible) is put at the join, so the
+visible text never parses into more markup than it showed (issue 13, item 4).
 """
 
 from __future__ import annotations
 
 import re
+
+from kairox_core.markers._grammar import DEFUSE, GROWING_MAX, grows_into_tag
 
 HWS = " \t\r"
 WS = " \t\r\n"
@@ -24,7 +32,7 @@ _NON_WS = re.compile(r"[^ \t\r\n]").search
 
 
 class Cleaner:
-    __slots__ = ("after", "held", "lstart", "out", "ws")
+    __slots__ = ("after", "held", "lstart", "ml", "out", "ws")
 
     def __init__(self) -> None:
         self.out: list[str] = []  # output pieces, never empty strings
@@ -32,6 +40,7 @@ class Cleaner:
         self.after = False  # right after a removed marker, collecting whitespace
         self.lstart = False  # that marker group began at the start of a line
         self.ws = ""  # whitespace seen after the marker group
+        self.ml = False  # a marker of the group spans lines
 
     def _emit(self, piece: str) -> None:
         self.out.append(piece)
@@ -45,6 +54,46 @@ class Cleaner:
         if len(last) >= 2:
             return last[-2:]
         return (out[-2][-1:] if len(out) >= 2 else "\n") + last
+
+    def _tail(self, k: int) -> str:
+        """The last ``k`` (or fewer) characters output."""
+        out = self.out
+        tail = ""
+        for piece in reversed(out):
+            tail = piece + tail
+            if len(tail) >= k:
+                return tail[-k:]
+        return tail
+
+    def _line_blank(self) -> bool:
+        """Only spaces/tabs output since the last newline (or the start)."""
+        for piece in reversed(self.out):
+            t = piece.rstrip(" \t")
+            if t:
+                return t[-1] == "\n"
+        return True
+
+    def _line_has_backtick(self) -> bool:
+        for piece in reversed(self.out):
+            k = piece.rfind("\n")
+            if k >= 0:
+                return "`" in piece[k + 1 :]
+            if "`" in piece:
+                return True
+        return False
+
+    def _joins(self, first: str, nxt: str, newline: bool) -> bool:
+        """Would output starting with ``first`` (the next non-blank being ``nxt``) right
+        after a removed marker build markup? See the module docstring."""
+        if not first:
+            return False
+        if not self.out:
+            return nxt != "" and nxt in "`~" and not newline
+        if grows_into_tag(self._tail(GROWING_MAX), first):
+            return True
+        if newline or not nxt or nxt not in "`~":
+            return False
+        return self._tail(1) == nxt or self._line_blank()
 
     def text(self, s: str) -> None:
         if self.after:
@@ -90,7 +139,7 @@ class Cleaner:
             self.held += src[a:b]
         return True
 
-    def cut(self, src: str, a: int, b: int) -> None:
+    def cut(self, src: str, a: int, b: int, ml: bool = False) -> None:
         """``text_range(src, a, b)`` then ``marker()``: the whole-text step, with the usual
         case (whitespace holding a newline after the previous marker) settled inline."""
         out = self.out
@@ -110,6 +159,8 @@ class Cleaner:
                     rest = "\n" + rest
                 elif self._tail2() == "\n\n":
                     rest = rest[rest.rfind("\n") + 1 :]
+                if out and self._joins(rest[:1] or src[a], src[a], True):
+                    out.append(DEFUSE)
                 t = rest.rstrip(HWS)
                 if t:
                     out.append(t)
@@ -131,11 +182,14 @@ class Cleaner:
             self.held += src[a:b]
         self.after = True
         self.ws = ""
+        self.ml = ml
         self.lstart = out[-1][-1] == "\n" if out else True
 
-    def marker(self) -> None:
+    def marker(self, ml: bool = False) -> None:
+        """A marker was removed here; ``ml``: its raw text spans lines."""
         if not self.after:
             self.after = True
+            self.ml = ml
             self.ws = ""
             out = self.out
             self.lstart = out[-1][-1] == "\n" if out else True
@@ -143,12 +197,14 @@ class Cleaner:
         if "\n" in self.ws:
             self._resolve("<")
             self.after = True
+            self.ml = ml
             self.ws = ""
             self.lstart = self._tail2().endswith("\n")
             return
         if not self.lstart and not self.held:
             self.held = self.ws
         self.ws = ""
+        self.ml = self.ml or ml
 
     def _resolve(self, nxt: str) -> None:
         """Settle the whitespace after a marker group; ``nxt`` is the next character
@@ -163,6 +219,8 @@ class Cleaner:
                 rest = "\n" + rest
             elif self._tail2() == "\n\n":
                 rest = rest[rest.rfind("\n") + 1 :]
+            if self.out and self._joins(rest[:1] or nxt, nxt, True):
+                self.out.append(DEFUSE)
             # ``text(rest)`` with nothing held, inlined: ``rest`` is only whitespace
             t = rest.rstrip(HWS)
             if t:
@@ -173,11 +231,20 @@ class Cleaner:
             return
         if not nxt:
             self.held = ""
-        elif not self.lstart:
+            return
+        if not self.lstart:
             if nxt in _CLOSING_PUNCT:
                 self.held = ""
             elif not self.held:
                 self.held = ws
+            if self.ml and self._line_has_backtick():
+                # the marker spanned lines: joining them could pair backticks anew
+                self.held = ""
+                if grows_into_tag(self._tail(GROWING_MAX), "\n"):
+                    self.out.append(DEFUSE)
+                self.out.append("\n")
+        if self._joins(self.held[:1] or nxt, nxt, False):
+            self.out.append(DEFUSE)
 
     def eof(self) -> str:
         if self.after:

@@ -24,6 +24,11 @@ CLOSER_MAX_LEN = len("</memory>") + CLOSER_MAX_WS
 CANDIDATE = re.compile(r"<(?i:memory)(?=[ \t\r\n\f/>])")
 # What may still grow into a candidate at the end of a stream buffer.
 PARTIAL_CANDIDATE = re.compile(r"<(?i:m(?:e(?:m(?:o(?:r(?:y)?)?)?)?)?)?\Z")
+# A tag start or closer still growing at the end of a stream buffer.
+PARTIAL_TAG = re.compile(
+    r"<(?:(?i:m(?:e(?:m(?:o(?:r(?:y)?)?)?)?)?)?"
+    r"|/(?i:m(?:e(?:m(?:o(?:r(?:y[ \t\r\n\f]{0,16})?)?)?)?)?)?)\Z"
+)
 NESTED = re.compile(r"<(?i:memory)[ \t\r\n\f/>]")
 CLOSER = re.compile(r"</(?i:memory)" + _TWS + "{0," + str(CLOSER_MAX_WS) + "}>")
 # The opening tag alone (to its first '>'); the body is found with CLOSER after it.
@@ -33,6 +38,18 @@ _ATTR = re.compile(
 )
 _TRAILING_WS = re.compile(_TWS + r"*")
 KEY_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+# Invisible and unbreakable: put after a '<' it stops ``<memory`` from being a tag start,
+# so released or joined text shown to the user (and stored) never parses as a marker.
+DEFUSE = "\u2060"  # WORD JOINER
+_MAYBE_LEFT = re.compile(r"<[mM/]").search
+_DEFUSABLE = re.compile(r"<(?=(?i:memory)[ \t\r\n\f/>]|/(?i:memory))")
+# A tag start or a closer still growing: '<' then a prefix of 'memory' and its
+# delimiter, or '</' then a prefix of 'memory', blanks and '>'.
+_GROWING = re.compile(
+    r"<(?:(?i:m(?:e(?:m(?:o(?:r(?:y[ \t\r\n\f/>]?)?)?)?)?)?)?"
+    r"|/(?i:m(?:e(?:m(?:o(?:r(?:y[ \t\r\n\f]{0,16}>?)?)?)?)?)?)?)"
+)
+GROWING_MAX = 26  # the longest left part that may still grow (a closer with blanks)
 
 
 class MemoryScope(str, Enum):
@@ -59,6 +76,8 @@ class InvalidReason(str, Enum):
     EMPTY_BODY = "empty body"
     BODY_TOO_LONG = "body too long"
     UNTERMINATED = "unterminated"
+    TOO_MANY = "too many proposals"
+    STRAY_CLOSER = "stray closing tag"
 
     def __str__(self) -> str:
         return self.value
@@ -226,6 +245,52 @@ def judge(
             f"{len(body)} characters; the limit is {max_body_chars}",
         )
     return MemoryMarker(scope, key, body, raw)
+
+
+def defuse(text: str) -> str:
+    """``text`` with every tag start and closer broken by ``DEFUSE``: for markup released
+    as text. (Every ``<memory`` in lower case is broken, a tag start or not: invisible
+    either way.)"""
+    if "<" not in text:
+        return text
+    text = text.replace("<memory", "<" + DEFUSE + "memory")  # the usual case, fast
+    if "</" in text:
+        text = text.replace("</memory", "<" + DEFUSE + "/memory")
+    if _MAYBE_LEFT(text):  # another spelling may be left
+        return _DEFUSABLE.sub("<" + DEFUSE, text)
+    return text
+
+
+def grows_into_tag(left: str, first: str) -> bool:
+    """Would ``first`` continue a tag start at the end of ``left`` (``"<mem" + "o"``)?"""
+    lt = left.rfind("<")
+    return lt >= 0 and _GROWING.fullmatch(left[lt:] + first) is not None
+
+
+# Tag starts looked at in one reply (in code or not). Past it the rest of the reply is
+# shown as (defused) text in one step: a reply made of tags costs search speed, not a
+# Python step per tag. No honest reply comes near it.
+MAX_TAGS = 1000
+
+
+def tags_spent(raw: str) -> InvalidMarker:
+    return InvalidMarker(
+        InvalidReason.TOO_MANY, raw, f"more than {MAX_TAGS} <memory> tags; the rest is text"
+    )
+
+
+def stray(raw: str) -> InvalidMarker:
+    return InvalidMarker(InvalidReason.STRAY_CLOSER, raw, "a </memory> that closes nothing")
+
+
+def too_many(raw: str, cap: int) -> InvalidMarker:
+    return InvalidMarker(InvalidReason.TOO_MANY, raw, f"at most {cap} proposals per reply")
+
+
+def check_cap(max_markers: int | None) -> int | None:
+    if max_markers is not None and (not isinstance(max_markers, int) or max_markers < 0):
+        raise ValueError("max_markers must be None or an integer >= 0")
+    return max_markers
 
 
 def check_limit(max_body_chars: int) -> int:

@@ -11,6 +11,9 @@ operations. Inline code is not analysed as it streams: the current line is kept 
 list of pieces and paired only when a tag start appears on it. An open element is a
 list of pieces and only each new delta (plus a short carry) is searched for
 ``</memory>``; a fence is followed line by line. Nothing is rescanned from its start.
+An element still open at ``finish`` was searched to the end without a closer, so its
+body is scanned again knowing that no later tag can close either (linear, not one
+rescan per unclosed tag).
 """
 
 from __future__ import annotations
@@ -24,17 +27,28 @@ from kairox_core.markers._grammar import (
     CLOSER,
     CLOSER_MAX_LEN,
     DEFAULT_MAX_BODY_CHARS,
-    PARTIAL_CANDIDATE,
+    DEFUSE,
+    MAX_TAGS,
+    PARTIAL_TAG,
     TAG_WS,
     InvalidMarker,
     InvalidReason,
     MemoryMarker,
     build_element,
+    check_cap,
     check_limit,
+    defuse,
+    stray,
+    tags_spent,
+    too_many,
 )
+from kairox_core.markers.extract import BT_LINE
 
-_NORMAL, _FENCE, _ELEMENT = 0, 1, 2
+_NORMAL, _FENCE, _ELEMENT, _REST = 0, 1, 2, 3  # _REST: past MAX_TAGS, all text
 _SPECIAL = re.compile(r"[<`~]")
+_REFEED = 8192
+_GROWS = re.compile(r"<(?:/?(?i:m(?:e(?:m(?:o(?:r(?:y)?)?)?)?)?)?)\Z")  # may grow into a defusable
+_TAG_OR_CLOSER = re.compile(CANDIDATE.pattern + "|" + CLOSER.pattern)
 _FENCE_CACHE: dict[tuple[str, int], tuple[re.Pattern[str], re.Pattern[str]]] = {}
 
 
@@ -57,8 +71,19 @@ class MarkerStreamParser:
     visible text, markers and invalid markers of ``extract_memory_markers`` on it.
     """
 
-    def __init__(self, max_body_chars: int = DEFAULT_MAX_BODY_CHARS) -> None:
+    def __init__(
+        self, max_body_chars: int = DEFAULT_MAX_BODY_CHARS, max_markers: int | None = None
+    ) -> None:
         self.max_body_chars = check_limit(max_body_chars)
+        self.max_markers = check_cap(max_markers)
+        self._no_closer = False  # finish(): the rest of the text holds no </memory>
+        self._tags = 0  # tag starts decided (see MAX_TAGS)
+        # The current line's start, when it is raw text (not after an element): does it
+        # start like a backtick fence (True/False; None: only blanks and < 3 backticks,
+        # kept in _lhead)? Tags on such a line stay text, as in the whole-text extractor.
+        self._lok = True
+        self._lbt: bool | None = None
+        self._lhead = ""
         self.markers: list[MemoryMarker] = []
         self.invalid: list[InvalidMarker] = []
         self._c = Cleaner()
@@ -97,12 +122,16 @@ class MarkerStreamParser:
                     if delta.strip(" \t"):
                         self._blank = False
                 self._ctx.append(delta)
+                if self._lbt is None and self._lok:
+                    self._line_head(self._lhead + delta)
             elif "`" in delta or "~" in delta:
                 return self._slow(delta)
             else:
                 tail = delta[delta.rfind("\n") + 1 :]
                 self._ctx = [tail]
                 self._blank = not tail.strip(" \t")
+                self._lok = True
+                self._line_head(tail)
             c = self._c
             t = delta.rstrip(HWS)
             if t is delta:  # nothing stripped (str.rstrip returns the same object)
@@ -127,10 +156,41 @@ class MarkerStreamParser:
         if self._finished:
             raise RuntimeError("MarkerStreamParser.feed() called after finish()")
         mode = self._mode
-        if mode == _ELEMENT and self._tag and not self._carry and "<" not in delta:
-            self._body_parts.append(delta)  # inside a body: no closing tag can start here
-            return ""
         c = self._c
+        if mode == _REST:
+            s = self._pend + delta if self._pend else delta
+            self._pend = ""
+            if "<" in s:
+                lt = s.rfind("<", max(0, len(s) - 8))
+                if lt >= 0 and _GROWS.match(s, lt):
+                    self._pend = s[lt:]  # may grow into a tag start
+                    s = s[:lt]
+                s = defuse(s)
+            if c.after or not s:
+                mark = len(c.out)
+                if s:
+                    c.text(s)
+                return "".join(c.out[mark:])
+            t = s.rstrip(HWS)  # ``c.text(s)`` inlined, as for a fence below
+            if not t:
+                c.held += s
+                return ""
+            held = s[len(t) :]
+            if c.held:
+                t = c.held + t
+            c.held = held
+            c.out.append(t)
+            return t
+        if mode == _ELEMENT and self._tag:
+            b = self._carry + delta if self._carry else delta
+            if "</" not in b:  # inside a body: a closing tag can only start at a final '<'
+                if b.endswith("<"):
+                    self._body_parts.append(b[:-1])
+                    self._carry = "<"
+                else:
+                    self._body_parts.append(b)
+                    self._carry = ""
+                return ""
         if mode == _FENCE and self._fline is None and "\n" not in delta and not c.after:
             # inside a fenced line that cannot close it: all visible (``c.text`` inlined)
             t = delta.rstrip(HWS)
@@ -162,6 +222,13 @@ class MarkerStreamParser:
         if self._finished:
             return ""
         mark = len(self._c.out)
+        if self._mode == _ELEMENT and self._tag:
+            body = self._release()
+            self._no_closer = True
+            # fed back in pieces: scanning passes the rest of its input along at each
+            # tag, which on one huge body would copy it once per tag
+            for k in range(0, len(body), _REFEED):
+                self._slow(body[k : k + _REFEED])
         if self._mode == _ELEMENT:
             self._process(self._release(), True)
         else:
@@ -183,8 +250,28 @@ class MarkerStreamParser:
                 s = self._normal(s, final)
             elif self._mode == _FENCE:
                 s = self._fence(s)
-            else:
+            elif self._mode == _ELEMENT:
                 s = self._element(s)
+            else:
+                self._rest(s, final)
+                s = None
+
+    def _rest(self, s: str, final: bool) -> None:
+        """Past MAX_TAGS: text, defused; a possible tag start at the end waits."""
+        self._pend = ""
+        if "<" not in s:
+            if s:
+                self._c.text(s)
+            return
+        hold = len(s)
+        if not final:
+            lt = s.rfind("<", max(0, hold - 8))
+            if lt >= 0 and _GROWS.match(s, lt):
+                hold = lt
+                self._pend = s[hold:]
+                s = s[:hold]
+        if s:
+            self._c.text(defuse(s))
 
     def _at_line_start(self, s: str, i: int) -> bool:
         nl = s.rfind("\n", 0, i)
@@ -200,10 +287,31 @@ class MarkerStreamParser:
         else:
             prefix = "".join(self._ctx)
             base, off, start = prefix + s, len(prefix), 0
+        if base.find("`", start, i + off) < 0:
+            return 0  # no backtick before it on the line: not in a span
         le = base.find("\n", i + off)
         complete = le >= 0 or final
         r = span_end(base, start, i + off, le if le >= 0 else len(base), complete)
         return r - off if r > 0 else r
+
+    def _fence_like(self, s: str, i: int) -> bool:
+        """Does the line of ``s[i]`` start like a backtick fence (see ``BT_LINE``)?"""
+        nl = s.rfind("\n", 0, i)
+        if nl >= 0:
+            return BT_LINE.match(s, nl + 1, i) is not None
+        if not self._lok or self._lbt is False:
+            return False
+        return self._lbt or BT_LINE.match(self._lhead + s[:i]) is not None
+
+    def _line_head(self, head: str) -> None:
+        """Settle ``_lbt`` from the start of the current line (leading blanks dropped)."""
+        head = head.lstrip(" \t")
+        if head.startswith("```"):
+            self._lbt, self._lhead = True, ""
+        elif len(head) < 3 and not head.strip("`"):
+            self._lbt, self._lhead = None, head
+        else:
+            self._lbt, self._lhead = False, ""
 
     def _open_fence(self, char: str, n: int) -> None:
         self._mode = _FENCE
@@ -231,12 +339,12 @@ class MarkerStreamParser:
                     self._fline = "" if nl >= 0 else None
                     return s[end:] if end < n else None
                 else:
-                    m = CANDIDATE.search(s, q)
+                    m = _TAG_OR_CLOSER.search(s, q)
                     if m is not None:
                         hold = m.start()
                     else:
-                        lt = s.rfind("<", max(q, n - 7))
-                        if lt >= 0 and PARTIAL_CANDIDATE.match(s, lt):
+                        lt = s.rfind("<", max(q, n - CLOSER_MAX_LEN))
+                        if lt >= 0 and PARTIAL_TAG.match(s, lt):
                             hold = lt
                     break
             m = _SPECIAL.search(s, q)
@@ -245,21 +353,43 @@ class MarkerStreamParser:
             i = m.start()
             ch = s[i]
             if ch == "<":
-                if n - i < 8 and not final and PARTIAL_CANDIDATE.match(s, i):
+                if n - i < CLOSER_MAX_LEN and not final and PARTIAL_TAG.match(s, i):
                     hold = i
                     break
+                closer = None
                 if CANDIDATE.match(s, i) is None:
-                    q = i + 1
-                    continue
+                    closer = CLOSER.match(s, i)
+                    if closer is None:
+                        q = i + 1
+                        continue
                 covered = self._context(s, res, i, final)
                 if covered == UNKNOWN:
                     hold = i
                     break
+                self._tags += 1
+                if self._tags > MAX_TAGS:  # as the whole-text extractor: the rest is text
+                    if i > done:
+                        c.text(s[done:i])
+                    self.invalid.append(tags_spent(s[i : i + 7]))
+                    self._mode = _REST
+                    return s[i:]
+                if self._fence_like(s, i):
+                    q = i + 1
+                    continue
                 if covered > 0:
                     q = res = covered
                     continue
+                if closer is not None:  # outside any element: removed (a stray closer)
+                    if i > done:
+                        c.text(s[done:i])
+                    raw = closer.group()
+                    self.invalid.append(stray(raw))
+                    c.marker("\n" in raw)
+                    self._after_element()
+                    return s[closer.end() :] or None
                 if i > done:
                     c.text(s[done:i])
+                self._track(s, i, res)  # kept should the tag be released as text
                 return self._element(s[i:])
             j = run_end(s, i)
             if j == n and not final and self._at_line_start(s, i):
@@ -278,7 +408,18 @@ class MarkerStreamParser:
             q = j
         if hold > done:
             c.text(s[done:hold])
+        self._track(s, hold, res)
+        self._pend = s[hold:]
+        return None
+
+    def _track(self, s: str, hold: int, res: int) -> None:
+        """Follow the current line through ``s[:hold]`` (spans pair from ``res``)."""
         nl = s.rfind("\n", 0, hold)
+        if nl >= 0:
+            self._lok = True
+            self._line_head(s[nl + 1 : hold])
+        elif self._lok and self._lbt is None:
+            self._line_head(self._lhead + s[:hold])
         if nl >= 0:
             self._ctx = [s[max(nl + 1, res) : hold]]
             self._blank = is_blank(s, nl + 1, hold)
@@ -289,8 +430,6 @@ class MarkerStreamParser:
                 self._ctx.append(s[:hold])
             if self._blank:
                 self._blank = is_blank(s, 0, hold)
-        self._pend = s[hold:]
-        return None
 
     def _emit_open(self, s: str, done: int, j: int, char: str, n: int) -> None:
         if j > done:
@@ -340,11 +479,18 @@ class MarkerStreamParser:
                 self._record(build_element(tag, attrs_full, None, self.max_body_chars))
                 return s
             self._tag = tag
+            if self._no_closer:  # finish(): nothing can close it
+                self._body_parts = [s]
+                return self._release()
         if self._carry:
             s = self._carry + s
             self._carry = ""
-        elif "<" not in s:
-            self._body_parts.append(s)
+        if "</" not in s:
+            if s.endswith("<"):
+                self._body_parts.append(s[:-1])
+                self._carry = "<"
+            else:
+                self._body_parts.append(s)
             return None
         m = CLOSER.search(s)
         if m is None:
@@ -364,15 +510,18 @@ class MarkerStreamParser:
         return s[m.end() :]
 
     def _record(self, result: MemoryMarker | InvalidMarker) -> None:
-        if isinstance(result, MemoryMarker):
+        if not isinstance(result, MemoryMarker):
+            self.invalid.append(result)
+        elif self.max_markers is None or len(self.markers) < self.max_markers:
             self.markers.append(result)
         else:
-            self.invalid.append(result)
-        self._c.marker()
+            self.invalid.append(too_many(result.raw, self.max_markers))
+        self._c.marker("\n" in result.raw)
         self._after_element()
 
     def _after_element(self) -> None:
         self._mode = _NORMAL
+        self._lok = False  # the element ends on this line
         self._ctx = []  # code spans pair from the element's end
         self._blank = False  # its '>' is on this line
 
@@ -382,7 +531,7 @@ class MarkerStreamParser:
             raw = "".join(self._tag_parts)
             self._tag_parts = []
             self._after_element()
-            self._c.text(raw)
+            self._c.text(defuse(raw))
             self.invalid.append(
                 InvalidMarker(
                     InvalidReason.UNTERMINATED, raw, "the opening tag is never closed by '>'"
@@ -394,9 +543,12 @@ class MarkerStreamParser:
         self._tag = ""
         self._body_parts = []
         self._carry = ""
-        self._after_element()
-        self._c.text(tag)
+        # not a tag after all: its '<' is text (defused) and scanning goes on right
+        # after it, through the tag's own text (as the whole-text extractor does)
+        self._mode = _NORMAL
+        self._track("<", 1, 0)
+        self._c.text("<" + DEFUSE)
         self.invalid.append(
             InvalidMarker(InvalidReason.UNTERMINATED, tag, "no </memory> closes this tag")
         )
-        return body
+        return tag[1:] + body

@@ -2,15 +2,17 @@
 
 A tool result or a retrieved chunk may carry instructions ("remember that the admin
 password is ..."); a memory whose body mostly repeats such text is flagged so the
-approver looks twice. Comparison is on normalised word tokens (NFKC, case-folded),
-so spacing, punctuation and case do not hide a copy.
+approver looks twice. Comparison is on the word tokens of ``kairox_core.textfold.fold``
+(NFKC, invisible characters removed, Cyrillic/Greek look-alikes folded, case folded),
+so spacing, punctuation, case and disguises that read the same do not hide a copy.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
+
+from kairox_core.textfold import fold
 
 _WORD = re.compile(r"\w+")
 NGRAM = 5
@@ -18,7 +20,7 @@ THRESHOLD = 0.6
 
 
 def _tokens(text: str) -> list[str]:
-    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    return _WORD.findall(fold(text))
 
 
 def is_tainted(

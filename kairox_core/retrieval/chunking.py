@@ -129,7 +129,7 @@ class Chunker:
 
     def _hard_split(self, text: str) -> list[str]:
         enc = self.counter._encoding
-        ids = enc.encode(text, disallowed_special=())
+        ids = self.counter.encode(text)  # not encoded again when just counted
         step = self.max_tokens - self.overlap - 8
         return [enc.decode(ids[i : i + step]) for i in range(0, len(ids), step)]
 
