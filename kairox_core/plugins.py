@@ -33,6 +33,7 @@ CATEGORIES: dict[str, str] = {
     "retrievers": "kairox_register_retrievers",
     "compaction_strategies": "kairox_register_compaction_strategies",
     "model_providers": "kairox_register_model_providers",
+    "engines": "kairox_register_engines",
 }
 CATEGORY_NOUN = {
     "memory_stores": "memory store",
@@ -40,6 +41,7 @@ CATEGORY_NOUN = {
     "retrievers": "knowledge-base kind",
     "compaction_strategies": "compaction strategy",
     "model_providers": "model provider",
+    "engines": "engine",
 }
 
 # Names provided by Kairox's own optional distributions, for "pip install ..." hints.
