@@ -14,7 +14,7 @@ of its history in memory and reads whatever was appended since, by anyone).
         turn = await session.begin_turn("What did we decide about the launch?")
         async for delta in model.stream(turn.messages):   # any chat model
             print(turn.feed(delta), end="")                # <memory> markup removed
-        result = await turn.complete()                     # events, proposals, hooks
+        result = await turn.complete()                     # events, proposals, engines
         for p in kx.approvals.pending():                   # user/workspace memories
             kx.approvals.accept(p.id)
 
@@ -24,25 +24,22 @@ of its history in memory and reads whatever was appended since, by anyone).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from kairox_core.compaction.compactor import install as install_compaction
-from kairox_core.compaction.recall import install as install_recall
 from kairox_core.config import KairoxConfig, load_config, load_config_file
-from kairox_core.errors import KairoxError, KairoxUserError
+from kairox_core.engines import CompactionEngine, CompactionResult, Engine
+from kairox_core.errors import KairoxError, KairoxUserError, PluginError
 from kairox_core.events import Event, SessionStarted
+from kairox_core.memory.approvals import ApprovalService
+from kairox_core.memory.base import MemoryStore
 from kairox_core.session import Session, run_sync
 from kairox_core.store.database import Database
 from kairox_core.store.event_store import EventStore, SessionInfo
-
-SessionHook = Callable[[Session], None]
 
 
 class UnknownSessionError(KairoxUserError):
@@ -52,23 +49,21 @@ class UnknownSessionError(KairoxUserError):
 class Kairox:
     """Sessions, memories, approvals and events over one Kairox database.
 
-    ``session_hooks`` run on every ``Session`` handle this object creates: the place
-    where an engine (compaction) installs its ``after_turn_hooks`` and ``compactor``.
+    The composition root: it opens the stores and builds the engines registered
+    through ``kairox_register_engines`` (compaction and recall among them), which every
+    session it hands out calls at fixed points (kairox_core/engines.py).
     """
 
     def __init__(self, db: Database, config: KairoxConfig) -> None:
-        from kairox_core.memory.approvals import ApprovalService
-
         self.db = db
         self.config = config
         self.events_store = EventStore(db)
-        self.memories: Any = self._open_memory_store(db)
+        self.memories: MemoryStore = self._open_memory_store(db)
         self.approvals = ApprovalService(
             self.events_store, self.memories, max_body_chars=config.memory.max_body_chars
         )
-        self.session_hooks: list[SessionHook] = []
-        self.compactor = install_compaction(self)  # kairox_core.compaction: on every session
-        self.recall = install_recall(self)  # compacted turns indexed, recalled per prompt
+        self.engines: tuple[Engine, ...] = self._build_engines()
+        self.compaction_engine: CompactionEngine | None = self._compaction_engine()
         self._sessions: dict[str, Session] = {}
         self._closed = False
 
@@ -90,10 +85,40 @@ class Kairox:
         path = Path(db_path).expanduser() if db_path is not None else cfg.database_path()
         return cls(Database.open(path), cfg)
 
-    def _open_memory_store(self, db: Database) -> Any:
+    def _open_memory_store(self, db: Database) -> MemoryStore:
         from kairox_core.memory.backends import open_memory_store
 
         return open_memory_store(self.config.memory.store, db)
+
+    # --- engines ---------------------------------------------------------------------
+
+    def _build_engines(self) -> tuple[Engine, ...]:
+        from kairox_core.plugins import get_plugins
+
+        self._engine_names: dict[str, Engine] = {}
+        for name, registration in get_plugins().registry("engines").items():
+            engine = registration.factory(self)
+            if not isinstance(engine, Engine):
+                raise PluginError(
+                    f"engine '{name}' of plugin '{registration.plugin}' is a "
+                    f"{type(engine).__name__}, not a kairox_core.engines.Engine"
+                )
+            self._engine_names[name] = engine
+        return tuple(self._engine_names.values())
+
+    def _compaction_engine(self) -> CompactionEngine | None:
+        serving = [(n, e) for n, e in self._engine_names.items() if isinstance(e, CompactionEngine)]
+        if len(serving) > 1:
+            names = ", ".join(n for n, _ in serving)
+            raise PluginError(
+                f"more than one engine serves compaction ({names}); disable all but one "
+                f"with KAIROX_DISABLE_PLUGINS"
+            )
+        return serving[0][1] if serving else None
+
+    def engine(self, name: str) -> Engine:
+        """The engine registered as ``name``; ``KeyError`` when none is."""
+        return self._engine_names[name]
 
     # --- sessions --------------------------------------------------------------------
 
@@ -159,8 +184,6 @@ class Kairox:
         session = Session(
             self, sid, workspace_id=workspace_id, profile=profile, system_prompt=system_prompt
         )
-        for hook in self.session_hooks:
-            hook(session)
         self._sessions[sid] = session
         return session
 
@@ -185,22 +208,16 @@ class Kairox:
 
     async def compact_async(
         self, session_id: str, first_seq: int | None = None, last_seq: int | None = None
-    ) -> Any:
+    ) -> CompactionResult:
+        """Compact a session now (a seq range, or the oldest stretch not yet compacted)."""
         return await self.get_session(session_id).compact(first_seq, last_seq)
 
     def compact(
         self, session_id: str, first_seq: int | None = None, last_seq: int | None = None
-    ) -> Any:
-        """Compact a session now (a seq range, or the oldest stretch not yet compacted).
-
-        From synchronous code this runs and returns the result; called inside a running
-        event loop it returns an awaitable instead (``await kx.compact(sid)``)."""
-        coro = self.compact_async(session_id, first_seq, last_seq)
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(coro)
-        return coro
+    ) -> CompactionResult:
+        """``compact_async`` from synchronous code: always returns the result (also
+        inside a running event loop, like every synchronous twin)."""
+        return self.get_session(session_id).compact_sync(first_seq, last_seq)
 
     # --- retrieval -------------------------------------------------------------------
 

@@ -62,6 +62,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "kairox_core.default_plugins.sqlite_memory",
     "kairox_core.default_plugins.openai_provider",
     "kairox_core.default_plugins.compaction_strategies",
+    "kairox_core.default_plugins.compaction_engine",
+    "kairox_core.default_plugins.recall_engine",
 )
 
 
