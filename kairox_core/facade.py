@@ -12,9 +12,10 @@ of its history in memory and reads whatever was appended since, by anyone).
     with Kairox.open("kairox.db", "kairox.toml") as kx:
         session = kx.session(workspace="docs", profile="default")
         turn = await session.begin_turn("What did we decide about the launch?")
-        async for delta in model.stream(turn.messages):   # any chat model
-            print(turn.feed(delta), end="")                # <memory> markup removed
-        result = await turn.complete()                     # events, proposals, engines
+        async with turn:                                   # cancelled: the turn aborts
+            async for delta in model.stream(turn.messages):  # any chat model
+                print(turn.feed(delta), end="")            # <memory> markup removed
+            result = await turn.complete()                 # events, proposals, engines
         for p in kx.approvals.pending():                   # user/workspace memories
             kx.approvals.accept(p.id)
 
@@ -37,9 +38,10 @@ from kairox_core.errors import KairoxError, KairoxUserError, PluginError
 from kairox_core.events import Event, SessionStarted
 from kairox_core.memory.approvals import ApprovalService
 from kairox_core.memory.base import MemoryStore
-from kairox_core.session import Session, run_sync
+from kairox_core.session import Session
 from kairox_core.store.database import Database
 from kairox_core.store.event_store import EventStore, SessionInfo
+from kairox_core.sync import run_sync
 
 
 class UnknownSessionError(KairoxUserError):
@@ -247,7 +249,7 @@ class Kairox:
             retriever = session._retriever
             if retriever is not None:
                 session._retriever = None
-                # Inside a running loop run_sync refuses: the index then closes with the db.
+                # On Kairox's own loop run_sync refuses: the index then closes with the db.
                 with contextlib.suppress(KairoxError):
                     run_sync(retriever.close())
         self._close_stores()

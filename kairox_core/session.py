@@ -9,8 +9,12 @@ every engine's ``after_turn`` (kairox_core/engines.py: where the compaction chec
 in). A per-session lock makes turns, compaction, edits and profile switches of one
 session run strictly one after another; engines are called with the session held.
 
-Synchronous wrappers (``begin_turn_sync``, ``complete_sync``, ``run_turn_sync``,
-``preview_sync``) serve scripts and the CLI; call them outside a running event loop.
+Synchronous twins (``begin_turn_sync``, ``complete_sync``, ``abort_sync``,
+``run_turn_sync``, ``preview_sync``, ``compact_sync``, pin/edit/drop) serve scripts, the
+CLI and notebooks: they run the async method on Kairox's one background loop
+(kairox_core/sync.py), so they also work inside a running event loop. Drive one session
+either through the twins or from your own loop, not both at once (its lock and
+retriever client live on the loop that first used them).
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from kairox_core.context import (
     AssembledContext,
@@ -52,11 +56,11 @@ from kairox_core.events import (
 from kairox_core.markers import InvalidMarker, MarkerStreamParser, MemoryMarker, is_tainted
 from kairox_core.memory.approvals import Proposal
 from kairox_core.retrieval.base import RetrievalHit
+from kairox_core.sync import run_sync
 
 if TYPE_CHECKING:
     from kairox_core.facade import Kairox
 
-T = TypeVar("T")
 
 # ModelTokenDelta batching: deltas are buffered and written as one event per batch, so a
 # stream costs a few inserts, not one per token.
@@ -70,19 +74,6 @@ class TurnInProgress(KairoxUserError):
 
 class NoCompactionStrategy(KairoxError):
     """``compact`` was asked for, but no compaction engine is installed."""
-
-
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to completion from synchronous code (not inside a running loop)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    coro.close()
-    raise KairoxError(
-        "a synchronous Kairox call was made inside a running event loop; "
-        "use the async method (begin_turn, complete, ...) instead"
-    )
 
 
 @dataclass
@@ -323,15 +314,12 @@ class Session:
         (the raw model output, markers included). ``tool_results`` items have the keys
         ``tool_call_id``, ``tool_name``, ``arguments`` and ``result``."""
         turn = await self.begin_turn(prompt, attachments)
-        try:
+        async with turn:  # an error or a cancellation aborts the turn: the session is free
             for tr in tool_results:
                 turn.add_tool_result(
                     tr["tool_call_id"], tr["tool_name"], tr.get("arguments", "{}"), tr["result"]
                 )
-        except BaseException:
-            await turn.abort()
-            raise
-        return await turn.complete(reply)
+            return await turn.complete(reply)
 
     def run_turn_sync(
         self,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
 import click
 
 from kairox_core.cli.context import CliContext, pass_cli
+from kairox_core.sync import run_sync
 
 
 @click.command("chat")
@@ -72,14 +72,14 @@ def chat_command(
             finally:
                 await engine.close()
 
-        sys.exit(asyncio.run(go()))
+        sys.exit(run_sync(go()))
     from kairox_core.chat.app import ChatApp
 
     app = ChatApp(engine)
     try:
         app.run()
     finally:
-        asyncio.run(engine.close())
+        run_sync(engine.close())
 
 
 def register(cli: click.Group) -> None:

@@ -26,6 +26,7 @@ verbatim and fits the rest, turn by turn, within the retrieval share
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import threading
 from collections.abc import Callable, Sequence
@@ -115,8 +116,11 @@ class Recall(Engine):
     async def before_assembly(
         self, session: Session, request: AssemblyRequest
     ) -> list[Contribution]:
-        """The session's past turns that match the prompt, as one contribution."""
-        hits = self.turns(session, request.prompt, before_seq=request.before_seq)
+        """The session's past turns that match the prompt, as one contribution. Indexing
+        and search (embedding, SQLite) run in a worker thread, off the event loop."""
+        hits = await asyncio.to_thread(
+            self.turns, session, request.prompt, before_seq=request.before_seq
+        )
         return [Contribution(self.name, "recalled", label="recalled turns", hits=tuple(hits))]
 
     @property
@@ -145,7 +149,7 @@ class Recall(Engine):
         """Bring the index up to date while the session waits for its compaction
         anyway (the next search then has nothing to embed)."""
         if self.enabled:
-            self.catch_up(session)
+            await asyncio.to_thread(self.catch_up, session)
 
     def progress(self, session_id: str) -> tuple[int, int] | None:
         """The stretch of seqs already indexed, (low, last); None before the first."""
