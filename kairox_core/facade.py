@@ -1,8 +1,9 @@
 """``Kairox``: the one object an application holds.
 
-``Kairox.open(db_path, config)`` opens the SQLite file once and shares its connection
-between the event store, the memory store and the approval flow (so an approval's
-memory write and its events commit together). Everything is read from the database
+``Kairox.open(db_path_or_url, config)`` opens one storage backend (``kairox_register_storage``:
+the built-in ``sqlite`` for a path, a plugin's for a URL such as ``postgresql://...``)
+whose event log, memory store, proposals and retrieval index share one database (so an
+approval's memory write and its events commit together). Everything is read from the database
 each turn, never cached across processes: a second process on the same file sees the
 same memories and history on its next turn (a session handle keeps only the recent end
 of its history in memory and reads whatever was appended since, by anyone).
@@ -39,8 +40,8 @@ from kairox_core.events import Event, SessionStarted
 from kairox_core.memory.approvals import ApprovalService
 from kairox_core.memory.base import MemoryStore
 from kairox_core.session import Session
-from kairox_core.store.database import Database
-from kairox_core.store.event_store import EventStore, SessionInfo
+from kairox_core.store.event_store import SessionInfo
+from kairox_core.store.protocol import EventLog, Storage
 from kairox_core.sync import run_sync
 
 
@@ -56,13 +57,20 @@ class Kairox:
     session it hands out calls at fixed points (kairox_core/engines.py).
     """
 
-    def __init__(self, db: Database, config: KairoxConfig) -> None:
-        self.db = db
+    def __init__(self, storage: Storage, config: KairoxConfig) -> None:
+        self.storage = storage
         self.config = config
-        self.events_store = EventStore(db)
-        self.memories: MemoryStore = self._open_memory_store(db)
+        self.events_store: EventLog = storage.events
+        self._own_memories = config.memory.store not in ("sqlite", storage.name)
+        self.memories: MemoryStore = (
+            self._open_memory_store() if self._own_memories else storage.memories
+        )
         self.approvals = ApprovalService(
-            self.events_store, self.memories, max_body_chars=config.memory.max_body_chars
+            self.events_store,
+            self.memories,
+            proposals=storage.proposals,
+            shared=not self._own_memories,
+            max_body_chars=config.memory.max_body_chars,
         )
         self.engines: tuple[Engine, ...] = self._build_engines()
         self.compaction_engine: CompactionEngine | None = self._compaction_engine()
@@ -75,22 +83,22 @@ class Kairox:
         db_path: str | os.PathLike[str] | None = None,
         config: str | os.PathLike[str] | KairoxConfig | None = None,
     ) -> Kairox:
-        """Open (creating if needed) the database at ``db_path``; ``config`` is a
-        kairox.toml path or a ``KairoxConfig`` (None: the usual search, then the default).
-        ``db_path`` None uses the configured database."""
+        """Open (creating if needed) the database at ``db_path``: a path (the ``sqlite``
+        storage) or a storage URL (``postgresql://...``: the storage registered under the
+        scheme). ``config`` is a kairox.toml path or a ``KairoxConfig`` (None: the usual
+        search, then the default). ``db_path`` None uses the configured database."""
         if isinstance(config, KairoxConfig):
             cfg = config
         elif config is not None:
             cfg = load_config_file(config)
         else:
             cfg = load_config()
-        path = Path(db_path).expanduser() if db_path is not None else cfg.database_path()
-        return cls(Database.open(path), cfg)
+        return cls(open_storage(db_path if db_path is not None else cfg.database_path()), cfg)
 
-    def _open_memory_store(self, db: Database) -> MemoryStore:
+    def _open_memory_store(self) -> MemoryStore:
         from kairox_core.memory.backends import open_memory_store
 
-        return open_memory_store(self.config.memory.store, db)
+        return open_memory_store(self.config.memory.store, self.storage.location)
 
     # --- engines ---------------------------------------------------------------------
 
@@ -194,7 +202,7 @@ class Kairox:
         info = self.events_store.get_session(session_id)
         if info is None:
             raise UnknownSessionError(
-                f"no session '{session_id}' in {self.db.path or 'this database'}; "
+                f"no session '{session_id}' in {self.storage.location}; "
                 f"`kairox sessions` lists them"
             )
         return self.session(session_id=session_id)
@@ -227,7 +235,7 @@ class Kairox:
         """The composite retriever (workspace index + the profile's knowledge bases)."""
         from kairox_core.retrieval.selection import retriever_for_profile
 
-        return retriever_for_profile(self.config, profile, self.db.conn, workspace_id=workspace_id)
+        return retriever_for_profile(self.config, profile, self.storage, workspace_id=workspace_id)
 
     # --- lifetime --------------------------------------------------------------------
 
@@ -236,6 +244,10 @@ class Kairox:
             raise KairoxError("this Kairox is closed")
 
     async def aclose(self) -> None:
+        if self._closed:
+            return
+        for engine in self.engines:
+            await engine.aclose()
         for session in self._sessions.values():
             if session._retriever is not None:
                 await session._retriever.close()
@@ -245,6 +257,9 @@ class Kairox:
     def close(self) -> None:
         if self._closed:
             return
+        for engine in self.engines:
+            with contextlib.suppress(KairoxError):  # on Kairox's own loop: not here
+                run_sync(engine.aclose())
         for session in self._sessions.values():
             retriever = session._retriever
             if retriever is not None:
@@ -258,12 +273,10 @@ class Kairox:
         if self._closed:
             return
         self._closed = True
-        close = getattr(self.approvals, "close", None)
-        if callable(close):
-            close()
-        self.memories.close()
-        self.events_store.close()
-        self.db.release()
+        self.approvals.close()
+        if self._own_memories:
+            self.memories.close()
+        self.storage.close()
 
     def __enter__(self) -> Kairox:
         return self
@@ -281,3 +294,16 @@ class Kairox:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def open_storage(target: str | os.PathLike[str]) -> Storage:
+    """The storage for ``target``: a URL's scheme names the registered backend
+    (``postgresql://`` -> ``postgresql``), anything else is a path for ``sqlite``."""
+    from kairox_core.plugins import get_plugins
+
+    text = os.fspath(target)
+    scheme = text.split("://", 1)[0].lower() if "://" in text else "sqlite"
+    name = {"postgres": "postgresql", "postgresql+psycopg": "postgresql"}.get(scheme, scheme)
+    registration = get_plugins().get("storage", name, context="database")
+    storage: Storage = registration.factory(text if "://" in text else str(Path(text).expanduser()))
+    return storage

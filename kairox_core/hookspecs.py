@@ -99,3 +99,16 @@ def kairox_register_engines(register: Register) -> None:
     Built once per ``Kairox``, in registration order. The built-in ``compaction``
     (which also serves ``session.compact()``) and ``recall`` engines are registered here.
     """
+
+
+@hookspec
+def kairox_register_storage(register: Register) -> None:
+    """Register storage backends: a whole database for events, memories, proposals and
+    the retrieval index.
+
+    ``register(name, factory)`` where ``factory(target: str) -> Storage``
+    (``kairox_core.store.protocol``); ``Kairox.open`` picks the backend by the target's
+    URL scheme (``postgresql://...`` -> ``postgresql``; a plain path -> ``sqlite``). The
+    built-in ``sqlite`` storage is registered here. A backend passes
+    ``kairox_core.testing.storage_contract.StorageContract``.
+    """

@@ -34,6 +34,7 @@ CATEGORIES: dict[str, str] = {
     "compaction_strategies": "kairox_register_compaction_strategies",
     "model_providers": "kairox_register_model_providers",
     "engines": "kairox_register_engines",
+    "storage": "kairox_register_storage",
 }
 CATEGORY_NOUN = {
     "memory_stores": "memory store",
@@ -42,6 +43,7 @@ CATEGORY_NOUN = {
     "compaction_strategies": "compaction strategy",
     "model_providers": "model provider",
     "engines": "engine",
+    "storage": "storage backend",
 }
 
 # Names provided by Kairox's own optional distributions, for "pip install ..." hints.
@@ -52,6 +54,7 @@ KNOWN_DISTRIBUTIONS: dict[tuple[str, str], str] = {
     ("retrievers", "weaviate"): "kairox-weaviate",
     ("embedding_backends", "sentence-transformers"): "kairox-sentence-transformers",
     ("model_providers", "llamacpp"): "kairox-llamacpp",
+    ("storage", "postgresql"): "kairox-postgres",
 }
 
 # Built-in plugins: modules under kairox_core.default_plugins, registered like any other.
@@ -64,6 +67,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "kairox_core.default_plugins.compaction_strategies",
     "kairox_core.default_plugins.compaction_engine",
     "kairox_core.default_plugins.recall_engine",
+    "kairox_core.default_plugins.sqlite_storage",
 )
 
 

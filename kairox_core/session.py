@@ -54,7 +54,7 @@ from kairox_core.events import (
     UserMessageAdded,
 )
 from kairox_core.markers import InvalidMarker, MarkerStreamParser, MemoryMarker, is_tainted
-from kairox_core.memory.approvals import Proposal
+from kairox_core.memory.records import Proposal
 from kairox_core.retrieval.base import RetrievalHit
 from kairox_core.sync import run_sync
 
@@ -623,7 +623,7 @@ class Turn:
             )
             batch = [e for e in (self._delta_event(), reply) if e is not None]
             proposals: list[Proposal] = []
-            with kx.db.atomic():
+            with kx.storage.atomic():
                 stored = kx.events_store.append_many(batch)[-1]
                 if markers:
                     untrusted = [e.result for e in self._tool_events]

@@ -190,7 +190,7 @@ def test_a_turn_is_embedded_with_the_turn_it_answers(tmp_path: Path) -> None:
         assert len(docs) == 4
         rows = [
             tuple(r)
-            for r in k.db.conn.execute(
+            for r in k.storage.db.conn.execute(
                 "SELECT c.text, c.context FROM rag_chunks c WHERE c.workspace_id = ? ORDER BY c.id",
                 (recall_space(session.workspace_id, session.id),),
             )
@@ -252,7 +252,7 @@ def test_indexing_is_idempotent_and_catches_up(tmp_path: Path) -> None:
         docs = index.documents()
         assert len(docs) == len(turns) and all(d.doc_type == DOC_TYPE for d in docs)
         assert recall_of(k).catch_up(session) == 0  # nothing new
-        k.db.conn.execute("DELETE FROM recall_progress")  # forgotten progress: re-read,
+        k.storage.db.conn.execute("DELETE FROM recall_progress")  # forgotten progress: re-read,
         embedded = index.embedded_chunks
         assert recall_of(k).catch_up(session) == 0  # ... but every document is unchanged
         assert index.embedded_chunks == embedded
@@ -451,7 +451,7 @@ def test_a_long_backlog_is_indexed_newest_first_in_steps(
         # each turn still has its predecessor as context, across step boundaries
         rows = dict(
             tuple(r)
-            for r in k.db.conn.execute(
+            for r in k.storage.db.conn.execute(
                 "SELECT d.doc_id, c.context FROM rag_chunks c JOIN rag_documents d "
                 "ON d.id = c.document_id WHERE c.workspace_id = ?",
                 (recall_space(session.workspace_id, sid),),

@@ -221,7 +221,7 @@ class Compactor(Engine):
         self, session: Session, cid: str, plan: Plan, outcome: StrategyOutcome
     ) -> CompactionSummary:
         kx = self.kx
-        with kx.db.atomic():
+        with kx.storage.atomic():
             stored = kx.events_store.append(
                 CompactionSummary(
                     session_id=session.id,

@@ -139,8 +139,8 @@ class Recall(Engine):
                     from kairox_core.retrieval.embeddings import load_embedding_backend
 
                     self._backend = load_embedding_backend(self.kx.config.retrieval)
-                index = WorkspaceRagIndex.from_config(
-                    self.kx.config, self.kx.db.conn, space, backend=self._backend
+                index = self.kx.storage.workspace_index(
+                    self.kx.config, space, backend=self._backend
                 )
                 self._indexes[space] = index
             return index
@@ -248,8 +248,9 @@ class Recall(Engine):
 
 def _rebuilt_if_needed(kx: Kairox, index: WorkspaceRagIndex, call: Callable[[], T]) -> T:
     """``call()`` on the index; if ``[retrieval] backend`` changed since the session's
-    turns were embedded, re-embed them (they are our own) and call again."""
-    with kx.db.lock:
+    turns were embedded, re-embed them (they are our own) and call again. Under the
+    index's lock (its connection's), so no other thread sees the rebuild half done."""
+    with index.lock:
         try:
             return call()
         except IndexBackendMismatch:

@@ -21,17 +21,17 @@ from kairox_core.events import (
     FactUnpinned,
     SummaryEdited,
 )
-from kairox_core.store.event_store import EventStore
+from kairox_core.store.protocol import EventLog
 
 
-def refresh(store: EventStore, session_id: str, state: CompactionState) -> CompactionState:
+def refresh(store: EventLog, session_id: str, state: CompactionState) -> CompactionState:
     """Fold compaction events newer than ``state`` has seen (cheap: indexed by type)."""
     state.apply(store.compaction_events(session_id, state.watermark))
     return state
 
 
 def active_summary(
-    store: EventStore, session_id: str, state: CompactionState, summary_seq: int
+    store: EventLog, session_id: str, state: CompactionState, summary_seq: int
 ) -> SummaryItem:
     """The active summary stored at ``summary_seq``; a clear error otherwise."""
     state = refresh(store, session_id, state)
@@ -56,7 +56,7 @@ def chunks(text: str) -> list[str]:
 
 
 def pin_fact(
-    store: EventStore,
+    store: EventLog,
     session_id: str,
     state: CompactionState,
     text: str,
@@ -80,7 +80,7 @@ def pin_fact(
 
 
 def unpin_fact(
-    store: EventStore, session_id: str, state: CompactionState, fact_id: str
+    store: EventLog, session_id: str, state: CompactionState, fact_id: str
 ) -> FactUnpinned:
     pinned = {f.fact_id: f for f in refresh(store, session_id, state).pinned}
     fact = pinned.get(fact_id)
@@ -97,7 +97,7 @@ def unpin_fact(
 
 
 def edit_summary(
-    store: EventStore, session_id: str, state: CompactionState, summary_seq: int, text: str
+    store: EventLog, session_id: str, state: CompactionState, summary_seq: int, text: str
 ) -> SummaryEdited:
     text = text.strip()
     if not text:
@@ -117,7 +117,7 @@ def edit_summary(
 
 
 def drop_chunk(
-    store: EventStore, session_id: str, state: CompactionState, summary_seq: int, chunk_index: int
+    store: EventLog, session_id: str, state: CompactionState, summary_seq: int, chunk_index: int
 ) -> ChunkDropped:
     item = active_summary(store, session_id, state, summary_seq)
     parts = chunks(item.text)

@@ -17,6 +17,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,6 +154,10 @@ class EventStore(DatabaseStore):
         super().__init__(path_or_conn, COMPONENT, MIGRATIONS)
         with self.db.lock:
             migrate(self.db.conn, INDEXED_COMPONENT, INDEXED_MIGRATIONS)
+
+    def atomic(self) -> AbstractContextManager[Any]:
+        """A transaction on this store's database (nests; other stores on it join)."""
+        return self.db.atomic()
 
     # --- writing -------------------------------------------------------------------
 
