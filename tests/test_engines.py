@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -51,3 +55,46 @@ def test_engines_register_like_any_plugin(
 
     host = register_plugin(Plugin(), "noop-engine")
     assert host.get("engines", "noop").plugin == "noop-engine"
+
+
+def _documented_engine() -> str:
+    """The worked third-party engine of docs/hooks.md, verbatim."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "hooks.md").read_text()
+    section = text.split("## kairox_register_engines", 1)[1].split("\n## ", 1)[0]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_an_entry_point_engine_sees_every_turn_end(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "kairox_wordcount").mkdir(parents=True)
+    (site / "kairox_wordcount" / "__init__.py").write_text(_documented_engine())
+    info = site / "kairox_wordcount-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kairox-wordcount\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[kairox]\nwordcount = kairox_wordcount\n")
+    script = textwrap.dedent(
+        f"""
+        from kairox_core import Kairox
+        from kairox_core.config import KairoxConfig
+
+        with Kairox.open({str(tmp_path / "kx.db")!r}, KairoxConfig()) as kx:
+            s = kx.session()
+            s.run_turn_sync("hi", "one two three")
+            s.run_turn_sync("again", "four five")
+            print(kx.engine("wordcount").words[s.id])
+            print(kx.engines[-1].name, [e.name for e in kx.engines[:2]])
+            print(s.preview_sync("next").messages[0]["content"])
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    for var in ("KAIROX_LOAD_PLUGINS", "KAIROX_DISABLE_PLUGINS", "KAIROX_STRICT_PLUGINS"):
+        env.pop(var, None)
+    env["KAIROX_STRICT_PLUGINS"] = "1"
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    words, order, system = out.stdout.splitlines()[:3]
+    assert words == "5"  # both after-turn calls seen
+    assert order == "wordcount ['compaction', 'recall']"  # built-ins first
+    assert system.endswith("You have said 5 words so far.")  # its contribution, system layer
