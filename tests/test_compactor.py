@@ -270,3 +270,19 @@ def test_secrets_from_any_strategy_are_redacted_before_storing(
     assert "ghp_abcdefghijklmnop" not in stored and "hunter2" not in stored
     assert "Deploy with token" in stored and "today." in stored
     kx.close()
+
+
+def test_a_strategy_is_checked_against_its_protocol(
+    kairox_home: Path, tmp_path: Path, register_plugin: Callable[[object, str], Any]
+) -> None:
+    class OnlyCompact:  # the old probed-for name is not enough: summarize is the protocol
+        async def compact(self, request: CompactionRequest) -> CompactionOutput:
+            return CompactionOutput("never used")
+
+    register_plugin(StrategyPlugin("nosummary", lambda **kw: OnlyCompact()), "nosummary")
+    with Kairox.open(tmp_path / "p.db", small_config("nosummary")) as kx:
+        s = kx.session(workspace="w")
+        talk(s, 4, words=2)
+        result = kx.compact(s.id)
+        assert result.status == "failed" and "without a summarize(request)" in result.reason
+        assert "plugin 'nosummary'" in result.reason
