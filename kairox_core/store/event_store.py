@@ -41,6 +41,16 @@ COMPACTION_EVENT_TYPES = (
     "SummaryEdited",
     "ChunkDropped",
 )
+_CONVERSATION = (
+    "type IN ('AssistantMessageCompleted', 'ToolInvocationCompleted', 'UserMessageAdded')"
+)
+_HISTORY_COLUMNS = (
+    "seq, type, data ->> '$.payload.turn_id', data ->> '$.payload.text', "
+    "data -> '$.payload.attachments', data ->> '$.payload.tool_call_id', "
+    "data ->> '$.payload.tool_name', data ->> '$.payload.arguments', "
+    "data ->> '$.payload.result', data ->> '$.payload.tokens', "
+    "data ->> '$.payload.token_counter'"
+)
 # A ContextCompactionStarted with no end this old is a crashed run, not a running one.
 STALE_RUN_SECONDS = 600.0
 # Recall's record of the stretch of each session's turns already indexed.
@@ -336,6 +346,35 @@ class EventStore(DatabaseStore):
                 params += [a, b]
             rows = conn.execute(sql + " ORDER BY seq", params).fetchall()
         return [Row(int(s), str(t), str(turn or ""), int(tok or 0)) for s, t, turn, tok in rows]
+
+    def history_rows(
+        self,
+        session_id: str,
+        *,
+        below: int | None = None,
+        above: int | None = None,
+        limit: int | None = None,
+    ) -> list[tuple[Any, ...]]:
+        """What history renders, as columns SQLite extracts from the JSON (cheaper than
+        whole events): ``(seq, type, turn_id, text, attachments JSON, tool_call_id,
+        tool_name, arguments, result, tokens, token_counter)``. With ``above``: the
+        rows above it, oldest first; otherwise newest first below ``below`` (None: from
+        the newest), at most ``limit``."""
+        sql = f"SELECT {_HISTORY_COLUMNS} FROM events WHERE session_id = ? AND {_CONVERSATION}"
+        params: list[Any] = [session_id]
+        if above is not None:
+            sql += " AND seq > ? ORDER BY seq"
+            params.append(above)
+        else:
+            if below is not None:
+                sql += " AND seq < ?"
+                params.append(below)
+            sql += " ORDER BY seq DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        with self.db.lock:
+            return [tuple(r) for r in self.db.conn.execute(sql, params).fetchall()]
 
     def conversation_seqs(self, session_id: str, below: int | None, limit: int) -> list[int]:
         """Seqs of conversation events below ``below`` (None: all), newest first, at
