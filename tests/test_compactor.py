@@ -286,3 +286,19 @@ def test_a_strategy_is_checked_against_its_protocol(
         result = kx.compact(s.id)
         assert result.status == "failed" and "without a summarize(request)" in result.reason
         assert "plugin 'nosummary'" in result.reason
+
+
+def test_a_manual_range_past_the_end_never_covers_later_turns(kx: Any) -> None:
+    s = kx.session(workspace="w")
+    talk(s, 5, words=2)
+    last = kx.events_store.last_seq(s.id)
+    result = kx.compact(s.id, 1, last + 10)
+    assert result.ok
+    replies = by_type(kx, s.id, AssistantMessageCompleted)
+    assert result.last_seq == replies[-1].seq  # the newest message, not beyond
+    talk(s, 1, start=5, words=2)
+    ranges = s.refresh_compaction().covered_ranges()
+    newest = [e.seq for e in kx.events(s.id) if getattr(e, "turn_id", None) == replies[-1].turn_id]
+    later = [e for e in kx.events(s.id) if isinstance(e, UserMessageAdded)][-1]
+    assert not any(a <= later.seq <= b for a, b in ranges)
+    assert all(any(a <= q <= b for a, b in ranges) for q in newest)

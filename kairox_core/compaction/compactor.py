@@ -136,6 +136,9 @@ class Compactor(Engine):
             hi = last_seq if last_seq is not None else store.last_seq(session.id)
             rows = store.conversation_rows(session.id)
             lo, hi = align_to_turns(rows, lo, hi)
+            inside = [r.seq for r in rows if lo <= r.seq <= hi]
+            if inside:  # a range past the newest message must not cover turns yet to come
+                hi = inside[-1]
             lo, hi, folded = with_folds(lo, hi, summaries, fold_before=False)
             if not any(lo <= r.seq <= hi and not covered(r.seq, ranges) for r in rows):
                 return f"nothing to compact in seqs {lo}-{hi}: no uncompacted messages there"
