@@ -258,6 +258,8 @@ class Kairox:
         if self._closed:
             return
         for engine in self.engines:
+            if type(engine).aclose is Engine.aclose:
+                continue  # nothing to release: no need to start the background loop
             with contextlib.suppress(KairoxError):  # on Kairox's own loop: not here
                 run_sync(engine.aclose())
         for session in self._sessions.values():

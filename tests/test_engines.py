@@ -98,3 +98,25 @@ def test_an_entry_point_engine_sees_every_turn_end(tmp_path: Path) -> None:
     assert words == "5"  # both after-turn calls seen
     assert order == "wordcount ['compaction', 'recall']"  # built-ins first
     assert system.endswith("You have said 5 words so far.")  # its contribution, system layer
+
+
+def test_closing_kairox_closes_its_engines(
+    kairox_home: Path, tmp_path: Path, register_plugin: Callable[[object, str], PluginHost]
+) -> None:
+    from kairox_core import Kairox
+    from kairox_core.config import KairoxConfig
+
+    closed: list[str] = []
+
+    class Holder(Engine):
+        async def aclose(self) -> None:
+            closed.append("closed")
+
+    class Plugin:
+        @hookimpl
+        def kairox_register_engines(self, register: Callable[..., None]) -> None:
+            register("holder", lambda kx: Holder())
+
+    register_plugin(Plugin(), "holder-engine")
+    Kairox.open(tmp_path / "kx.db", KairoxConfig()).close()
+    assert closed == ["closed"]
