@@ -31,7 +31,6 @@ import os
 import uuid
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from kairox_core.config import KairoxConfig, load_config, load_config_file
 from kairox_core.engines import CompactionEngine, CompactionResult, Engine
@@ -39,6 +38,7 @@ from kairox_core.errors import KairoxError, KairoxUserError, PluginError
 from kairox_core.events import Event, SessionStarted
 from kairox_core.memory.approvals import ApprovalService
 from kairox_core.memory.base import MemoryStore
+from kairox_core.retrieval.composite import CompositeWorkspaceRetriever
 from kairox_core.session import Session
 from kairox_core.store.event_store import SessionInfo
 from kairox_core.store.protocol import EventLog, Storage
@@ -231,7 +231,7 @@ class Kairox:
 
     # --- retrieval -------------------------------------------------------------------
 
-    def retriever_for(self, profile: str, workspace_id: str) -> Any:
+    def retriever_for(self, profile: str, workspace_id: str) -> CompositeWorkspaceRetriever:
         """The composite retriever (workspace index + the profile's knowledge bases)."""
         from kairox_core.retrieval.selection import retriever_for_profile
 

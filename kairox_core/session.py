@@ -56,6 +56,7 @@ from kairox_core.events import (
 from kairox_core.markers import InvalidMarker, MarkerStreamParser, MemoryMarker, is_tainted
 from kairox_core.memory.records import Proposal
 from kairox_core.retrieval.base import RetrievalHit
+from kairox_core.retrieval.composite import CompositeWorkspaceRetriever
 from kairox_core.sync import run_sync
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ class Session:
         self.compaction = CompactionState()
         self._history = HistoryCache(kx.events_store, session_id)
         self._lock = asyncio.Lock()
-        self._retriever: Any = None
+        self._retriever: CompositeWorkspaceRetriever | None = None
         self._retriever_profile: str | None = None
 
     def __repr__(self) -> str:
