@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from kairox_core import Kairox
+from kairox_core.compaction.recall import recall_of
 from kairox_core.config import KairoxConfig
 from kairox_core.context.history import with_tokens
 from kairox_core.events import (
@@ -223,13 +224,13 @@ def bench_recall(db: Path, session_id: str, system: str, turns: int) -> dict[str
     """The same session with recall on: the first turn indexes every past turn."""
     kx = Kairox.open(db, bench_config(recall=True))
     session = kx.session(session_id=session_id, system_prompt=system)
-    session.after_turn_hooks.clear()
+    kx.engines = tuple(e for e in kx.engines if e.name != "compaction")  # turn-end check off
     rng = random.Random(7)
 
     async def drive() -> tuple[float, float, list[float]]:
         first = (await one_turn(session, "what is the deadline?", reply_deltas(rng)))["total"]
         t0 = time.perf_counter()
-        while kx.recall.catch_up(session):
+        while recall_of(kx).catch_up(session):
             pass
         backlog = time.perf_counter() - t0
         runs = [
@@ -275,9 +276,10 @@ def bench_size(
     session = kx.session(session_id=session.id, system_prompt=system)
     rng = random.Random(n)
 
-    # Turn-end hooks installed by other engines (the compaction check) are timed apart.
-    hooks = list(session.after_turn_hooks)
-    session.after_turn_hooks.clear()
+    # The compaction engine's turn-end check is timed apart.
+    engines = kx.engines
+    hooks = [e for e in engines if e.name == "compaction"]
+    kx.engines = tuple(e for e in engines if e.name != "compaction")
 
     async def drive() -> tuple[dict[str, float], list[dict[str, float]], list[float]]:
         first = await one_turn(session, "what is the deadline?", reply_deltas(rng))
@@ -285,7 +287,7 @@ def bench_size(
             await one_turn(session, f"question {i}: {words(rng, 5, 40)}", reply_deltas(rng))
             for i in range(turns)
         ]
-        session.after_turn_hooks.extend(hooks)
+        kx.engines = engines
         hooked = (
             [
                 (await one_turn(session, f"hooked {i}", reply_deltas(rng)))["total"]

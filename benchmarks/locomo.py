@@ -3,7 +3,7 @@
 Each LoCoMo conversation is replayed as one Kairox session on a profile whose whole
 budget is ``--budget`` tokens (o200k_base, exact counts), compacting as it goes through
 the real compactor (the turn-end check after every exchange, extractive strategy, recall
-indexing on ``on_compacted``). Each dialogue turn is one message: speaker_a's turns are
+indexing in its ``on_compacted``). Each dialogue turn is one message: speaker_a's turns are
 user messages, speaker_b's assistant messages, so the history alternates as a chat
 model expects; both are people, so each message is written ``"<name>: <text>"`` (who
 said what stays explicit, and questions name the speakers). Each LoCoMo session's date
@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from kairox_core import Kairox
+from kairox_core.compaction.compactor import compactor_of
 from kairox_core.config import KairoxConfig
 from kairox_core.context.counting import counter_for_profile
 from kairox_core.context.history import with_tokens
@@ -240,7 +241,7 @@ async def replay(kx: Kairox, conv: Conversation) -> Any:
         event: Event
         if turn.role == "user" or not open_turn:
             if open_turn:  # the previous exchange is over: the turn-end check
-                await kx.compactor.after_turn(session)
+                await compactor_of(kx).after_turn(session)
             turn_id = f"t-{i}"
             open_turn = True
         if turn.role == "user":
@@ -259,7 +260,7 @@ async def replay(kx: Kairox, conv: Conversation) -> Any:
             )
         store.append(with_tokens(event, counter))
     if open_turn:
-        await kx.compactor.after_turn(session)
+        await compactor_of(kx).after_turn(session)
     return session
 
 

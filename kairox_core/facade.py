@@ -1,8 +1,9 @@
 """``Kairox``: the one object an application holds.
 
-``Kairox.open(db_path, config)`` opens the SQLite file once and shares its connection
-between the event store, the memory store and the approval flow (so an approval's
-memory write and its events commit together). Everything is read from the database
+``Kairox.open(db_path_or_url, config)`` opens one storage backend (``kairox_register_storage``:
+the built-in ``sqlite`` for a path, a plugin's for a URL such as ``postgresql://...``)
+whose event log, memory store, proposals and retrieval index share one database (so an
+approval's memory write and its events commit together). Everything is read from the database
 each turn, never cached across processes: a second process on the same file sees the
 same memories and history on its next turn (a session handle keeps only the recent end
 of its history in memory and reads whatever was appended since, by anyone).
@@ -12,9 +13,10 @@ of its history in memory and reads whatever was appended since, by anyone).
     with Kairox.open("kairox.db", "kairox.toml") as kx:
         session = kx.session(workspace="docs", profile="default")
         turn = await session.begin_turn("What did we decide about the launch?")
-        async for delta in model.stream(turn.messages):   # any chat model
-            print(turn.feed(delta), end="")                # <memory> markup removed
-        result = await turn.complete()                     # events, proposals, hooks
+        async with turn:                                   # cancelled: the turn aborts
+            async for delta in model.stream(turn.messages):  # any chat model
+                print(turn.feed(delta), end="")            # <memory> markup removed
+            result = await turn.complete()                 # events, proposals, engines
         for p in kx.approvals.pending():                   # user/workspace memories
             kx.approvals.accept(p.id)
 
@@ -24,25 +26,23 @@ of its history in memory and reads whatever was appended since, by anyone).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
-from kairox_core.compaction.compactor import install as install_compaction
-from kairox_core.compaction.recall import install as install_recall
 from kairox_core.config import KairoxConfig, load_config, load_config_file
-from kairox_core.errors import KairoxError, KairoxUserError
+from kairox_core.engines import CompactionEngine, CompactionResult, Engine
+from kairox_core.errors import KairoxError, KairoxUserError, PluginError
 from kairox_core.events import Event, SessionStarted
-from kairox_core.session import Session, run_sync
-from kairox_core.store.database import Database
-from kairox_core.store.event_store import EventStore, SessionInfo
-
-SessionHook = Callable[[Session], None]
+from kairox_core.memory.approvals import ApprovalService
+from kairox_core.memory.base import MemoryStore
+from kairox_core.retrieval.composite import CompositeWorkspaceRetriever
+from kairox_core.session import Session
+from kairox_core.store.event_store import SessionInfo
+from kairox_core.store.protocol import EventLog, Storage
+from kairox_core.sync import run_sync
 
 
 class UnknownSessionError(KairoxUserError):
@@ -52,23 +52,28 @@ class UnknownSessionError(KairoxUserError):
 class Kairox:
     """Sessions, memories, approvals and events over one Kairox database.
 
-    ``session_hooks`` run on every ``Session`` handle this object creates: the place
-    where an engine (compaction) installs its ``after_turn_hooks`` and ``compactor``.
+    The composition root: it opens the stores and builds the engines registered
+    through ``kairox_register_engines`` (compaction and recall among them), which every
+    session it hands out calls at fixed points (kairox_core/engines.py).
     """
 
-    def __init__(self, db: Database, config: KairoxConfig) -> None:
-        from kairox_core.memory.approvals import ApprovalService
-
-        self.db = db
+    def __init__(self, storage: Storage, config: KairoxConfig) -> None:
+        self.storage = storage
         self.config = config
-        self.events_store = EventStore(db)
-        self.memories: Any = self._open_memory_store(db)
-        self.approvals = ApprovalService(
-            self.events_store, self.memories, max_body_chars=config.memory.max_body_chars
+        self.events_store: EventLog = storage.events
+        self._own_memories = config.memory.store not in ("sqlite", storage.name)
+        self.memories: MemoryStore = (
+            self._open_memory_store() if self._own_memories else storage.memories
         )
-        self.session_hooks: list[SessionHook] = []
-        self.compactor = install_compaction(self)  # kairox_core.compaction: on every session
-        self.recall = install_recall(self)  # compacted turns indexed, recalled per prompt
+        self.approvals = ApprovalService(
+            self.events_store,
+            self.memories,
+            proposals=storage.proposals,
+            shared=not self._own_memories,
+            max_body_chars=config.memory.max_body_chars,
+        )
+        self.engines: tuple[Engine, ...] = self._build_engines()
+        self.compaction_engine: CompactionEngine | None = self._compaction_engine()
         self._sessions: dict[str, Session] = {}
         self._closed = False
 
@@ -78,22 +83,52 @@ class Kairox:
         db_path: str | os.PathLike[str] | None = None,
         config: str | os.PathLike[str] | KairoxConfig | None = None,
     ) -> Kairox:
-        """Open (creating if needed) the database at ``db_path``; ``config`` is a
-        kairox.toml path or a ``KairoxConfig`` (None: the usual search, then the default).
-        ``db_path`` None uses the configured database."""
+        """Open (creating if needed) the database at ``db_path``: a path (the ``sqlite``
+        storage) or a storage URL (``postgresql://...``: the storage registered under the
+        scheme). ``config`` is a kairox.toml path or a ``KairoxConfig`` (None: the usual
+        search, then the default). ``db_path`` None uses the configured database."""
         if isinstance(config, KairoxConfig):
             cfg = config
         elif config is not None:
             cfg = load_config_file(config)
         else:
             cfg = load_config()
-        path = Path(db_path).expanduser() if db_path is not None else cfg.database_path()
-        return cls(Database.open(path), cfg)
+        return cls(open_storage(db_path if db_path is not None else cfg.database_path()), cfg)
 
-    def _open_memory_store(self, db: Database) -> Any:
+    def _open_memory_store(self) -> MemoryStore:
         from kairox_core.memory.backends import open_memory_store
 
-        return open_memory_store(self.config.memory.store, db)
+        return open_memory_store(self.config.memory.store, self.storage.location)
+
+    # --- engines ---------------------------------------------------------------------
+
+    def _build_engines(self) -> tuple[Engine, ...]:
+        from kairox_core.plugins import get_plugins
+
+        self._engine_names: dict[str, Engine] = {}
+        for name, registration in get_plugins().registry("engines").items():
+            engine = registration.factory(self)
+            if not isinstance(engine, Engine):
+                raise PluginError(
+                    f"engine '{name}' of plugin '{registration.plugin}' is a "
+                    f"{type(engine).__name__}, not a kairox_core.engines.Engine"
+                )
+            self._engine_names[name] = engine
+        return tuple(self._engine_names.values())
+
+    def _compaction_engine(self) -> CompactionEngine | None:
+        serving = [(n, e) for n, e in self._engine_names.items() if isinstance(e, CompactionEngine)]
+        if len(serving) > 1:
+            names = ", ".join(n for n, _ in serving)
+            raise PluginError(
+                f"more than one engine serves compaction ({names}); disable all but one "
+                f"with KAIROX_DISABLE_PLUGINS"
+            )
+        return serving[0][1] if serving else None
+
+    def engine(self, name: str) -> Engine:
+        """The engine registered as ``name``; ``KeyError`` when none is."""
+        return self._engine_names[name]
 
     # --- sessions --------------------------------------------------------------------
 
@@ -159,8 +194,6 @@ class Kairox:
         session = Session(
             self, sid, workspace_id=workspace_id, profile=profile, system_prompt=system_prompt
         )
-        for hook in self.session_hooks:
-            hook(session)
         self._sessions[sid] = session
         return session
 
@@ -169,7 +202,7 @@ class Kairox:
         info = self.events_store.get_session(session_id)
         if info is None:
             raise UnknownSessionError(
-                f"no session '{session_id}' in {self.db.path or 'this database'}; "
+                f"no session '{session_id}' in {self.storage.location}; "
                 f"`kairox sessions` lists them"
             )
         return self.session(session_id=session_id)
@@ -185,30 +218,24 @@ class Kairox:
 
     async def compact_async(
         self, session_id: str, first_seq: int | None = None, last_seq: int | None = None
-    ) -> Any:
+    ) -> CompactionResult:
+        """Compact a session now (a seq range, or the oldest stretch not yet compacted)."""
         return await self.get_session(session_id).compact(first_seq, last_seq)
 
     def compact(
         self, session_id: str, first_seq: int | None = None, last_seq: int | None = None
-    ) -> Any:
-        """Compact a session now (a seq range, or the oldest stretch not yet compacted).
-
-        From synchronous code this runs and returns the result; called inside a running
-        event loop it returns an awaitable instead (``await kx.compact(sid)``)."""
-        coro = self.compact_async(session_id, first_seq, last_seq)
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(coro)
-        return coro
+    ) -> CompactionResult:
+        """``compact_async`` from synchronous code: always returns the result (also
+        inside a running event loop, like every synchronous twin)."""
+        return self.get_session(session_id).compact_sync(first_seq, last_seq)
 
     # --- retrieval -------------------------------------------------------------------
 
-    def retriever_for(self, profile: str, workspace_id: str) -> Any:
+    def retriever_for(self, profile: str, workspace_id: str) -> CompositeWorkspaceRetriever:
         """The composite retriever (workspace index + the profile's knowledge bases)."""
         from kairox_core.retrieval.selection import retriever_for_profile
 
-        return retriever_for_profile(self.config, profile, self.db.conn, workspace_id=workspace_id)
+        return retriever_for_profile(self.config, profile, self.storage, workspace_id=workspace_id)
 
     # --- lifetime --------------------------------------------------------------------
 
@@ -217,6 +244,10 @@ class Kairox:
             raise KairoxError("this Kairox is closed")
 
     async def aclose(self) -> None:
+        if self._closed:
+            return
+        for engine in self.engines:
+            await engine.aclose()
         for session in self._sessions.values():
             if session._retriever is not None:
                 await session._retriever.close()
@@ -226,11 +257,16 @@ class Kairox:
     def close(self) -> None:
         if self._closed:
             return
+        for engine in self.engines:
+            if type(engine).aclose is Engine.aclose:
+                continue  # nothing to release: no need to start the background loop
+            with contextlib.suppress(KairoxError):  # on Kairox's own loop: not here
+                run_sync(engine.aclose())
         for session in self._sessions.values():
             retriever = session._retriever
             if retriever is not None:
                 session._retriever = None
-                # Inside a running loop run_sync refuses: the index then closes with the db.
+                # On Kairox's own loop run_sync refuses: the index then closes with the db.
                 with contextlib.suppress(KairoxError):
                     run_sync(retriever.close())
         self._close_stores()
@@ -239,12 +275,10 @@ class Kairox:
         if self._closed:
             return
         self._closed = True
-        close = getattr(self.approvals, "close", None)
-        if callable(close):
-            close()
-        self.memories.close()
-        self.events_store.close()
-        self.db.release()
+        self.approvals.close()
+        if self._own_memories:
+            self.memories.close()
+        self.storage.close()
 
     def __enter__(self) -> Kairox:
         return self
@@ -262,3 +296,16 @@ class Kairox:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def open_storage(target: str | os.PathLike[str]) -> Storage:
+    """The storage for ``target``: a URL's scheme names the registered backend
+    (``postgresql://`` -> ``postgresql``), anything else is a path for ``sqlite``."""
+    from kairox_core.plugins import get_plugins
+
+    text = os.fspath(target)
+    scheme = text.split("://", 1)[0].lower() if "://" in text else "sqlite"
+    name = {"postgres": "postgresql", "postgresql+psycopg": "postgresql"}.get(scheme, scheme)
+    registration = get_plugins().get("storage", name, context="database")
+    storage: Storage = registration.factory(text if "://" in text else str(Path(text).expanduser()))
+    return storage

@@ -127,3 +127,28 @@ def kairox_on_event(event: Event) -> None:
     synchronously in the appending process; an observer that raises is reported and
     never stops the session.
     """
+
+
+@hookspec
+def kairox_register_engines(register: Register) -> None:
+    """Register engines: objects a session calls at fixed points of every turn.
+
+    ``register(name, factory)`` where ``factory(kx: Kairox) -> Engine``
+    (``kairox_core.engines``): ``before_assembly`` (contribute context),
+    ``after_turn`` and ``on_compacted``; subclass ``Engine`` for do-nothing defaults.
+    Built once per ``Kairox``, in registration order. The built-in ``compaction``
+    (which also serves ``session.compact()``) and ``recall`` engines are registered here.
+    """
+
+
+@hookspec
+def kairox_register_storage(register: Register) -> None:
+    """Register storage backends: a whole database for events, memories, proposals and
+    the retrieval index.
+
+    ``register(name, factory)`` where ``factory(target: str) -> Storage``
+    (``kairox_core.store.protocol``); ``Kairox.open`` picks the backend by the target's
+    URL scheme (``postgresql://...`` -> ``postgresql``; a plain path -> ``sqlite``). The
+    built-in ``sqlite`` storage is registered here. A backend passes
+    ``kairox_core.testing.storage_contract.StorageContract``.
+    """

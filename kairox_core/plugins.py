@@ -37,6 +37,8 @@ CATEGORIES: dict[str, str] = {
     "retrievers": "kairox_register_retrievers",
     "compaction_strategies": "kairox_register_compaction_strategies",
     "model_providers": "kairox_register_model_providers",
+    "engines": "kairox_register_engines",
+    "storage": "kairox_register_storage",
 }
 CATEGORY_NOUN = {
     "memory_stores": "memory store",
@@ -44,6 +46,8 @@ CATEGORY_NOUN = {
     "retrievers": "knowledge-base kind",
     "compaction_strategies": "compaction strategy",
     "model_providers": "model provider",
+    "engines": "engine",
+    "storage": "storage backend",
 }
 
 # Names provided by Kairox's own optional distributions, for "pip install ..." hints.
@@ -54,6 +58,7 @@ KNOWN_DISTRIBUTIONS: dict[tuple[str, str], str] = {
     ("retrievers", "weaviate"): "kairox-weaviate",
     ("embedding_backends", "sentence-transformers"): "kairox-sentence-transformers",
     ("model_providers", "llamacpp"): "kairox-llamacpp",
+    ("storage", "postgresql"): "kairox-postgres",
 }
 
 # Built-in plugins: modules under kairox_core.default_plugins, registered like any other.
@@ -63,6 +68,9 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "kairox_core.default_plugins.sqlite_fts",
     "kairox_core.default_plugins.openai_provider",
     "kairox_core.default_plugins.compaction_strategies",
+    "kairox_core.default_plugins.compaction_engine",
+    "kairox_core.default_plugins.recall_engine",
+    "kairox_core.default_plugins.sqlite_storage",
 )
 
 

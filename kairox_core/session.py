@@ -4,12 +4,17 @@
 ``turn.trace``) and records the user message; the model's stream goes through
 ``turn.feed(delta)``, which returns the text safe to show (``<memory>`` markup removed);
 tool results enter with ``turn.add_tool_result(...)``; ``await turn.complete()`` records
-the cleaned reply, routes the memory markers through the approval flow and then runs the
-turn-end hooks (where the compaction check plugs in). A per-session lock makes turns,
-compaction and profile switches of one session run strictly one after another.
+the cleaned reply, routes the memory markers through the approval flow and then calls
+every engine's ``after_turn`` (kairox_core/engines.py: where the compaction check plugs
+in). A per-session lock makes turns, compaction, edits and profile switches of one
+session run strictly one after another; engines are called with the session held.
 
-Synchronous wrappers (``begin_turn_sync``, ``complete_sync``, ``run_turn_sync``,
-``preview_sync``) serve scripts and the CLI; call them outside a running event loop.
+Synchronous twins (``begin_turn_sync``, ``complete_sync``, ``abort_sync``,
+``run_turn_sync``, ``preview_sync``, ``compact_sync``, pin/edit/drop) serve scripts, the
+CLI and notebooks: they run the async method on Kairox's one background loop
+(kairox_core/sync.py), so they also work inside a running event loop. Drive one session
+either through the twins or from your own loop, not both at once (its lock and
+retriever client live on the loop that first used them).
 """
 
 from __future__ import annotations
@@ -17,40 +22,51 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from kairox_core.context import (
     AssembledContext,
     CompactionState,
     ContextAssembler,
     MemoryItem,
+    edits,
 )
 from kairox_core.context.history import HistoryCache, unit_from_event, with_tokens
-from kairox_core.context.sources import HistoryUnit, read_compaction_events
+from kairox_core.context.sources import HistoryUnit, SummaryItem
+from kairox_core.engines import (
+    AssemblyRequest,
+    CompactionResult,
+    Contribution,
+)
 from kairox_core.errors import KairoxError, KairoxUserError
 from kairox_core.events import (
     AssistantMessageCompleted,
+    ChunkDropped,
     Event,
+    FactPinned,
+    FactUnpinned,
     ModelTokenDelta,
     ProfileSwitched,
+    SummaryEdited,
     ToolInvocationCompleted,
     UserMessageAdded,
 )
+from kairox_core.markers import InvalidMarker, MarkerStreamParser, MemoryMarker, is_tainted
+from kairox_core.memory.records import Proposal
+from kairox_core.retrieval.base import RetrievalHit
+from kairox_core.retrieval.composite import CompositeWorkspaceRetriever
+from kairox_core.sync import run_sync
 
 if TYPE_CHECKING:
     from kairox_core.facade import Kairox
 
-T = TypeVar("T")
 
 # ModelTokenDelta batching: deltas are buffered and written as one event per batch, so a
 # stream costs a few inserts, not one per token.
 DELTA_BATCH_CHARS = 4096
 DELTA_BATCH_COUNT = 256
-
-AfterTurnHook = Callable[["Session", "TurnResult"], Awaitable[None] | None]
-Compactor = Callable[..., Awaitable[Any]]
 
 
 class TurnInProgress(KairoxUserError):
@@ -61,19 +77,6 @@ class NoCompactionStrategy(KairoxError):
     """``compact`` was asked for, but no compaction engine is installed."""
 
 
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to completion from synchronous code (not inside a running loop)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    coro.close()
-    raise KairoxError(
-        "a synchronous Kairox call was made inside a running event loop; "
-        "use the async method (begin_turn, complete, ...) instead"
-    )
-
-
 @dataclass
 class TurnResult:
     """What ``complete()`` recorded: the cleaned reply, markers and their proposals."""
@@ -81,20 +84,18 @@ class TurnResult:
     turn_id: str
     text: str
     assistant_seq: int
-    markers: list[Any] = field(default_factory=list)
-    invalid: list[Any] = field(default_factory=list)
-    proposals: list[Any] = field(default_factory=list)
+    markers: list[MemoryMarker] = field(default_factory=list)
+    invalid: list[InvalidMarker] = field(default_factory=list)
+    proposals: list[Proposal] = field(default_factory=list)
     tool_results: int = 0
 
 
 class Session:
     """A handle on one session. Get it from ``Kairox.session(...)``.
 
-    Extension points for the compaction engine (issue 7): ``after_turn_hooks`` run at the
-    end of every ``complete()`` while the session is still locked (the turn-end
-    compaction check goes here; it may call ``compact_locked``), and ``compactor``
-    (``await compactor(session, first_seq=, last_seq=, trigger=)``) serves
-    ``compact()``. Install both for every session through ``Kairox.session_hooks``.
+    The session owns its compaction state (summaries, pins, edits, drops: core state,
+    folded from the event store) and calls the ``Kairox``'s engines at fixed points
+    (kairox_core/engines.py), always with its lock held.
     """
 
     def __init__(
@@ -111,12 +112,10 @@ class Session:
         self.workspace_id = workspace_id
         self.profile = profile
         self.system_prompt = system_prompt
-        self.after_turn_hooks: list[AfterTurnHook] = []
-        self.compactor: Compactor | None = None
         self.compaction = CompactionState()
         self._history = HistoryCache(kx.events_store, session_id)
         self._lock = asyncio.Lock()
-        self._retriever: Any = None
+        self._retriever: CompositeWorkspaceRetriever | None = None
         self._retriever_profile: str | None = None
 
     def __repr__(self) -> str:
@@ -139,9 +138,11 @@ class Session:
 
     def refresh_compaction(self) -> CompactionState:
         """Fold compaction events newer than the last seen (cheap: indexed by type)."""
-        state = self.compaction
-        state.apply(read_compaction_events(self.kx.events_store, self.id, state.watermark))
-        return state
+        return edits.refresh(self.kx.events_store, self.id, self.compaction)
+
+    def active_summary(self, summary_seq: int) -> SummaryItem:
+        """The active summary stored at ``summary_seq``; a clear error otherwise."""
+        return edits.active_summary(self.kx.events_store, self.id, self.compaction, summary_seq)
 
     def history_tokens(self, limit: int | None = None, *, profile: str | None = None) -> int:
         """What the next turn's history costs: pinned facts, active summaries and the
@@ -191,16 +192,18 @@ class Session:
         before_seq: int | None = None,
         after_prompt: Sequence[HistoryUnit] = (),
         hits: Sequence[Any] | None = None,
-        recalled: Sequence[Any] | None = None,
-    ) -> tuple[AssembledContext, list[Any], list[Any]]:
-        """The context for ``prompt``; ``hits``/``recalled`` (None: search now) are
-        the retrieval hits and this session's recalled past turns, also returned."""
+        contributions: Sequence[Contribution] | None = None,
+    ) -> tuple[AssembledContext, list[Any], list[Contribution]]:
+        """The context for ``prompt``; ``hits``/``contributions`` (None: search now,
+        ask the engines now) are the retrieval hits and the engines' contributions
+        (recalled past turns among them), also returned."""
         assembler = self.assembler(profile)
         report = None
         if hits is None:
             hits, report = await self.retrieve(prompt, profile)
-        if recalled is None:
-            recalled = self.kx.recall.turns(self, prompt, before_seq=before_seq)
+        if contributions is None:  # engines: before assembly
+            request = AssemblyRequest(prompt, profile or self.profile, before_seq)
+            contributions = await self._before_assembly(request)
         state = self.refresh_compaction()
         history = self._history.source(
             assembler.counter, before_seq=before_seq, skip=state.covered_ranges()
@@ -217,7 +220,7 @@ class Session:
             history=history,
             attachments=attachments,
             after_prompt=after_prompt,
-            recalled=list(recalled),
+            contributions=contributions,
         )
         self._history.trim(2 * assembler.budget)
         if report is not None:
@@ -225,7 +228,13 @@ class Session:
             for src in report.sources:
                 if not src.ok:
                     layer.notes.append(f"source {src.name} failed: {src.error}")
-        return context, list(hits), list(recalled)
+        return context, list(hits), list(contributions)
+
+    async def _before_assembly(self, request: AssemblyRequest) -> list[Contribution]:
+        out: list[Contribution] = []
+        for engine in self.kx.engines:
+            out.extend(await engine.before_assembly(self, request))
+        return out
 
     async def preview(
         self,
@@ -258,7 +267,7 @@ class Session:
         await self._lock.acquire()
         try:
             atts = tuple(dict(a) for a in attachments or ())
-            context, used_hits, recalled = await self._assemble(
+            context, used_hits, contributions = await self._assemble(
                 prompt, attachments=atts, instructions=instructions, hits=hits
             )
             turn_id = f"t-{uuid.uuid4().hex[:12]}"
@@ -283,7 +292,7 @@ class Session:
             stored.seq or 0,
             context,
             used_hits,
-            recalled=recalled,
+            contributions=contributions,
             instructions=tuple(instructions),
             attachments=atts,
         )
@@ -306,15 +315,12 @@ class Session:
         (the raw model output, markers included). ``tool_results`` items have the keys
         ``tool_call_id``, ``tool_name``, ``arguments`` and ``result``."""
         turn = await self.begin_turn(prompt, attachments)
-        try:
+        async with turn:  # an error or a cancellation aborts the turn: the session is free
             for tr in tool_results:
                 turn.add_tool_result(
                     tr["tool_call_id"], tr["tool_name"], tr.get("arguments", "{}"), tr["result"]
                 )
-        except BaseException:
-            await turn.abort()
-            raise
-        return await turn.complete(reply)
+            return await turn.complete(reply)
 
     def run_turn_sync(
         self,
@@ -336,9 +342,11 @@ class Session:
                 f"session {self.id} has a turn in progress; complete() or abort() it first"
             )
 
-    # --- compaction and profile switches (the compaction engine fills these) ----------
+    # --- compaction (served by the compaction engine), edits and profile switches -----
 
-    async def compact(self, first_seq: int | None = None, last_seq: int | None = None) -> Any:
+    async def compact(
+        self, first_seq: int | None = None, last_seq: int | None = None
+    ) -> CompactionResult:
         """Compact the session's history (a seq range, or the engine's choice)."""
         async with self._lock:
             return await self.compact_locked(first_seq, last_seq, trigger="manual")
@@ -349,63 +357,76 @@ class Session:
         last_seq: int | None = None,
         *,
         trigger: str = "auto",
-    ) -> Any:
-        """``compact`` for a caller that already holds the session: an after-turn hook
-        (the lock is not re-entrant, so a hook must not call ``compact``)."""
-        if self.compactor is None:
+    ) -> CompactionResult:
+        """``compact`` for a caller that already holds the session: an engine's
+        ``after_turn`` (the lock is not re-entrant, so an engine must not call
+        ``compact``). A completed compaction is handed to every engine's
+        ``on_compacted``; one that raises leaves a note on the result."""
+        engine = self.kx.compaction_engine
+        if engine is None:
             raise NoCompactionStrategy(
                 "no compaction strategy available: install or enable a compaction engine "
                 "([compaction] in kairox.toml) before compacting"
             )
-        return await self.compactor(self, first_seq=first_seq, last_seq=last_seq, trigger=trigger)
+        result = await engine.compact(self, first_seq=first_seq, last_seq=last_seq, trigger=trigger)
+        if result.ok:
+            for other in self.kx.engines:
+                try:
+                    await other.on_compacted(self, result)
+                except Exception as exc:  # an engine never undoes a compaction
+                    name = getattr(other, "name", type(other).__name__)
+                    result.notes.append(
+                        f"on_compacted of engine {name} failed: {type(exc).__name__}: {exc}"
+                    )
+        return result
 
     # pin / edit / drop: one event each, queued behind any turn or compaction in flight
 
-    async def pin_fact(self, text: str, *, source_seq: int | None = None) -> Any:
+    async def pin_fact(self, text: str, *, source_seq: int | None = None) -> FactPinned:
         """Pin ``text``: included verbatim in every later turn, whatever compaction does."""
-        from kairox_core.compaction import edits
-
         async with self._lock:
-            return edits.pin_fact(self, text, source_seq=source_seq)
+            return edits.pin_fact(
+                self.kx.events_store, self.id, self.compaction, text, source_seq=source_seq
+            )
 
-    async def unpin_fact(self, fact_id: str) -> Any:
+    async def unpin_fact(self, fact_id: str) -> FactUnpinned:
         """Release a pinned fact: later turns no longer include it."""
-        from kairox_core.compaction import edits
-
         async with self._lock:
-            return edits.unpin_fact(self, fact_id)
+            return edits.unpin_fact(self.kx.events_store, self.id, self.compaction, fact_id)
 
-    async def edit_summary(self, summary_seq: int, text: str) -> Any:
+    async def edit_summary(self, summary_seq: int, text: str) -> SummaryEdited:
         """Replace an active summary's text (the original stays in the audit trail)."""
-        from kairox_core.compaction import edits
-
         async with self._lock:
-            return edits.edit_summary(self, summary_seq, text)
+            return edits.edit_summary(
+                self.kx.events_store, self.id, self.compaction, summary_seq, text
+            )
 
-    async def drop_chunk(self, summary_seq: int, chunk_index: int) -> Any:
+    async def drop_chunk(self, summary_seq: int, chunk_index: int) -> ChunkDropped:
         """Drop one chunk (line) of an active summary from what later turns see."""
-        from kairox_core.compaction import edits
-
         async with self._lock:
-            return edits.drop_chunk(self, summary_seq, chunk_index)
+            return edits.drop_chunk(
+                self.kx.events_store, self.id, self.compaction, summary_seq, chunk_index
+            )
 
-    def pin_fact_sync(self, text: str, *, source_seq: int | None = None) -> Any:
+    def pin_fact_sync(self, text: str, *, source_seq: int | None = None) -> FactPinned:
         self._check_idle()
         return run_sync(self.pin_fact(text, source_seq=source_seq))
 
-    def unpin_fact_sync(self, fact_id: str) -> Any:
+    def unpin_fact_sync(self, fact_id: str) -> FactUnpinned:
         self._check_idle()
         return run_sync(self.unpin_fact(fact_id))
 
-    def edit_summary_sync(self, summary_seq: int, text: str) -> Any:
+    def edit_summary_sync(self, summary_seq: int, text: str) -> SummaryEdited:
         self._check_idle()
         return run_sync(self.edit_summary(summary_seq, text))
 
-    def drop_chunk_sync(self, summary_seq: int, chunk_index: int) -> Any:
+    def drop_chunk_sync(self, summary_seq: int, chunk_index: int) -> ChunkDropped:
         self._check_idle()
         return run_sync(self.drop_chunk(summary_seq, chunk_index))
 
-    def compact_sync(self, first_seq: int | None = None, last_seq: int | None = None) -> Any:
+    def compact_sync(
+        self, first_seq: int | None = None, last_seq: int | None = None
+    ) -> CompactionResult:
         self._check_idle()
         return run_sync(self.compact(first_seq, last_seq))
 
@@ -428,11 +449,9 @@ class Session:
         self.profile = name
 
     async def _after_turn(self, result: TurnResult) -> None:
-        """The turn-end hook point: each hook runs in order, the session still locked."""
-        for hook in self.after_turn_hooks:
-            outcome = hook(self, result)
-            if outcome is not None:
-                await outcome
+        """Engines after a turn: each in order, the session still locked."""
+        for engine in self.kx.engines:
+            await engine.after_turn(self, result)
 
     def events(self) -> list[Event]:
         return self.kx.events_store.read(self.id)
@@ -450,19 +469,21 @@ class Turn:
         context: AssembledContext,
         hits: list[Any],
         *,
-        recalled: Sequence[Any] = (),
+        contributions: Sequence[Contribution] = (),
         instructions: tuple[str, ...] = (),
         attachments: tuple[dict[str, Any], ...] = (),
     ) -> None:
-        from kairox_core.markers import MarkerStreamParser
-
         self.session = session
         self.turn_id = turn_id
         self.prompt = prompt
         self.prompt_seq = prompt_seq
         self.context = context
         self.hits = hits
-        self.recalled = recalled
+        self.contributions = tuple(contributions)
+        # the engines' recalled past turns: untrusted text, like retrieval hits
+        self.recalled: list[RetrievalHit] = [
+            h for c in self.contributions if c.layer == "recalled" for h in c.hits
+        ]
         self.instructions = instructions
         self.attachments = attachments
         self.started = time.perf_counter()
@@ -561,7 +582,7 @@ class Turn:
             before_seq=self.prompt_seq,
             after_prompt=tail,
             hits=self.hits,
-            recalled=self.recalled,
+            contributions=self.contributions,
         )
         self.context = context
         return context
@@ -603,8 +624,8 @@ class Turn:
                 counter,
             )
             batch = [e for e in (self._delta_event(), reply) if e is not None]
-            proposals: list[Any] = []
-            with kx.db.atomic():
+            proposals: list[Proposal] = []
+            with kx.storage.atomic():
                 stored = kx.events_store.append_many(batch)[-1]
                 if markers:
                     untrusted = [e.result for e in self._tool_events]
@@ -625,9 +646,7 @@ class Turn:
         finally:
             self._release()
 
-    def _route(self, markers: Sequence[Any], untrusted: Sequence[str]) -> list[Any]:
-        from kairox_core.markers.taint import is_tainted
-
+    def _route(self, markers: Sequence[MemoryMarker], untrusted: Sequence[str]) -> list[Proposal]:
         session = self.session
         proposals = [
             session.kx.approvals.propose(

@@ -13,6 +13,7 @@ from kairox_core.compaction.base import CompactionOutput, CompactionRequest
 from kairox_core.compaction.planning import Row, exchanges, oldest_stretch, with_folds
 from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig
 from kairox_core.context.sources import SummaryItem
+from kairox_core.engines import CompactionResult, Engine
 from kairox_core.errors import KairoxUserError
 from kairox_core.events import (
     AssistantMessageCompleted,
@@ -207,20 +208,34 @@ def test_pin_edit_drop_are_events_and_the_next_turn_sees_them(kx: Kairox) -> Non
     assert s.refresh_compaction().summaries[0].text == "second line to drop"
 
 
-def test_on_compacted_callbacks_get_summary_and_originals(kx: Kairox) -> None:
+def test_on_compacted_engines_get_summary_and_originals(
+    kairox_home: Path, tmp_path: Path, strategies: None, register_plugin: Any
+) -> None:
     seen: list[tuple[int, list[int]]] = []
 
-    async def index(session: Any, summary: CompactionSummary, originals: Any) -> None:
-        seen.append((summary.seq or 0, [e.seq for e in originals]))
+    class Index(Engine):
+        async def on_compacted(self, session: Any, compaction: CompactionResult) -> None:
+            assert compaction.summary is not None
+            seen.append((compaction.summary.seq or 0, [e.seq for e in compaction.originals]))
 
-    def broken(session: Any, summary: Any, originals: Any) -> None:
-        raise RuntimeError("index down")
+    class Broken(Engine):
+        name = "broken"
 
-    kx.compactor.on_compacted.extend([index, broken])
+        async def on_compacted(self, session: Any, compaction: CompactionResult) -> None:
+            raise RuntimeError("index down")
+
+    class Plugin:
+        @hookimpl
+        def kairox_register_engines(self, register: Any) -> None:
+            register("index", lambda kx: Index())
+            register("broken", lambda kx: Broken())
+
+    register_plugin(Plugin(), "observers")
+    kx = Kairox.open(tmp_path / "observed.db", small_config())
     s = kx.session(workspace="w")
     talk(s, 4, words=2)
     result = kx.compact(s.id)
-    assert result.ok and "index down" in result.notes[0]
+    assert result.ok and "index down" in result.notes[0] and "broken" in result.notes[0]
     summary = by_type(kx, s.id, CompactionSummary)[0]
     assert seen[0][0] == summary.seq
     conversation = [
@@ -231,6 +246,7 @@ def test_on_compacted_callbacks_get_summary_and_originals(kx: Kairox) -> None:
     assert seen[0][1] == [q for q in conversation if summary.first_seq <= q <= summary.last_seq]
     completed = by_type(kx, s.id, ContextCompactionCompleted)
     assert completed[0].summary_seq == summary.seq
+    kx.close()
 
 
 def test_secrets_from_any_strategy_are_redacted_before_storing(
@@ -254,3 +270,35 @@ def test_secrets_from_any_strategy_are_redacted_before_storing(
     assert "ghp_abcdefghijklmnop" not in stored and "hunter2" not in stored
     assert "Deploy with token" in stored and "today." in stored
     kx.close()
+
+
+def test_a_strategy_is_checked_against_its_protocol(
+    kairox_home: Path, tmp_path: Path, register_plugin: Callable[[object, str], Any]
+) -> None:
+    class OnlyCompact:  # the old probed-for name is not enough: summarize is the protocol
+        async def compact(self, request: CompactionRequest) -> CompactionOutput:
+            return CompactionOutput("never used")
+
+    register_plugin(StrategyPlugin("nosummary", lambda **kw: OnlyCompact()), "nosummary")
+    with Kairox.open(tmp_path / "p.db", small_config("nosummary")) as kx:
+        s = kx.session(workspace="w")
+        talk(s, 4, words=2)
+        result = kx.compact(s.id)
+        assert result.status == "failed" and "without a summarize(request)" in result.reason
+        assert "plugin 'nosummary'" in result.reason
+
+
+def test_a_manual_range_past_the_end_never_covers_later_turns(kx: Any) -> None:
+    s = kx.session(workspace="w")
+    talk(s, 5, words=2)
+    last = kx.events_store.last_seq(s.id)
+    result = kx.compact(s.id, 1, last + 10)
+    assert result.ok
+    replies = by_type(kx, s.id, AssistantMessageCompleted)
+    assert result.last_seq == replies[-1].seq  # the newest message, not beyond
+    talk(s, 1, start=5, words=2)
+    ranges = s.refresh_compaction().covered_ranges()
+    newest = [e.seq for e in kx.events(s.id) if getattr(e, "turn_id", None) == replies[-1].turn_id]
+    later = [e for e in kx.events(s.id) if isinstance(e, UserMessageAdded)][-1]
+    assert not any(a <= later.seq <= b for a, b in ranges)
+    assert all(any(a <= q <= b for a, b in ranges) for q in newest)

@@ -6,14 +6,17 @@ import asyncio
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from kairox_core import Kairox
+from kairox_core import Kairox, hookimpl
 from kairox_core.config import KairoxConfig
 from kairox_core.context import ContextBudgetExceeded
-from kairox_core.errors import KairoxError, KairoxUserError
+from kairox_core.engines import CompactionResult, Engine
+from kairox_core.errors import KairoxError, KairoxUserError, PluginError
 from kairox_core.events import (
     AssistantMessageCompleted,
     CompactionSummary,
@@ -26,6 +29,7 @@ from kairox_core.events import (
     ToolInvocationCompleted,
     UserMessageAdded,
 )
+from kairox_core.plugins import reset_plugins
 from kairox_core.session import TurnInProgress
 
 CONFIG = {
@@ -149,39 +153,81 @@ async def test_turns_of_one_session_run_one_at_a_time(kx: Kairox) -> None:
     assert texts == ["a", "reply a", "b", "reply b"]
 
 
-async def test_after_turn_hook_runs_locked_and_compaction_hook_point(kx: Kairox) -> None:
-    seen: list[tuple[bool, str]] = []
-    calls: list[tuple[int | None, int | None, str]] = []
+@pytest.fixture
+def bare(kairox_home: Path, tmp_path: Path, cfg: KairoxConfig, monkeypatch: pytest.MonkeyPatch):
+    """A Kairox without the built-in compaction engine."""
+    monkeypatch.setenv("KAIROX_DISABLE_PLUGINS", "compaction_engine")
+    reset_plugins()
+    k = Kairox.open(tmp_path / "bare.db", cfg)
+    yield k
+    k.close()
+    reset_plugins()
 
-    async def compactor(session, *, first_seq, last_seq, trigger):
-        calls.append((first_seq, last_seq, trigger))
-        return "compacted"
 
-    def install(session) -> None:
-        session.after_turn_hooks.append(lambda sess, res: seen.append((sess.busy, res.text)))
+class Recorder(Engine):
+    """Sees every turn end, with the session held, and serves compaction."""
 
-    kx.session_hooks.remove(kx.compactor.install)  # a bare session: no compaction engine
-    s0 = kx.session(workspace="w1")
+    name = "recorder"
+
+    def __init__(self, kx: Kairox) -> None:
+        self.seen: list[tuple[bool, str]] = []
+        self.calls: list[tuple[int | None, int | None, str]] = []
+        self.compacted: list[str] = []
+
+    async def after_turn(self, session: Any, result: Any) -> None:
+        self.seen.append((session.busy, result.text))
+        await session.compact_locked(trigger="auto")  # inside the lock: no deadlock
+
+    async def compact(
+        self, session: Any, *, first_seq: Any = None, last_seq: Any = None, trigger: str = ""
+    ) -> CompactionResult:
+        self.calls.append((first_seq, last_seq, trigger))
+        return CompactionResult("completed", strategy="recorder")
+
+    async def on_compacted(self, session: Any, compaction: CompactionResult) -> None:
+        self.compacted.append(compaction.status)
+
+
+class RecorderPlugin:
+    @hookimpl
+    def kairox_register_engines(self, register: Any) -> None:
+        register("recorder", Recorder)
+
+
+async def test_engines_run_locked_at_turn_end_and_serve_compaction(
+    bare: Kairox,
+    cfg: KairoxConfig,
+    tmp_path: Path,
+    register_plugin: Callable[[object, str], Any],
+) -> None:
+    s0 = bare.session(workspace="w1")
     with pytest.raises(KairoxError, match="no compaction strategy available"):
-        await kx.compact_async(s0.id)
-    kx.session_hooks.append(install)
-    s = kx.session(workspace="w1")
-    s.compactor = compactor
+        await bare.compact_async(s0.id)
+    register_plugin(RecorderPlugin(), "recorder-plugin")
+    with Kairox.open(tmp_path / "kx2.db", cfg) as kx:
+        engine = kx.engine("recorder")
+        assert isinstance(engine, Recorder) and kx.compaction_engine is engine
+        s = kx.session(workspace="w1")
+        await s.run_turn("q", "a")
+        assert engine.seen == [(True, "a")]
+        assert engine.calls == [(None, None, "auto")]
+        result = await kx.compact_async(s.id, 1, 3)
+        assert isinstance(result, CompactionResult) and result.strategy == "recorder"
+        assert engine.calls[-1] == (1, 3, "manual")
+        assert engine.compacted == ["completed", "completed"]  # on_compacted: every run
+        assert not s.busy
 
-    async def turn_end_check(sess, result) -> None:
-        await sess.compact_locked(trigger="auto")  # inside the lock: no deadlock
 
-    s.after_turn_hooks.append(turn_end_check)
-    await s.run_turn("q", "a")
-    assert seen == [(True, "a")]
-    assert calls == [(None, None, "auto")]
-    assert await kx.compact_async(s.id, 1, 3) == "compacted"
-    assert calls[-1] == (1, 3, "manual")
-    assert not s.busy
+def test_two_compaction_engines_are_an_error(
+    kairox_home: Path, tmp_path: Path, cfg: KairoxConfig, register_plugin: Any
+) -> None:
+    register_plugin(RecorderPlugin(), "recorder-plugin")
+    with pytest.raises(PluginError, match=r"more than one engine serves compaction"):
+        Kairox.open(tmp_path / "kx3.db", cfg)
 
 
-def test_sync_wrappers(kx: Kairox) -> None:
-    kx.session_hooks.remove(kx.compactor.install)  # a bare session: no compaction engine
+def test_sync_wrappers(bare: Kairox) -> None:
+    kx = bare
     s = kx.session(workspace="w1")
     result = s.run_turn_sync(
         "hello",

@@ -13,7 +13,7 @@ import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kairox_core.compaction.recall import DOC_TYPE, recall_space, turn_document
+from kairox_core.compaction.recall import DOC_TYPE, recall_of, recall_space, turn_document
 from kairox_core.config import (
     CompactionSection,
     KairoxConfig,
@@ -124,7 +124,7 @@ def test_recall_never_returns_another_sessions_turns(kx: Kairox) -> None:
     chat(b, 25, facts={2: secret}, tag="B ")
     assert covered(kx, a) and covered(kx, b)
     assert secret in context_text(b.preview_sync("what is the vault nickname?"))
-    hits = kx.recall.turns(a, "what is the vault nickname marmalade otter?")
+    hits = recall_of(kx).turns(a, "what is the vault nickname marmalade otter?")
     assert hits and all(h.metadata["session_id"] == a.id for h in hits)
     assert secret not in context_text(a.preview_sync("vault nickname marmalade otter"))
     # the workspace's own document search never sees conversation turns
@@ -144,7 +144,7 @@ def test_a_turn_in_history_is_not_recalled_a_second_time(kx: Kairox) -> None:
     recent = "Latest: the spare key is under the blue flowerpot by the shed."
     session.run_turn_sync(recent, "Got it, blue flowerpot.")
     seq = seq_of(kx, session.id, recent)
-    found = kx.recall.turns(session, "where is the spare key flowerpot?")
+    found = recall_of(kx).turns(session, "where is the spare key flowerpot?")
     assert found and turn_seq(found[0]) == seq  # indexed although never compacted
     for prompt in (
         "where is the spare key flowerpot?",
@@ -185,12 +185,12 @@ def test_a_turn_is_embedded_with_the_turn_it_answers(tmp_path: Path) -> None:
             "Which city did you move to for the sabbatical in 2019?", "Lisbon, and I loved it."
         )
         session.run_turn_sync("What did you eat?", "Mostly grilled sardines.")
-        k.recall.catch_up(session)
-        docs = {d.doc_id: d for d in k.recall.index(session).documents()}
+        recall_of(k).catch_up(session)
+        docs = {d.doc_id: d for d in recall_of(k).index(session).documents()}
         assert len(docs) == 4
         rows = [
             tuple(r)
-            for r in k.db.conn.execute(
+            for r in k.storage.db.conn.execute(
                 "SELECT c.text, c.context FROM rag_chunks c WHERE c.workspace_id = ? ORDER BY c.id",
                 (recall_space(session.workspace_id, session.id),),
             )
@@ -201,7 +201,7 @@ def test_a_turn_is_embedded_with_the_turn_it_answers(tmp_path: Path) -> None:
             "Which city did you move to for the sabbatical in 2019?",
         )
         # only the reply's text is keyword-indexed: the question's words do not find it
-        found = k.recall.index(session).search("sabbatical", 8, "keyword")
+        found = recall_of(k).index(session).search("sabbatical", 8, "keyword")
         assert [h.text for h in found] == ["Which city did you move to for the sabbatical in 2019?"]
 
 
@@ -240,24 +240,24 @@ def test_indexing_is_idempotent_and_catches_up(tmp_path: Path) -> None:
         session = k.session()
         sid = session.id
         chat(session, 20)
-        assert k.recall.turns(session, "locker code") == []  # disabled: nothing recalled
-        assert k.recall.index(session).chunk_count() == 0  # ... and nothing indexed
+        assert recall_of(k).turns(session, "locker code") == []  # disabled: nothing recalled
+        assert recall_of(k).index(session).chunk_count() == 0  # ... and nothing indexed
     with Kairox.open(db, config(recall=True)) as k:
         session = k.session(session_id=sid)
-        index = k.recall.index(session)
+        index = recall_of(k).index(session)
         turns = [
             e for e in k.events(sid) if e.type in ("UserMessageAdded", "AssistantMessageCompleted")
         ]
-        assert k.recall.catch_up(session) == len(turns)  # written while recall was off
+        assert recall_of(k).catch_up(session) == len(turns)  # written while recall was off
         docs = index.documents()
         assert len(docs) == len(turns) and all(d.doc_type == DOC_TYPE for d in docs)
-        assert k.recall.catch_up(session) == 0  # nothing new
-        k.db.conn.execute("DELETE FROM recall_progress")  # forgotten progress: re-read,
+        assert recall_of(k).catch_up(session) == 0  # nothing new
+        k.storage.db.conn.execute("DELETE FROM recall_progress")  # forgotten progress: re-read,
         embedded = index.embedded_chunks
-        assert k.recall.catch_up(session) == 0  # ... but every document is unchanged
+        assert recall_of(k).catch_up(session) == 0  # ... but every document is unchanged
         assert index.embedded_chunks == embedded
         chat(session, 10, facts={}, tag="later ")  # only the new turns embed
-        k.recall.catch_up(session)  # (the last reply is indexed by the next search)
+        recall_of(k).catch_up(session)  # (the last reply is indexed by the next search)
         assert len(index.documents()) == len(docs) + 20
         assert index.embedded_chunks == embedded + 20
         seqs = [int(d.doc_id.rsplit(":", 1)[1]) for d in index.documents()]
@@ -427,19 +427,19 @@ def test_a_long_backlog_is_indexed_newest_first_in_steps(
             for e in k.events(sid)
             if e.type in ("UserMessageAdded", "AssistantMessageCompleted")
         ]
-        index = k.recall.index(session)
+        index = recall_of(k).index(session)
 
         def indexed() -> list[int]:
             return sorted(int(d.doc_id.rsplit(":", 1)[1]) for d in index.documents())
 
-        assert k.recall.catch_up(session) == 10
+        assert recall_of(k).catch_up(session) == 10
         assert indexed() == turns[-10:]  # the newest first
         new = k.events_store.append(
             UserMessageAdded(session_id=sid, turn_id="t-new", text="one more question")
         ).seq
-        assert k.recall.catch_up(session) == 11  # the new turn and the next older step
+        assert recall_of(k).catch_up(session) == 11  # the new turn and the next older step
         assert indexed() == [*turns[-20:], new]
-        while k.recall.catch_up(session):
+        while recall_of(k).catch_up(session):
             pass
         everything = [
             e.seq
@@ -447,11 +447,11 @@ def test_a_long_backlog_is_indexed_newest_first_in_steps(
             if e.type in ("UserMessageAdded", "AssistantMessageCompleted")
         ]
         assert indexed() == everything
-        assert k.recall.progress(sid) == (0, k.events_store.last_seq(sid))
+        assert recall_of(k).progress(sid) == (0, k.events_store.last_seq(sid))
         # each turn still has its predecessor as context, across step boundaries
         rows = dict(
             tuple(r)
-            for r in k.db.conn.execute(
+            for r in k.storage.db.conn.execute(
                 "SELECT d.doc_id, c.context FROM rag_chunks c JOIN rag_documents d "
                 "ON d.id = c.document_id WHERE c.workspace_id = ?",
                 (recall_space(session.workspace_id, sid),),

@@ -232,9 +232,7 @@ class ChatApp(App[str]):
             elif isinstance(command, Compact):
                 await self.compact_now()
             elif isinstance(command, SwitchProfile):
-                result = e.session.switch_profile(command.name)
-                if hasattr(result, "__await__"):
-                    await result
+                await e.session.switch_profile(command.name)
                 self.note(f"profile is now '{e.profile}'")
                 self.sub_title = (
                     f"session {e.session_id} · workspace {e.workspace} · profile {e.profile}"
@@ -244,9 +242,7 @@ class ChatApp(App[str]):
 
     async def compact_now(self) -> None:
         e = self.engine
-        result = e.kx.compact(e.session_id)
-        if hasattr(result, "__await__"):
-            result = await result
+        result = await e.kx.compact_async(e.session_id)
         self.note(f"compaction: {result}")
         self.trace_panel.add_line(f"compaction: {result}", "magenta")
 

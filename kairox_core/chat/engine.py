@@ -124,25 +124,26 @@ class ChatEngine:
         _, profile = self.config.resolve_profile(self.profile)
         fed = False
         usage: dict[str, int] | None = None
-        try:
-            async for chunk in self.provider.stream(turn.messages, max_tokens=profile.reserve):
-                if chunk.usage is not None:
-                    usage = chunk.usage.as_dict()
-                if chunk.text:
-                    fed = True
-                    visible = turn.feed(chunk.text)
-                    if visible:
-                        on_text(visible)
-        except KairoxError as exc:
-            outcome.error = str(exc)
-        except Exception as exc:  # a provider bug must not lose the turn's record
-            outcome.error = f"model call failed: {type(exc).__name__}: {exc}"
-        if outcome.error and not fed:
-            await turn.abort()  # the prompt stays in the audit; no empty reply is recorded
-            return outcome
-        result = await turn.complete(
-            model=self.provider.model, provider=self.provider.name, usage=usage
-        )
+        async with turn:  # cancelled (Ctrl-C, app closed): the turn aborts, the session is free
+            try:
+                async for chunk in self.provider.stream(turn.messages, max_tokens=profile.reserve):
+                    if chunk.usage is not None:
+                        usage = chunk.usage.as_dict()
+                    if chunk.text:
+                        fed = True
+                        visible = turn.feed(chunk.text)
+                        if visible:
+                            on_text(visible)
+            except KairoxError as exc:
+                outcome.error = str(exc)
+            except Exception as exc:  # a provider bug must not lose the turn's record
+                outcome.error = f"model call failed: {type(exc).__name__}: {exc}"
+            if outcome.error and not fed:
+                await turn.abort()  # the prompt stays in the audit; no empty reply recorded
+                return outcome
+            result = await turn.complete(
+                model=self.provider.model, provider=self.provider.name, usage=usage
+            )
         outcome.text = result.text
         outcome.invalid = list(result.invalid)
         self._collect_turn_events(turn.turn_id, turn.prompt_seq, outcome)

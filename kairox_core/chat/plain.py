@@ -8,7 +8,6 @@ decide proposals unattended; otherwise they stay pending for ``kairox memory``.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Sequence
 from typing import TextIO
 
@@ -131,14 +130,8 @@ class PlainChat:
             )
             self.say(f"remembered [{command.scope}:{command.key}] id={record.id}")
         elif isinstance(command, Compact):
-            result = await _maybe_await(e.kx.compact(e.session_id))
+            result = await e.kx.compact_async(e.session_id)
             self.say(f"compacted: {result}")
         elif isinstance(command, SwitchProfile):
-            await _maybe_await(e.session.switch_profile(command.name))
+            await e.session.switch_profile(command.name)
             self.say(f"profile is now '{e.profile}'")
-
-
-async def _maybe_await(value: object) -> object:
-    if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
-        return await value
-    return value

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import itertools
 import sys
@@ -15,6 +14,7 @@ from click.core import ParameterSource
 
 from kairox_core.cli.context import CliContext, pass_cli
 from kairox_core.errors import KairoxUserError
+from kairox_core.sync import run_sync
 
 
 @click.command("chat")
@@ -103,14 +103,14 @@ def chat_command(
             finally:
                 await engine.close()
 
-        sys.exit(asyncio.run(go()))
+        sys.exit(run_sync(go()))
     from kairox_core.chat.app import ChatApp
 
     app = ChatApp(engine, resume_args=resume_args)
     try:
         app.run()
     finally:
-        asyncio.run(engine.close())
+        run_sync(engine.close())
         click.echo(f"kairox: {app.resume_hint}", err=True)
 
 

@@ -192,11 +192,9 @@ def summary_show(cli_ctx: CliContext, session_id: str) -> None:
 def summary_edit(cli_ctx: CliContext, session_id: str, seq: int, text: str | None) -> None:
     """Replace the text of the summary stored at SEQ; the next turn sees the edit and the
     original stays in the audit trail (SummaryEdited)."""
-    from kairox_core.compaction.edits import active_summary
-
     with _session(cli_ctx, session_id) as session:
         if text is None:
-            current = active_summary(session, seq).text
+            current = session.active_summary(seq).text
             text = click.edit(current)
             if text is None or text.strip() == current.strip():
                 click.echo("unchanged: nothing recorded")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Sequence
@@ -18,6 +17,7 @@ from kairox_core.cli.context import CliContext, FilePath, pass_cli
 from kairox_core.errors import KairoxUserError
 from kairox_core.retrieval.base import IndexableRetriever, IndexReport, RetrievalHit
 from kairox_core.retrieval.composite import SourceReport
+from kairox_core.sync import run_sync
 
 _err = Console(stderr=True)
 
@@ -252,7 +252,7 @@ def search_command(
         finally:
             await composite.close()
 
-    result = asyncio.run(go())
+    result = run_sync(go())
     wanted = k or config.retrieval.k
     if as_json:
         click.echo(
@@ -355,7 +355,7 @@ def kb_search(cli_ctx: CliContext, kb_id: str, query: str, k: int, as_json: bool
         finally:
             await retriever.close()
 
-    hits = asyncio.run(go())
+    hits = run_sync(go())
     if as_json:
         click.echo(json.dumps([_hit_dict(h) for h in hits], indent=2))
     else:
@@ -388,7 +388,7 @@ def kb_index(cli_ctx: CliContext, kb_id: str, paths: tuple[str, ...], as_json: b
                 ),
             )
     finally:
-        asyncio.run(retriever.close())
+        run_sync(retriever.close())
     for error in report.errors:
         click.echo(f"skipped: {error}", err=True)
     # a knowledge base may or may not embed (sqlite_fts and tantivy do not)

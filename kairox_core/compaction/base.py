@@ -11,7 +11,7 @@ Secrets are redacted by the compactor from whatever a strategy returns.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -82,11 +82,13 @@ class CompactionOutput:
 class CompactionStrategy(Protocol):
     """Registered through ``kairox_register_compaction_strategies`` as
     ``register(name, factory)``; ``factory(**options)`` (``config=``, ``profile=``
-    among them) returns an object with this shape."""
+    among them) returns an object with this shape: ``summarize`` may be a coroutine
+    function or a plain one. The compactor checks a strategy against this protocol;
+    its name is the one it was registered under."""
 
-    name: str
-
-    async def summarize(self, request: CompactionRequest) -> CompactionOutput: ...
+    def summarize(
+        self, request: CompactionRequest
+    ) -> CompactionOutput | Awaitable[CompactionOutput]: ...
 
 
 def as_output(value: Any, strategy: str | None = None) -> CompactionOutput:

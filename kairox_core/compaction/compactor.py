@@ -1,26 +1,23 @@
 """The compactor: turns the oldest stretch of a session into one summary, with provenance.
 
-``Compactor`` is installed on every session a ``Kairox`` opens (``install``): it serves
-``Session.compact()`` and adds the turn-end check to ``after_turn_hooks``. Every run
-happens with the session held (see actor.py), so it never overlaps a turn or a profile
-switch. Events, in order: ``ContextCompactionStarted`` -> ``CompactionSummary`` (the
-redacted summary, the replaced seq range, folded summaries, strategy, model, tokens in
-and out, usage) -> ``ContextCompactionCompleted``; or ``ContextCompactionFailed`` (the
-session goes on); ``ContextCompactionSkipped`` when there is nothing to do, compaction is
-disabled, or another process is compacting the same session. Originals are never
+``Compactor`` is an engine (kairox_core/engines.py), registered as the built-in
+``compaction`` engine: it serves ``Session.compact()`` (``CompactionEngine``) and checks
+the trigger in ``after_turn``. Every run happens with the session held (its lock, see
+session.py), so it never overlaps a turn, an edit or a profile switch. Events, in order:
+``ContextCompactionStarted`` -> ``CompactionSummary`` (the redacted summary, the replaced
+seq range, folded summaries, strategy, model, tokens in and out, usage) ->
+``ContextCompactionCompleted``; or ``ContextCompactionFailed`` (the session goes on);
+``ContextCompactionSkipped`` when there is nothing to do, compaction is disabled, or
+another process is compacting the same session. Originals are never
 deleted: the assembler just stops reading the replaced range.
 """
 
 from __future__ import annotations
 
-import inspect
-import time
 import uuid
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kairox_core.compaction.attachments import prepare_originals
-from kairox_core.compaction.hooks import OnCompacted
 from kairox_core.compaction.planning import (
     CONVERSATION_TYPES,
     Plan,
@@ -29,10 +26,10 @@ from kairox_core.compaction.planning import (
     covered,
     gaps,
     oldest_stretch,
-    read_rows,
     with_folds,
 )
 from kairox_core.compaction.strategies import StrategyOutcome, run_strategy
+from kairox_core.engines import CompactionResult, Engine
 from kairox_core.errors import KairoxUserError
 from kairox_core.events import (
     CompactionSummary,
@@ -47,60 +44,20 @@ if TYPE_CHECKING:
     from kairox_core.facade import Kairox
     from kairox_core.session import Session, TurnResult
 
-# A ContextCompactionStarted with no end this old is a crashed run, not a running one.
-STALE_RUN_SECONDS = 600.0
 # One automatic run summarises at most this many budgets' worth of history; a backlog
 # (compaction was failing or disabled) is worked off in up to MAX_RUNS_PER_TURN runs.
 STRETCH_BUDGETS = 4
 MAX_RUNS_PER_TURN = 3
 
 
-@dataclass
-class CompactionResult:
-    """What one compaction did. ``status``: ``completed``, ``failed`` or ``skipped``."""
+class Compactor(Engine):
+    """One per ``Kairox``: the built-in ``compaction`` engine."""
 
-    status: str
-    reason: str = ""
-    compaction_id: str | None = None
-    first_seq: int | None = None
-    last_seq: int | None = None
-    summary_seq: int | None = None
-    folded: tuple[int, ...] = ()
-    strategy: str | None = None
-    tokens_in: int = 0
-    tokens_out: int = 0
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "completed"
-
-    def __str__(self) -> str:
-        if self.status == "completed":
-            folded = f", folding summaries {list(self.folded)}" if self.folded else ""
-            return (
-                f"seqs {self.first_seq}-{self.last_seq} summarised by {self.strategy} "
-                f"({self.tokens_in} -> {self.tokens_out} tokens) at seq "
-                f"{self.summary_seq}{folded}"
-            )
-        return f"{self.status}: {self.reason}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
-
-
-class Compactor:
-    """One per ``Kairox``; ``on_compacted`` callbacks see every stored summary."""
+    name = "compaction"
 
     def __init__(self, kx: Kairox) -> None:
         self.kx = kx
-        self.on_compacted: list[OnCompacted] = []
         self._running: set[str] = set()
-
-    def install(self, session: Session) -> None:
-        """Serve ``session.compact()`` and check the trigger at the end of each turn."""
-        session.compactor = self.run
-        session.after_turn_hooks.append(self.after_turn)
 
     # --- the turn-end check ----------------------------------------------------------------
 
@@ -122,13 +79,13 @@ class Compactor:
             )
             return
         for _ in range(MAX_RUNS_PER_TURN):  # a long backlog (after failures) takes a few
-            outcome = await self.run(session, trigger="auto")
+            outcome = await session.compact_locked(trigger="auto")  # engines told
             if not outcome.ok or session.history_tokens(limit) <= limit:
                 return
 
     # --- one run ----------------------------------------------------------------------------
 
-    async def run(
+    async def compact(
         self,
         session: Session,
         *,
@@ -136,8 +93,14 @@ class Compactor:
         last_seq: int | None = None,
         trigger: str = "manual",
     ) -> CompactionResult:
-        """Compact (the session must be held by the caller: see actor.py)."""
-        busy = self._running_elsewhere(session)
+        """Compact (the session must be held by the caller: ``session.compact_locked``,
+        which also hands a completed result to the engines' ``on_compacted``)."""
+        started = self.kx.events_store.compaction_running(session.id)
+        busy = (
+            f"another process is compacting this session (started at seq {started})"
+            if started is not None
+            else None
+        )
         if session.id in self._running or busy:
             return self._skip(session, busy or "a compaction of this session is running", trigger)
         if first_seq is not None and last_seq is not None and first_seq > last_seq:
@@ -171,13 +134,16 @@ class Compactor:
         if first_seq is not None or last_seq is not None:
             lo = first_seq if first_seq is not None else 1
             hi = last_seq if last_seq is not None else store.last_seq(session.id)
-            rows = read_rows(store, session.id)
+            rows = store.conversation_rows(session.id)
             lo, hi = align_to_turns(rows, lo, hi)
+            inside = [r.seq for r in rows if lo <= r.seq <= hi]
+            if inside:  # a range past the newest message must not cover turns yet to come
+                hi = inside[-1]
             lo, hi, folded = with_folds(lo, hi, summaries, fold_before=False)
             if not any(lo <= r.seq <= hi and not covered(r.seq, ranges) for r in rows):
                 return f"nothing to compact in seqs {lo}-{hi}: no uncompacted messages there"
             return Plan(lo, hi, folded=folded)
-        rows = read_rows(store, session.id, ranges)
+        rows = store.conversation_rows(session.id, ranges)
         stretch = oldest_stretch(rows, ranges, cfg.keep_recent_exchanges)
         if not stretch:
             return (
@@ -239,16 +205,7 @@ class Compactor:
         result.status, result.summary_seq = "completed", summary.seq
         result.tokens_in, result.tokens_out = summary.tokens_in, summary.tokens_out
         result.strategy = summary.strategy
-        for callback in list(self.on_compacted):
-            try:
-                outcome_cb = callback(session, summary, originals)
-                if inspect.isawaitable(outcome_cb):
-                    await outcome_cb
-            except Exception as exc:  # an observer never undoes a compaction
-                result.notes.append(
-                    f"on_compacted {getattr(callback, '__name__', callback)} "
-                    f"failed: {type(exc).__name__}: {exc}"
-                )
+        result.summary, result.originals = summary, tuple(originals)
         return result
 
     def _originals(self, session: Session, plan: Plan) -> list[Event]:
@@ -267,7 +224,7 @@ class Compactor:
         self, session: Session, cid: str, plan: Plan, outcome: StrategyOutcome
     ) -> CompactionSummary:
         kx = self.kx
-        with kx.db.atomic():
+        with kx.storage.atomic():
             stored = kx.events_store.append(
                 CompactionSummary(
                     session_id=session.id,
@@ -299,31 +256,13 @@ class Compactor:
         )
         return CompactionResult("skipped", reason=reason)
 
-    def _running_elsewhere(self, session: Session) -> str | None:
-        """A reason when another process has a compaction of this session in flight."""
-        sql = (
-            "SELECT type, max(seq), data ->> '$.created_at' FROM events WHERE session_id = ? "
-            "AND type IN ('ContextCompactionStarted', 'ContextCompactionCompleted', "
-            "'ContextCompactionFailed') GROUP BY type"
-        )
-        db = self.kx.db
-        with db.lock:
-            rows = db.conn.execute(sql, (session.id,)).fetchall()
-        latest = {t: (int(s), float(c or 0)) for t, s, c in rows}
-        started = latest.get("ContextCompactionStarted")
-        if started is None:
-            return None
-        ended = max((latest[t][0] for t in latest if t != "ContextCompactionStarted"), default=0)
-        if ended > started[0] or time.time() - started[1] > STALE_RUN_SECONDS:
-            return None
-        return f"another process is compacting this session (started at seq {started[0]})"
+
+def compactor_of(kx: Kairox) -> Compactor:
+    """The ``Kairox``'s built-in compaction engine (tests, benchmarks)."""
+    engine = kx.engine("compaction")
+    if not isinstance(engine, Compactor):
+        raise LookupError("the built-in compaction engine is not installed")
+    return engine
 
 
-def install(kx: Kairox) -> Compactor:
-    """Give ``kx`` a compactor and install it on every session it opens."""
-    compactor = Compactor(kx)
-    kx.session_hooks.append(compactor.install)
-    return compactor
-
-
-__all__ = ["CompactionResult", "Compactor", "install"]
+__all__ = ["CompactionResult", "Compactor", "compactor_of"]

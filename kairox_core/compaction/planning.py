@@ -3,28 +3,19 @@
 An *exchange* is one turn: the user message and everything the turn recorded after it
 (tool calls with their results, the reply), so a tool call and its result are never
 split. Planning reads only light columns (seq, type, turn id, stored token count) of the
-conversation events not already replaced by an active summary.
+conversation events not already replaced by an active summary
+(``EventStore.conversation_rows``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from kairox_core.context.sources import SummaryItem
+from kairox_core.store.event_store import CONVERSATION_TYPES, Row
 
-CONVERSATION_TYPES = ("AssistantMessageCompleted", "ToolInvocationCompleted", "UserMessageAdded")
-
-
-@dataclass(frozen=True)
-class Row:
-    """One conversation event, light: enough to plan, not to summarise."""
-
-    seq: int
-    type: str
-    turn_id: str
-    tokens: int
+__all__ = ["CONVERSATION_TYPES", "Exchange", "Plan", "Row"]
 
 
 @dataclass(frozen=True)
@@ -78,45 +69,6 @@ def gaps(lo: int, hi: int, ranges: Sequence[tuple[int, int]]) -> list[tuple[int,
     if cursor <= hi:
         out.append((cursor, hi))
     return [(a, b) for a, b in out if a <= b]
-
-
-def read_rows(
-    store: Any,
-    session_id: str,
-    skip: Sequence[tuple[int, int]] = (),
-    *,
-    first_seq: int | None = None,
-    last_seq: int | None = None,
-) -> list[Row]:
-    """Conversation events outside ``skip`` (inclusive ranges), oldest first. A skipped
-    range at the start of the session is not scanned at all."""
-    skip = sorted(skip)
-    if skip and first_seq is None:
-        with store.db.lock:
-            (first,) = store.db.conn.execute(
-                "SELECT min(seq) FROM events WHERE session_id = ? AND type IN (?, ?, ?)",
-                (session_id, *CONVERSATION_TYPES),
-            ).fetchone()
-        if first is not None and skip[0][0] <= first:
-            first_seq, skip = skip[0][1] + 1, skip[1:]
-    sql = (
-        "SELECT seq, type, data ->> '$.payload.turn_id', data ->> '$.payload.tokens' "
-        "FROM events WHERE session_id = ? AND type IN (?, ?, ?)"
-    )
-    params: list[Any] = [session_id, *CONVERSATION_TYPES]
-    if first_seq is not None:
-        sql += " AND seq >= ?"
-        params.append(first_seq)
-    if last_seq is not None:
-        sql += " AND seq <= ?"
-        params.append(last_seq)
-    for a, b in skip:
-        sql += " AND NOT (seq BETWEEN ? AND ?)"
-        params += [a, b]
-    sql += " ORDER BY seq"
-    with store.db.lock:
-        rows = store.db.conn.execute(sql, params).fetchall()
-    return [Row(int(s), str(t), str(turn or ""), int(tok or 0)) for s, t, turn, tok in rows]
 
 
 def exchanges(rows: Sequence[Row]) -> list[Exchange]:

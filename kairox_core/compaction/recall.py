@@ -16,15 +16,17 @@ Indexing is incremental and idempotent: before each search, ``catch_up`` indexes
 events written since the last one it saw, whichever process wrote them, and at most
 ``BACKLOG_STEP`` older ones, newest first, that were written before recall was on (a
 long session's first search would otherwise embed thousands of turns at once).
-``recall_progress`` records the indexed stretch; a doc id per seq makes a repeat a
-no-op. ``turns`` then returns
-the best turns for the new prompt, one hit each (source ``recall``); the assembler
-skips those its history holds verbatim and fits the rest, turn by turn, within the
-retrieval share (context/recalled.py renders them).
+The event store records the indexed stretch (``indexed_stretch``); a doc id per seq
+makes a repeat a no-op. ``turns`` then returns the best turns for the new prompt, one
+hit each (source ``recall``); as the built-in ``recall`` engine, ``before_assembly``
+contributes them (layer ``recalled``) and the assembler skips those its history holds
+verbatim and fits the rest, turn by turn, within the retrieval share
+(context/recalled.py renders them).
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import threading
 from collections.abc import Callable, Sequence
@@ -32,11 +34,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kairox_core.compaction.base import history_items
-from kairox_core.compaction.planning import CONVERSATION_TYPES
 from kairox_core.context.recalled import DOC_TYPE, SOURCE, turn_seq
+from kairox_core.engines import AssemblyRequest, CompactionResult, Contribution, Engine
 from kairox_core.events import (
     AssistantMessageCompleted,
-    CompactionSummary,
     Event,
     ToolInvocationCompleted,
     UserMessageAdded,
@@ -44,35 +45,14 @@ from kairox_core.events import (
 from kairox_core.redaction import redact
 from kairox_core.retrieval.base import RetrievalHit
 from kairox_core.retrieval.index import DocumentInput, IndexBackendMismatch, WorkspaceRagIndex
-from kairox_core.store.migrations import migrate
+from kairox_core.store.event_store import CONVERSATION_TYPES
 
 if TYPE_CHECKING:
     from kairox_core.facade import Kairox
     from kairox_core.session import Session
 
 T = TypeVar("T")
-COMPONENT = "recall"
 CONTEXT_CHARS = 600  # the previous turn's tail embedded with a turn (the model reads ~256 tokens)
-MIGRATIONS = [
-    """
-    CREATE TABLE recall_indexed (
-        session_id TEXT NOT NULL,
-        summary_seq INTEGER NOT NULL,
-        documents INTEGER NOT NULL,
-        PRIMARY KEY (session_id, summary_seq)
-    );
-    """,
-    # 2: every turn is indexed, not only compacted ones: one watermark per session
-    """
-    DROP TABLE recall_indexed;
-    CREATE TABLE recall_progress (
-        session_id TEXT PRIMARY KEY,
-        last_seq INTEGER NOT NULL
-    );
-    """,
-    # 3: a session's backlog (turns from before recall) is indexed newest first, in steps
-    "ALTER TABLE recall_progress ADD COLUMN low_seq INTEGER;",
-]
 BACKLOG_STEP = 128  # older turns indexed per catch-up, newest first
 
 
@@ -122,16 +102,27 @@ def turn_document(event: Event, previous: Event | None = None) -> DocumentInput 
     )
 
 
-class Recall:
-    """One per ``Kairox``: indexes a session's turns and finds them again for a prompt."""
+class Recall(Engine):
+    """One per ``Kairox`` (the built-in ``recall`` engine): indexes a session's turns
+    and finds them again for a prompt."""
+
+    name = "recall"
 
     def __init__(self, kx: Kairox) -> None:
         self.kx = kx
         self._backend: Any = None
         self._indexes: dict[str, WorkspaceRagIndex] = {}
         self._lock = threading.RLock()
-        with kx.db.lock:
-            migrate(kx.db.conn, COMPONENT, MIGRATIONS)
+
+    async def before_assembly(
+        self, session: Session, request: AssemblyRequest
+    ) -> list[Contribution]:
+        """The session's past turns that match the prompt, as one contribution. Indexing
+        and search (embedding, SQLite) run in a worker thread, off the event loop."""
+        hits = await asyncio.to_thread(
+            self.turns, session, request.prompt, before_seq=request.before_seq
+        )
+        return [Contribution(self.name, "recalled", label="recalled turns", hits=tuple(hits))]
 
     @property
     def enabled(self) -> bool:
@@ -149,29 +140,21 @@ class Recall:
                     from kairox_core.retrieval.embeddings import load_embedding_backend
 
                     self._backend = load_embedding_backend(self.kx.config.retrieval)
-                index = WorkspaceRagIndex.from_config(
-                    self.kx.config, self.kx.db.conn, space, backend=self._backend
+                index = self.kx.storage.workspace_index(
+                    self.kx.config, space, backend=self._backend
                 )
                 self._indexes[space] = index
             return index
 
-    async def on_compacted(
-        self, session: Session, summary: CompactionSummary, originals: Sequence[Event]
-    ) -> None:
-        """The compactor's callback: bring the index up to date while the session waits
-        for its compaction anyway (the next search then has nothing to embed)."""
+    async def on_compacted(self, session: Session, compaction: CompactionResult) -> None:
+        """Bring the index up to date while the session waits for its compaction
+        anyway (the next search then has nothing to embed)."""
         if self.enabled:
-            self.catch_up(session)
+            await asyncio.to_thread(self.catch_up, session)
 
     def progress(self, session_id: str) -> tuple[int, int] | None:
         """The stretch of seqs already indexed, (low, last); None before the first."""
-        with self.kx.db.lock:
-            row = self.kx.db.conn.execute(
-                "SELECT low_seq, last_seq FROM recall_progress WHERE session_id = ?", (session_id,)
-            ).fetchone()
-        if row is None:
-            return None
-        return (int(row[0]) if row[0] is not None else 0), int(row[1])
+        return self.kx.events_store.indexed_stretch(session_id)
 
     def catch_up(self, session: Session) -> int:
         """Index the turns written since the last call (all of them) and up to
@@ -200,29 +183,13 @@ class Recall:
                     low = first
                 else:
                     low = 0  # everything down to the session's first turn is indexed
-        db = self.kx.db
-        with db.lock, db.atomic():
-            db.conn.execute(
-                "INSERT INTO recall_progress(session_id, last_seq, low_seq) VALUES (?, ?, ?) "
-                "ON CONFLICT(session_id) DO UPDATE SET last_seq = excluded.last_seq, "
-                "low_seq = excluded.low_seq",
-                (session.id, last, low),
-            )
+        self.kx.events_store.set_indexed_stretch(session.id, low, last)
         return changed
 
     def _seqs_below(self, session_id: str, below: int | None) -> list[int]:
         """Seqs of conversation events below ``below`` (None: all), newest first: one
         step's worth and the one before it (the oldest turn's context)."""
-        marks = ",".join("?" * len(CONVERSATION_TYPES))
-        sql = f"SELECT seq FROM events WHERE session_id = ? AND type IN ({marks})"
-        params: list[Any] = [session_id, *CONVERSATION_TYPES]
-        if below is not None:
-            sql += " AND seq < ?"
-            params.append(below)
-        sql += " ORDER BY seq DESC LIMIT ?"
-        params.append(BACKLOG_STEP + 1)
-        with self.kx.db.lock:
-            return [int(r[0]) for r in self.kx.db.conn.execute(sql, params)]
+        return self.kx.events_store.conversation_seqs(session_id, below, BACKLOG_STEP + 1)
 
     def _index_range(self, session: Session, first: int, last: int, around: Sequence[int]) -> int:
         """Index the conversation events in [first, last], each with the one before it
@@ -282,8 +249,9 @@ class Recall:
 
 def _rebuilt_if_needed(kx: Kairox, index: WorkspaceRagIndex, call: Callable[[], T]) -> T:
     """``call()`` on the index; if ``[retrieval] backend`` changed since the session's
-    turns were embedded, re-embed them (they are our own) and call again."""
-    with kx.db.lock:
+    turns were embedded, re-embed them (they are our own) and call again. Under the
+    index's lock (its connection's), so no other thread sees the rebuild half done."""
+    with index.lock:
         try:
             return call()
         except IndexBackendMismatch:
@@ -291,11 +259,20 @@ def _rebuilt_if_needed(kx: Kairox, index: WorkspaceRagIndex, call: Callable[[], 
             return call()
 
 
-def install(kx: Kairox) -> Recall:
-    """Give ``kx`` recall (its compactor's callback keeps the index warm)."""
-    recall = Recall(kx)
-    kx.compactor.on_compacted.append(recall.on_compacted)
-    return recall
+def recall_of(kx: Kairox) -> Recall:
+    """The ``Kairox``'s recall engine (tests, benchmarks, tools that index by hand)."""
+    engine = kx.engine("recall")
+    if not isinstance(engine, Recall):
+        raise LookupError("the recall engine is not installed")
+    return engine
 
 
-__all__ = ["DOC_TYPE", "SOURCE", "Recall", "install", "recall_space", "turn_document", "turn_text"]
+__all__ = [
+    "DOC_TYPE",
+    "SOURCE",
+    "Recall",
+    "recall_of",
+    "recall_space",
+    "turn_document",
+    "turn_text",
+]

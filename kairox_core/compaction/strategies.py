@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kairox_core.compaction.base import CompactionStrategy
 from kairox_core.config import KairoxConfig
 from kairox_core.context.sources import SummaryItem
 from kairox_core.events import Event
@@ -38,15 +39,22 @@ class StrategyOutcome:
     usage: dict[str, int] | None = None
 
 
-def build_strategy(config: KairoxConfig, session: Session | None = None) -> Any:
-    """The strategy object ``[compaction] strategy`` names (through the plugin hook)."""
+def build_strategy(config: KairoxConfig, session: Session | None = None) -> CompactionStrategy:
+    """The strategy object ``[compaction] strategy`` names (through the plugin hook),
+    checked against the ``CompactionStrategy`` protocol."""
     from kairox_core.plugins import get_plugins
 
     registration = get_plugins().get(
         "compaction_strategies", config.compaction.strategy, context="compaction.strategy"
     )
     profile = session.profile if session is not None else None
-    return registration.factory(config=config, profile=profile)
+    strategy = registration.factory(config=config, profile=profile)
+    if not isinstance(strategy, CompactionStrategy):
+        raise CompactionStrategyError(
+            f"strategy {config.compaction.strategy!r} (plugin '{registration.plugin}') is a "
+            f"{type(strategy).__name__} without a summarize(request) method"
+        )
+    return strategy
 
 
 async def run_strategy(
@@ -72,12 +80,7 @@ async def run_strategy(
         memory_keys=[m.key for m in session.memories() if m.key],
         counter=counter,
     )
-    call = getattr(strategy, "summarize", None) or getattr(strategy, "compact", None)
-    if not callable(call):
-        raise CompactionStrategyError(
-            f"strategy {config.compaction.strategy!r} has no summarize(request) method"
-        )
-    raw = call(request)
+    raw = strategy.summarize(request)
     if inspect.isawaitable(raw):
         raw = await raw
     try:

@@ -32,10 +32,12 @@ from kairox_core.context.rendering import (
     block_close,
     block_content,
     block_open,
+    header_field,
     hit_header,
     hit_key,
     item_unit,
     memory_header,
+    neutralise,
     pinned_header,
     summary_header,
     user_message,
@@ -49,6 +51,7 @@ from kairox_core.context.sources import (
     SummaryItem,
 )
 from kairox_core.context.trace import ContextTrace, LayerTrace, TraceItem
+from kairox_core.engines import Contribution
 from kairox_core.retrieval.base import RetrievalHit
 
 _SCOPE_ORDER = {"user": 0, "workspace": 1, "session": 2}
@@ -127,12 +130,16 @@ class ContextAssembler:
         attachments: Sequence[Mapping[str, Any]] = (),
         after_prompt: Sequence[HistoryUnit] = (),
         recalled: Sequence[RetrievalHit] = (),
+        contributions: Sequence[Contribution] = (),
     ) -> AssembledContext:
         """Assemble one turn. ``history`` is newest first (a ``HistorySource`` or any
         iterable of units); ``after_prompt`` holds this turn's tool call/result units,
         which belong after the prompt and are mandatory like it. ``recalled``: past
-        turns of this session, one hit each, best first (compaction/recall.py); those
-        the history surely holds are skipped, the rest join ``hits``."""
+        turns of this session, one hit each, best first (the recall engine); those
+        the history surely holds are skipped, the rest join ``hits``.
+        ``contributions``: the engines' (kairox_core/engines.py), placed by layer:
+        ``recalled`` hits join ``recalled``, ``system`` text joins the system message,
+        ``mandatory`` text is a block of its own that is always present."""
         pc = self.counter
         budget = self.budget
         trace = ContextTrace(
@@ -145,10 +152,19 @@ class ContextAssembler:
             priming=REPLY_PRIMING_TOKENS,
         )
 
+        recalled = [*recalled, *(h for c in contributions if c.layer == "recalled" for h in c.hits)]
+        in_system = [c for c in contributions if c.layer == "system" and c.text.strip()]
+        own_blocks = [c for c in contributions if c.layer == "mandatory" and c.text.strip()]
+
         # --- mandatory: system, prompt (and this turn's tool results), reply priming ---
         system_text = "\n\n".join(
             t.strip()
-            for t in (system_prompt or "", self.profile.instructions, *instructions)
+            for t in (
+                system_prompt or "",
+                self.profile.instructions,
+                *instructions,
+                *(c.text for c in in_system),
+            )
             if t and t.strip()
         )
         system_msg = {"role": "system", "content": system_text} if system_text else None
@@ -159,6 +175,10 @@ class ContextAssembler:
         parts = {"system prompt": system_tokens, "new prompt": prompt_tokens}
         if after_prompt:
             parts["this turn's tool results"] = tail_tokens
+        contributed = [(c, _contributed_block(c)) for c in own_blocks]
+        for c, block in contributed:
+            key = f"{c.label or c.engine} ({c.engine})"
+            parts[key] = parts.get(key, 0) + pc.message(block)
         pins = [
             _Candidate(f.fact_id, "pinned fact", item_unit(pinned_header(f.fact_id), f.text))
             for f in pinned
@@ -182,6 +202,12 @@ class ContextAssembler:
             layer.included.append(
                 TraceItem("system", "system prompt + instructions", system_tokens)
             )
+        for c in in_system:
+            trace.layer("system").notes.append(
+                f"{c.label or 'text'} from engine {c.engine}: "
+                f"{pc.scale(pc.raw_count(c.text))} tokens"
+            )
+            trace.layer("system").notes.extend(c.notes)
         layer = trace.layer("prompt")
         layer.tokens, layer.messages = (
             prompt_tokens + tail_tokens,
@@ -192,6 +218,15 @@ class ContextAssembler:
             layer.included.append(TraceItem(f"seq {unit.seq}", "tool call + result", unit.tokens))
 
         blocks: list[dict[str, Any]] = []
+        for c, block in contributed:  # always present, paid for with the mandatory parts
+            name = c.label or c.engine
+            own = trace.layers.setdefault(name, LayerTrace(name))
+            cost = pc.message(block)
+            own.tokens += cost
+            own.messages += 1
+            own.included.append(TraceItem(name, f"from engine {c.engine}", cost, source=c.engine))
+            own.notes.extend(c.notes)
+            blocks.append(block)
 
         # --- memories: all when they fit; else the best matches, within memory_share ---
         mem_candidates = [
@@ -253,6 +288,9 @@ class ContextAssembler:
         # --- retrieval: recalled turns and workspace/knowledge-base hits, capped at
         # retrieval_share (history keeps the rest) ---
         ret_layer = trace.layer("retrieval")
+        for c in contributions:
+            if c.layer == "recalled":
+                ret_layer.notes.extend(c.notes)
         limit = min(remaining, math.floor(self.retrieval_share * budget))
         history_units = _Replay(
             history.newest_first() if hasattr(history, "newest_first") else iter(history)
@@ -521,6 +559,13 @@ def _newest_that_fit(units: Iterator[HistoryUnit], room: int) -> list[HistoryUni
         taken.append(unit)
         used += unit.tokens
     return taken
+
+
+def _contributed_block(c: Contribution) -> dict[str, Any]:
+    """A ``mandatory`` contribution as one system message, tagged with its label."""
+    name = header_field(c.label or c.engine)
+    body = neutralise(c.text.strip())
+    return {"role": "system", "content": f"<kairox:{name}>\n{body}\n</kairox:{name}>"}
 
 
 def _recall_candidate(pack: TurnPack) -> _Candidate:

@@ -109,16 +109,6 @@ def unit_from_event(event: Event, pc: ProfileCounter) -> HistoryUnit | None:
     return unit_from(event.seq, event.type, event.payload(), pc)
 
 
-_PAYLOAD_COLUMNS = (
-    "seq, type, data ->> '$.payload.turn_id', data ->> '$.payload.text', "
-    "data -> '$.payload.attachments', data ->> '$.payload.tool_call_id', "
-    "data ->> '$.payload.tool_name', data ->> '$.payload.arguments', "
-    "data ->> '$.payload.result', data ->> '$.payload.tokens', "
-    "data ->> '$.payload.token_counter'"
-)
-_TYPES_SQL = "type IN ('AssistantMessageCompleted', 'ToolInvocationCompleted', 'UserMessageAdded')"
-
-
 def _unit_from_row(row: Any, pc: ProfileCounter) -> HistoryUnit:
     """A unit from the columns SQLite extracted (cheaper than parsing whole events)."""
     seq, type_name, turn_id, text, atts, call_id, tool, args, result, tokens, scheme = row
@@ -141,7 +131,7 @@ def _unit_from_row(row: Any, pc: ProfileCounter) -> HistoryUnit:
 
 
 class _Reader:
-    """Read-only queries on the event store's ``events`` table."""
+    """Paged reads of a session's conversation events (``EventStore.history_rows``)."""
 
     def __init__(self, store: Any, session_id: str, counter: ProfileCounter) -> None:
         self.store = store
@@ -150,31 +140,18 @@ class _Reader:
         self.pages_read = 0
         self.rows_read = 0
 
-    def _rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
-        with self.store.db.lock:
-            rows: list[Any] = self.store.db.conn.execute(sql, params).fetchall()
+    def _units(self, rows: Sequence[Any]) -> list[HistoryUnit]:
         self.pages_read += 1
         self.rows_read += len(rows)
-        return rows
+        return [_unit_from_row(r, self.counter) for r in rows]
 
     def older(self, upper: int | None, size: int) -> list[HistoryUnit]:
         """Up to ``size`` units below seq ``upper`` (None: the newest), newest first."""
-        sql = f"SELECT {_PAYLOAD_COLUMNS} FROM events WHERE session_id = ? AND {_TYPES_SQL}"
-        params: list[Any] = [self.session_id]
-        if upper is not None:
-            sql += " AND seq < ?"
-            params.append(upper)
-        sql += " ORDER BY seq DESC LIMIT ?"
-        params.append(size)
-        return [_unit_from_row(r, self.counter) for r in self._rows(sql, params)]
+        return self._units(self.store.history_rows(self.session_id, below=upper, limit=size))
 
     def newer(self, lower: int) -> list[HistoryUnit]:
         """Every unit above seq ``lower``, oldest first (what was added since)."""
-        sql = (
-            f"SELECT {_PAYLOAD_COLUMNS} FROM events WHERE session_id = ? AND seq > ? "
-            f"AND {_TYPES_SQL} ORDER BY seq"
-        )
-        return [_unit_from_row(r, self.counter) for r in self._rows(sql, (self.session_id, lower))]
+        return self._units(self.store.history_rows(self.session_id, above=lower))
 
 
 def _covered(seq: int, skip: list[tuple[int, int]]) -> int | None:

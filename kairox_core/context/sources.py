@@ -1,7 +1,7 @@
 """What the assembler reads: memories, compacted history, and history units.
 
 These are plain values so the assembler stays a pure function of its inputs. The
-compaction engineer's events (``FactPinned``, ``CompactionSummary``, ``SummaryEdited``,
+compaction events (``FactPinned``, ``CompactionSummary``, ``SummaryEdited``,
 ``ChunkDropped``) are folded into pinned facts and active summaries by
 ``CompactionState``; history comes as ``HistoryUnit``s, newest first (see history.py).
 """
@@ -19,14 +19,6 @@ from kairox_core.events import (
     FactPinned,
     FactUnpinned,
     SummaryEdited,
-)
-
-COMPACTION_EVENT_TYPES = (
-    "FactPinned",
-    "FactUnpinned",
-    "CompactionSummary",
-    "SummaryEdited",
-    "ChunkDropped",
 )
 
 
@@ -196,24 +188,3 @@ def _drop_line(text: str, chunk: str) -> str:
             lines[i] = ""
             return "\n".join(lines)
     return text
-
-
-def read_compaction_events(store: Any, session_id: str, after_seq: int = 0) -> list[Event]:
-    """Compaction events of a session above ``after_seq``, in seq order.
-
-    No ``ORDER BY`` in SQL on purpose: that would steer SQLite to the (session, seq)
-    index and scan the whole session; without it the (session, type, seq) index finds
-    the few compaction events directly.
-    """
-    import json
-
-    from kairox_core.events import event_from_dict
-
-    marks = ", ".join("?" * len(COMPACTION_EVENT_TYPES))
-    sql = f"SELECT data FROM events WHERE session_id = ? AND type IN ({marks}) AND seq > ?"
-    with store.db.lock:
-        rows = store.db.conn.execute(
-            sql, (session_id, *COMPACTION_EVENT_TYPES, after_seq)
-        ).fetchall()
-    events = [event_from_dict(json.loads(row[0])) for row in rows]
-    return sorted(events, key=lambda e: e.seq or 0)

@@ -16,7 +16,8 @@ per-workspace maintenance session ``_memory:<workspace>`` (``_memory:user`` for 
 memories), so the audit trail stays in the event store.
 
 When the memory store shares the event store's ``Database`` (the built-in setup), each
-operation (memory write, proposal row, events) is one transaction.
+operation (memory write, proposal row, events) is one transaction. The proposal rows
+are kept by the storage (``SqliteProposalStore``); no SQL here.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kairox_core.errors import KairoxUserError
@@ -42,45 +42,17 @@ from kairox_core.memory.base import MemoryStore
 from kairox_core.memory.records import (
     MemoryNotFoundError,
     MemoryRecord,
+    Proposal,
     Provenance,
     new_id,
     owner_of,
     parse_scope,
 )
 from kairox_core.store.event_store import EventStore
-from kairox_core.store.migrations import migrate
+from kairox_core.store.proposal_store import SqliteProposalStore
+from kairox_core.store.protocol import EventLog, ProposalStore
 
 MAINTENANCE_PREFIX = "_memory:"
-COMPONENT = "memory_proposals"
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE memory_proposals (
-        id TEXT PRIMARY KEY,
-        scope TEXT NOT NULL CHECK (scope IN ('session', 'user', 'workspace')),
-        owner TEXT NOT NULL,
-        key TEXT,
-        body TEXT NOT NULL,
-        workspace_id TEXT,
-        session_id TEXT NOT NULL,
-        turn_id TEXT,
-        raw TEXT NOT NULL DEFAULT '',
-        tainted INTEGER NOT NULL DEFAULT 0,
-        source TEXT NOT NULL DEFAULT 'assistant',
-        created_at REAL NOT NULL,
-        status TEXT NOT NULL DEFAULT 'pending'
-            CHECK (status IN ('pending', 'accepted', 'rejected', 'superseded')),
-        resolved_at REAL,
-        reason TEXT,
-        supersedes TEXT,
-        superseded_by TEXT,
-        memory_id TEXT,
-        final_body TEXT
-    );
-    CREATE UNIQUE INDEX memory_proposals_one_pending
-        ON memory_proposals (scope, owner, key) WHERE status = 'pending';
-    CREATE INDEX memory_proposals_by_status ON memory_proposals (status, created_at);
-    """,
-)
 
 
 class ProposalNotPendingError(KairoxUserError):
@@ -103,77 +75,47 @@ def maintenance_session_id(workspace_id: str | None) -> str:
     return f"{MAINTENANCE_PREFIX}{workspace_id or 'user'}"
 
 
-@dataclass(frozen=True)
-class Proposal:
-    """A proposed memory. ``status``: pending, accepted, rejected or superseded."""
-
-    id: str
-    scope: MemoryScope
-    key: str | None
-    body: str
-    tainted: bool
-    session_id: str
-    workspace_id: str | None
-    turn_id: str | None
-    raw: str
-    created_at: float
-    status: str = "pending"
-    source: str = "assistant"
-    resolved_at: float | None = None
-    reason: str | None = None
-    supersedes: str | None = None
-    superseded_by: str | None = None
-    memory_id: str | None = None
-    final_body: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "scope": self.scope.value,
-            "key": self.key,
-            "body": self.body,
-            "tainted": self.tainted,
-            "session_id": self.session_id,
-            "workspace_id": self.workspace_id,
-            "turn_id": self.turn_id,
-            "raw": self.raw,
-            "created_at": self.created_at,
-            "status": self.status,
-            "source": self.source,
-            "resolved_at": self.resolved_at,
-            "reason": self.reason,
-            "supersedes": self.supersedes,
-            "superseded_by": self.superseded_by,
-            "memory_id": self.memory_id,
-            "final_body": self.final_body,
-        }
-
-
 class ApprovalService:
     """Routes proposals, keeps the pending ones, and records every decision as events."""
 
     def __init__(
         self,
-        event_store: EventStore,
+        event_store: EventLog,
         memory_store: MemoryStore,
         *,
+        proposals: ProposalStore | None = None,
+        shared: bool | None = None,
         max_body_chars: int = 2000,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``proposals``: the storage's proposal table (None: the SQLite one beside
+        ``event_store``). ``shared``: whether the memory store writes in the event
+        store's transactions (None: when both sit on one SQLite ``Database``)."""
         self.events = event_store
         self.memories = memory_store
         self.max_body_chars = max_body_chars
         self.clock = clock
-        self._shared = getattr(memory_store, "db", None) is event_store.db
-        with event_store.db.lock:
-            migrate(event_store.db.conn, COMPONENT, MIGRATIONS)
+        db = getattr(event_store, "db", None)
+        self._shared = getattr(memory_store, "db", None) is db if shared is None else shared
+        self._own: SqliteProposalStore | None = None
+        if proposals is None:
+            if not isinstance(event_store, EventStore):
+                raise TypeError("give the storage's proposal store (proposals=...)")
+            proposals = self._own = SqliteProposalStore(event_store.db)
+        self.store = proposals
+
+    def close(self) -> None:
+        """Release the proposal store this service opened (a given one is the caller's)."""
+        if self._own is not None:
+            self._own.close()
+            self._own = None
 
     @contextmanager
     def _unit(self) -> Iterator[None]:
         """One transaction around memory write + proposal row + events, when they share
         a connection; otherwise the memory write commits first, then the rest."""
         if self._shared:
-            with self.events.db.atomic():
+            with self.events.atomic():
                 yield
         else:
             yield
@@ -280,14 +222,10 @@ class ApprovalService:
                     memory_id=record.id,
                     final_body=body,
                 )
-            with self.events.db.atomic() as conn:
+            with self.events.atomic():
                 if pending is not None:
-                    conn.execute(
-                        "UPDATE memory_proposals SET status = 'superseded', resolved_at = ?, "
-                        "superseded_by = ? WHERE id = ? AND status = 'pending'",
-                        (now, proposal.id, pending.id),
-                    )
-                _insert(conn, proposal, owner)
+                    self.store.supersede(pending.id, by=proposal.id, at=now)
+                self.store.insert(proposal, owner)
                 self.events.append_many(events)
             return proposal
 
@@ -341,25 +279,10 @@ class ApprovalService:
         session_id: str | None = None,
     ) -> list[Proposal]:
         """Every proposal ever made (the audit view), oldest first, optionally filtered."""
-        sql, params = "SELECT * FROM memory_proposals WHERE 1 = 1", []
-        for column, value in (
-            ("status", status),
-            ("workspace_id", workspace_id),
-            ("session_id", session_id),
-        ):
-            if value is not None:
-                sql += f" AND {column} = ?"
-                params.append(value)
-        with self.events.db.lock:
-            rows = self.events.conn.execute(sql + " ORDER BY created_at, rowid", params).fetchall()
-        return [_proposal(r) for r in rows]
+        return self.store.list(status=status, workspace_id=workspace_id, session_id=session_id)
 
     def get_proposal(self, proposal_id: str) -> Proposal | None:
-        with self.events.db.lock:
-            row = self.events.conn.execute(
-                "SELECT * FROM memory_proposals WHERE id = ?", (proposal_id,)
-            ).fetchone()
-        return _proposal(row) if row is not None else None
+        return self.store.get(proposal_id)
 
     def accept(self, proposal_id: str, body: str | None = None) -> MemoryRecord:
         """Accept a pending proposal, with ``body`` replacing its text if given (edited)."""
@@ -376,12 +299,10 @@ class ApprovalService:
                 provenance=Provenance(proposal.session_id, proposal.turn_id, proposal.raw),
             )
             edited = final != proposal.body
-            with self.events.db.atomic() as conn:
-                changed = conn.execute(
-                    "UPDATE memory_proposals SET status = 'accepted', resolved_at = ?, "
-                    "memory_id = ?, final_body = ? WHERE id = ? AND status = 'pending'",
-                    (self.clock(), record.id, final, proposal_id),
-                ).rowcount
+            with self.events.atomic():
+                changed = self.store.accept(
+                    proposal_id, at=self.clock(), memory_id=record.id, final_body=final
+                )
                 if not changed:  # decided by someone else meanwhile
                     raise ProposalNotPendingError(f"proposal '{proposal_id}' was just decided")
                 self.events.append(self._accepted_event(proposal, record, edited=edited))
@@ -389,14 +310,10 @@ class ApprovalService:
 
     def reject(self, proposal_id: str, reason: str | None = None) -> Proposal:
         """Reject a pending proposal; the reason is kept in the event and the table."""
-        with self.events.db.atomic() as conn:
+        with self.events.atomic():
             proposal = self._require_pending(proposal_id)
             now = self.clock()
-            conn.execute(
-                "UPDATE memory_proposals SET status = 'rejected', resolved_at = ?, reason = ? "
-                "WHERE id = ?",
-                (now, reason, proposal_id),
-            )
+            self.store.reject(proposal_id, at=now, reason=reason)
             self.events.append(
                 MemoryRejected(
                     session_id=proposal.session_id,
@@ -543,39 +460,7 @@ class ApprovalService:
     def _pending_for(self, scope: MemoryScope, owner: str, key: str | None) -> Proposal | None:
         if key is None:
             return None
-        row = self.events.conn.execute(
-            "SELECT * FROM memory_proposals WHERE scope = ? AND owner = ? AND key = ? "
-            "AND status = 'pending'",
-            (scope.value, owner, key),
-        ).fetchone()
-        return _proposal(row) if row is not None else None
-
-
-def _insert(conn: Any, p: Proposal, owner: str) -> None:
-    conn.execute(
-        "INSERT INTO memory_proposals (id, scope, owner, key, body, workspace_id, session_id, "
-        "turn_id, raw, tainted, source, created_at, status, resolved_at, supersedes, "
-        "memory_id, final_body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            p.id,
-            p.scope.value,
-            owner,
-            p.key,
-            p.body,
-            p.workspace_id,
-            p.session_id,
-            p.turn_id,
-            p.raw,
-            int(p.tainted),
-            p.source,
-            p.created_at,
-            p.status,
-            p.resolved_at,
-            p.supersedes,
-            p.memory_id,
-            p.final_body,
-        ),
-    )
+        return self.store.pending_for(scope, owner, key)
 
 
 def _replace(p: Proposal, **changes: Any) -> Proposal:
@@ -584,24 +469,10 @@ def _replace(p: Proposal, **changes: Any) -> Proposal:
     return dataclasses.replace(p, **changes)
 
 
-def _proposal(row: Any) -> Proposal:
-    return Proposal(
-        id=row["id"],
-        scope=MemoryScope(row["scope"]),
-        key=row["key"],
-        body=row["body"],
-        tainted=bool(row["tainted"]),
-        session_id=row["session_id"],
-        workspace_id=row["workspace_id"],
-        turn_id=row["turn_id"],
-        raw=row["raw"],
-        created_at=row["created_at"],
-        status=row["status"],
-        source=row["source"],
-        resolved_at=row["resolved_at"],
-        reason=row["reason"],
-        supersedes=row["supersedes"],
-        superseded_by=row["superseded_by"],
-        memory_id=row["memory_id"],
-        final_body=row["final_body"],
-    )
+__all__ = [
+    "ApprovalService",
+    "MarkerLike",
+    "Proposal",  # kept here for callers that import it from the approval flow
+    "ProposalNotPendingError",
+    "maintenance_session_id",
+]

@@ -141,3 +141,49 @@ class MemoryVersion:
             "approved_at": self.approved_at,
             "provenance": self.provenance.as_dict(),
         }
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A proposed memory. ``status``: pending, accepted, rejected or superseded."""
+
+    id: str
+    scope: MemoryScope
+    key: str | None
+    body: str
+    tainted: bool
+    session_id: str
+    workspace_id: str | None
+    turn_id: str | None
+    raw: str
+    created_at: float
+    status: str = "pending"
+    source: str = "assistant"
+    resolved_at: float | None = None
+    reason: str | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    memory_id: str | None = None
+    final_body: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "scope": self.scope.value,
+            "key": self.key,
+            "body": self.body,
+            "tainted": self.tainted,
+            "session_id": self.session_id,
+            "workspace_id": self.workspace_id,
+            "turn_id": self.turn_id,
+            "raw": self.raw,
+            "created_at": self.created_at,
+            "status": self.status,
+            "source": self.source,
+            "resolved_at": self.resolved_at,
+            "reason": self.reason,
+            "supersedes": self.supersedes,
+            "superseded_by": self.superseded_by,
+            "memory_id": self.memory_id,
+            "final_body": self.final_body,
+        }

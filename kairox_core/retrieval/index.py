@@ -26,6 +26,7 @@ from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit, Retriever
 from kairox_core.retrieval.chunking import Chunk, Chunker, content_hash
 from kairox_core.retrieval.fts import fts_match_expression
 from kairox_core.store.connection import connect, transaction
+from kairox_core.store.database import lock_for
 from kairox_core.store.migrations import migrate
 
 COMPONENT = "retrieval"
@@ -268,8 +269,14 @@ class WorkspaceRagIndex:
         self.candidates = candidates
         self.embed_calls = 0
         self.embedded_chunks = 0
-        self._lock = threading.RLock()
+        # One lock per connection: the shared database's when the index is on it.
+        self._lock = lock_for(self.conn) if not self._owns_conn else threading.RLock()
         migrate(self.conn, COMPONENT, MIGRATIONS)
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The lock guarding this index's connection (re-entrant)."""
+        return self._lock
 
     @classmethod
     def from_config(

@@ -38,17 +38,22 @@ def retriever_for_profile(
     Only knowledge bases whose ``profiles`` list the profile or one of its aliases
     (or list none) are included, plus the workspace index unless
     ``[retrieval] workspace_index = false``. ``database_path`` may also be an open
-    connection.
+    connection, or a ``Storage`` (its own retrieval index is used).
     """
     from kairox_core.retrieval.index import WorkspaceRagIndex
+    from kairox_core.store.protocol import Storage
 
     r = config.retrieval
     name = profile or config.kairox.default_profile
     sources: list[RetrieverSource] = []
     try:
         if r.workspace_index:
-            index = WorkspaceRagIndex.from_config(
-                config, database_path, workspace_id, backend=backend
+            index = (
+                database_path.workspace_index(config, workspace_id, backend=backend)
+                if isinstance(database_path, Storage)
+                else WorkspaceRagIndex.from_config(
+                    config, database_path, workspace_id, backend=backend
+                )
             )
             sources.append(
                 RetrieverSource(

@@ -44,6 +44,8 @@ class Database:
             db = target
         elif isinstance(target, str | os.PathLike):
             db = cls(connect(target), owned=True, path=os.fspath(target))
+            with _registry_lock:  # so a store handed the bare connection joins this one
+                _registry[id(db.conn)] = db
         elif isinstance(target, Connection):
             with _registry_lock:
                 known = _registry.get(id(target))
@@ -115,6 +117,16 @@ class Database:
             with _registry_lock:
                 if _registry.get(id(self.conn)) is self:
                     del _registry[id(self.conn)]
+
+
+def lock_for(conn: Any) -> threading.RLock:
+    """The lock guarding ``conn``: its ``Database``'s when it has one (one lock per
+    connection, whoever uses it), else a new one (a connection nobody shares)."""
+    with _registry_lock:
+        db = _registry.get(id(conn))
+    if db is not None and db.conn is conn:
+        return db.lock
+    return threading.RLock()
 
 
 _S = TypeVar("_S", bound="DatabaseStore")

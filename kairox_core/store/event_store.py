@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,8 +29,52 @@ from kairox_core.events import (
     event_from_dict,
 )
 from kairox_core.store.database import Database, DatabaseStore
+from kairox_core.store.migrations import migrate
 
 COMPONENT = "events"
+# The events a conversation's history is made of, and those compaction state folds.
+CONVERSATION_TYPES = ("AssistantMessageCompleted", "ToolInvocationCompleted", "UserMessageAdded")
+COMPACTION_EVENT_TYPES = (
+    "FactPinned",
+    "FactUnpinned",
+    "CompactionSummary",
+    "SummaryEdited",
+    "ChunkDropped",
+)
+_CONVERSATION = (
+    "type IN ('AssistantMessageCompleted', 'ToolInvocationCompleted', 'UserMessageAdded')"
+)
+_HISTORY_COLUMNS = (
+    "seq, type, data ->> '$.payload.turn_id', data ->> '$.payload.text', "
+    "data -> '$.payload.attachments', data ->> '$.payload.tool_call_id', "
+    "data ->> '$.payload.tool_name', data ->> '$.payload.arguments', "
+    "data ->> '$.payload.result', data ->> '$.payload.tokens', "
+    "data ->> '$.payload.token_counter'"
+)
+# A ContextCompactionStarted with no end this old is a crashed run, not a running one.
+STALE_RUN_SECONDS = 600.0
+# Recall's record of the stretch of each session's turns already indexed.
+INDEXED_COMPONENT = "recall"
+INDEXED_MIGRATIONS = (
+    """
+    CREATE TABLE recall_indexed (
+        session_id TEXT NOT NULL,
+        summary_seq INTEGER NOT NULL,
+        documents INTEGER NOT NULL,
+        PRIMARY KEY (session_id, summary_seq)
+    );
+    """,
+    # 2: every turn is indexed, not only compacted ones: one watermark per session
+    """
+    DROP TABLE recall_indexed;
+    CREATE TABLE recall_progress (
+        session_id TEXT PRIMARY KEY,
+        last_seq INTEGER NOT NULL
+    );
+    """,
+    # 3: a session's backlog (turns from before recall) is indexed newest first, in steps
+    "ALTER TABLE recall_progress ADD COLUMN low_seq INTEGER;",
+)
 MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE events (
@@ -58,6 +104,16 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX sessions_by_workspace ON sessions (workspace_id, created_at);
     """,
 )
+
+
+@dataclass(frozen=True)
+class Row:
+    """One conversation event, light: enough to plan a compaction, not to summarise."""
+
+    seq: int
+    type: str
+    turn_id: str
+    tokens: int
 
 
 @dataclass(frozen=True)
@@ -106,6 +162,12 @@ class EventStore(DatabaseStore):
 
     def __init__(self, path_or_conn: str | os.PathLike[str] | Database | Any) -> None:
         super().__init__(path_or_conn, COMPONENT, MIGRATIONS)
+        with self.db.lock:
+            migrate(self.db.conn, INDEXED_COMPONENT, INDEXED_MIGRATIONS)
+
+    def atomic(self) -> AbstractContextManager[Any]:
+        """A transaction on this store's database (nests; other stores on it join)."""
+        return self.db.atomic()
 
     # --- writing -------------------------------------------------------------------
 
@@ -232,6 +294,139 @@ class EventStore(DatabaseStore):
                 "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
             ).fetchone()
         return int(row[0])
+
+    def compaction_events(self, session_id: str, after_seq: int = 0) -> list[Event]:
+        """Compaction-state events of a session above ``after_seq``, in seq order.
+
+        No ``ORDER BY`` in SQL on purpose: that would steer SQLite to the (session, seq)
+        index and scan the whole session; without it the (session, type, seq) index finds
+        the few compaction events directly."""
+        marks = ", ".join("?" * len(COMPACTION_EVENT_TYPES))
+        sql = f"SELECT data FROM events WHERE session_id = ? AND type IN ({marks}) AND seq > ?"
+        with self.db.lock:
+            rows = self.db.conn.execute(
+                sql, (session_id, *COMPACTION_EVENT_TYPES, after_seq)
+            ).fetchall()
+        events = [event_from_dict(json.loads(row[0])) for row in rows]
+        return sorted(events, key=lambda e: e.seq or 0)
+
+    def conversation_rows(
+        self,
+        session_id: str,
+        skip: Sequence[tuple[int, int]] = (),
+        *,
+        first_seq: int | None = None,
+        last_seq: int | None = None,
+    ) -> list[Row]:
+        """Conversation events outside ``skip`` (inclusive ranges), oldest first, light
+        columns only. A skipped range at the start of the session is not scanned."""
+        skip = sorted(skip)
+        with self.db.lock:
+            conn = self.db.conn
+            if skip and first_seq is None:
+                (first,) = conn.execute(
+                    "SELECT min(seq) FROM events WHERE session_id = ? AND type IN (?, ?, ?)",
+                    (session_id, *CONVERSATION_TYPES),
+                ).fetchone()
+                if first is not None and skip[0][0] <= first:
+                    first_seq, skip = skip[0][1] + 1, skip[1:]
+            sql = (
+                "SELECT seq, type, data ->> '$.payload.turn_id', data ->> '$.payload.tokens' "
+                "FROM events WHERE session_id = ? AND type IN (?, ?, ?)"
+            )
+            params: list[Any] = [session_id, *CONVERSATION_TYPES]
+            if first_seq is not None:
+                sql += " AND seq >= ?"
+                params.append(first_seq)
+            if last_seq is not None:
+                sql += " AND seq <= ?"
+                params.append(last_seq)
+            for a, b in skip:
+                sql += " AND NOT (seq BETWEEN ? AND ?)"
+                params += [a, b]
+            rows = conn.execute(sql + " ORDER BY seq", params).fetchall()
+        return [Row(int(s), str(t), str(turn or ""), int(tok or 0)) for s, t, turn, tok in rows]
+
+    def history_rows(
+        self,
+        session_id: str,
+        *,
+        below: int | None = None,
+        above: int | None = None,
+        limit: int | None = None,
+    ) -> list[tuple[Any, ...]]:
+        """What history renders, as columns SQLite extracts from the JSON (cheaper than
+        whole events): ``(seq, type, turn_id, text, attachments JSON, tool_call_id,
+        tool_name, arguments, result, tokens, token_counter)``. With ``above``: the
+        rows above it, oldest first; otherwise newest first below ``below`` (None: from
+        the newest), at most ``limit``."""
+        sql = f"SELECT {_HISTORY_COLUMNS} FROM events WHERE session_id = ? AND {_CONVERSATION}"
+        params: list[Any] = [session_id]
+        if above is not None:
+            sql += " AND seq > ? ORDER BY seq"
+            params.append(above)
+        else:
+            if below is not None:
+                sql += " AND seq < ?"
+                params.append(below)
+            sql += " ORDER BY seq DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        with self.db.lock:
+            return [tuple(r) for r in self.db.conn.execute(sql, params).fetchall()]
+
+    def conversation_seqs(self, session_id: str, below: int | None, limit: int) -> list[int]:
+        """Seqs of conversation events below ``below`` (None: all), newest first, at
+        most ``limit``."""
+        marks = ",".join("?" * len(CONVERSATION_TYPES))
+        sql = f"SELECT seq FROM events WHERE session_id = ? AND type IN ({marks})"
+        params: list[Any] = [session_id, *CONVERSATION_TYPES]
+        if below is not None:
+            sql += " AND seq < ?"
+            params.append(below)
+        sql += " ORDER BY seq DESC LIMIT ?"
+        params.append(limit)
+        with self.db.lock:
+            return [int(r[0]) for r in self.db.conn.execute(sql, params)]
+
+    def compaction_running(self, session_id: str) -> int | None:
+        """The seq of a ``ContextCompactionStarted`` still in flight (no end recorded,
+        younger than ``STALE_RUN_SECONDS``: an older one crashed), else None."""
+        sql = (
+            "SELECT type, max(seq), data ->> '$.created_at' FROM events WHERE session_id = ? "
+            "AND type IN ('ContextCompactionStarted', 'ContextCompactionCompleted', "
+            "'ContextCompactionFailed') GROUP BY type"
+        )
+        with self.db.lock:
+            rows = self.db.conn.execute(sql, (session_id,)).fetchall()
+        latest = {t: (int(s), float(c or 0)) for t, s, c in rows}
+        started = latest.get("ContextCompactionStarted")
+        if started is None:
+            return None
+        ended = max((latest[t][0] for t in latest if t != "ContextCompactionStarted"), default=0)
+        if ended > started[0] or time.time() - started[1] > STALE_RUN_SECONDS:
+            return None
+        return started[0]
+
+    def indexed_stretch(self, session_id: str) -> tuple[int, int] | None:
+        """The stretch of seqs recall has indexed, (low, last); None before the first."""
+        with self.db.lock:
+            row = self.db.conn.execute(
+                "SELECT low_seq, last_seq FROM recall_progress WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        if row is None:
+            return None
+        return (int(row[0]) if row[0] is not None else 0), int(row[1])
+
+    def set_indexed_stretch(self, session_id: str, low: int, last: int) -> None:
+        with self.db.atomic() as conn:
+            conn.execute(
+                "INSERT INTO recall_progress(session_id, last_seq, low_seq) VALUES (?, ?, ?) "
+                "ON CONFLICT(session_id) DO UPDATE SET last_seq = excluded.last_seq, "
+                "low_seq = excluded.low_seq",
+                (session_id, last, low),
+            )
 
     def sessions(
         self, *, workspace_id: str | None = None, include_archived: bool = True

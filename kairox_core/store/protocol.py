@@ -1,0 +1,121 @@
+"""The storage protocol: everything Kairox keeps, behind one object a backend implements.
+
+A backend (the built-in ``sqlite``; ``postgresql`` from its plugin) is registered through
+``kairox_register_storage(register)`` as ``register(name, factory)`` with
+``factory(target: str) -> Storage`` (``target``: a path or a URL). It provides the event
+log (append-only, per-session seqs, the queries compaction and recall plan with), the
+memory store, the proposals of the approval flow and the retrieval index, all on one
+database, plus ``atomic()`` so an approval's memory write, proposal row and events
+commit together. ``kairox_core.testing.storage_contract.StorageContract`` is the test
+class a backend must pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from kairox_core.events import Event
+from kairox_core.markers import MemoryScope
+from kairox_core.memory.base import MemoryStore
+from kairox_core.memory.records import Proposal
+from kairox_core.store.event_store import Row, SessionInfo
+
+if TYPE_CHECKING:
+    from kairox_core.retrieval.base import EmbeddingBackend
+    from kairox_core.retrieval.index import WorkspaceRagIndex
+
+
+@runtime_checkable
+class EventLog(Protocol):
+    """The append-only event store (see ``EventStore`` for each method's contract)."""
+
+    def append(self, event: Event) -> Event: ...
+    def append_many(self, events: Iterable[Event]) -> list[Event]: ...
+    def read(
+        self,
+        session_id: str,
+        *,
+        first_seq: int | None = None,
+        last_seq: int | None = None,
+        types: Iterable[str] | None = None,
+    ) -> list[Event]: ...
+    def last_seq(self, session_id: str) -> int: ...
+    def sessions(
+        self, *, workspace_id: str | None = None, include_archived: bool = True
+    ) -> list[SessionInfo]: ...
+    def get_session(self, session_id: str) -> SessionInfo | None: ...
+    def compaction_events(self, session_id: str, after_seq: int = 0) -> list[Event]: ...
+    def conversation_rows(
+        self,
+        session_id: str,
+        skip: Sequence[tuple[int, int]] = (),
+        *,
+        first_seq: int | None = None,
+        last_seq: int | None = None,
+    ) -> list[Row]: ...
+    def conversation_seqs(self, session_id: str, below: int | None, limit: int) -> list[int]: ...
+    def history_rows(
+        self,
+        session_id: str,
+        *,
+        below: int | None = None,
+        above: int | None = None,
+        limit: int | None = None,
+    ) -> list[tuple[Any, ...]]: ...
+    def compaction_running(self, session_id: str) -> int | None: ...
+    def indexed_stretch(self, session_id: str) -> tuple[int, int] | None: ...
+    def set_indexed_stretch(self, session_id: str, low: int, last: int) -> None: ...
+    def atomic(self) -> AbstractContextManager[Any]: ...
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class ProposalStore(Protocol):
+    """Memory proposals (see ``SqliteProposalStore``)."""
+
+    def insert(self, proposal: Proposal, owner: str) -> None: ...
+    def supersede(self, proposal_id: str, *, by: str, at: float) -> None: ...
+    def accept(self, proposal_id: str, *, at: float, memory_id: str, final_body: str) -> bool: ...
+    def reject(self, proposal_id: str, *, at: float, reason: str | None) -> None: ...
+    def get(self, proposal_id: str) -> Proposal | None: ...
+    def pending_for(self, scope: MemoryScope, owner: str, key: str) -> Proposal | None: ...
+    def list(
+        self,
+        *,
+        status: str | None = None,
+        workspace_id: str | None = None,
+        session_id: str | None = None,
+    ) -> list[Proposal]: ...
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """One database: events, memories, proposals and the retrieval index."""
+
+    name: str
+    location: str  # for messages: a path, or a URL without its password
+
+    @property
+    def events(self) -> EventLog: ...
+    @property
+    def memories(self) -> MemoryStore: ...
+    @property
+    def proposals(self) -> ProposalStore: ...
+
+    def atomic(self) -> AbstractContextManager[Any]:
+        """All or nothing across events, memories and proposals; nests."""
+        ...
+
+    def workspace_index(
+        self, config: Any, space: str, *, backend: EmbeddingBackend | None = None
+    ) -> WorkspaceRagIndex:
+        """The retrieval index of one space (a workspace, or a session's recall)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+__all__ = ["EventLog", "ProposalStore", "Storage"]

@@ -1,0 +1,78 @@
+"""The built-in ``sqlite`` storage: one SQLite file holds everything.
+
+Events, memories, proposals and the retrieval index share one ``Database`` (one
+connection, one lock), so an approval's memory write, proposal row and events commit in
+one transaction and the index is read with the same connection a turn writes with.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from kairox_core.store.database import Database
+from kairox_core.store.event_store import EventStore
+from kairox_core.store.memory_store import SqliteMemoryStore
+from kairox_core.store.proposal_store import SqliteProposalStore
+
+if TYPE_CHECKING:
+    from kairox_core.retrieval.base import EmbeddingBackend
+    from kairox_core.retrieval.index import WorkspaceRagIndex
+
+
+class SqliteStorage:
+    """``Storage`` over one SQLite file (or an open ``Database``)."""
+
+    name = "sqlite"
+
+    def __init__(self, target: str | os.PathLike[str] | Database) -> None:
+        if isinstance(target, str) and target.startswith("sqlite:///"):
+            target = target.removeprefix("sqlite:///")
+        self.db = Database.open(target)
+        self.location = self.db.path or ":memory:"
+        self._events = EventStore(self.db)
+        self._memories = SqliteMemoryStore(self.db)
+        self._proposals = SqliteProposalStore(self.db)
+        self._closed = False
+
+    @property
+    def events(self) -> EventStore:
+        return self._events
+
+    @property
+    def memories(self) -> SqliteMemoryStore:
+        return self._memories
+
+    @property
+    def proposals(self) -> SqliteProposalStore:
+        return self._proposals
+
+    def atomic(self) -> AbstractContextManager[Any]:
+        return self.db.atomic()
+
+    def workspace_index(
+        self, config: Any, space: str, *, backend: EmbeddingBackend | None = None
+    ) -> WorkspaceRagIndex:
+        from kairox_core.retrieval.index import WorkspaceRagIndex
+
+        return WorkspaceRagIndex.from_config(config, self.db.conn, space, backend=backend)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._proposals.close()
+        self._memories.close()
+        self._events.close()
+        self.db.release()
+
+
+def open_sqlite(target: str) -> SqliteStorage:
+    """The registered factory: a path (``~`` expanded) or ``sqlite:///path``."""
+    if target.startswith("sqlite:///"):
+        target = target.removeprefix("sqlite:///")
+    return SqliteStorage(os.path.expanduser(target) if target != ":memory:" else target)
+
+
+__all__ = ["SqliteStorage", "open_sqlite"]

@@ -1,0 +1,206 @@
+"""Contract tests every storage backend (``kairox_register_storage``) must pass.
+
+A backend's suite subclasses ``StorageContract`` and implements ``make_storage``
+(``kairox-core`` does so for the built-in SQLite storage in ``tests/test_storage.py``)::
+
+    class TestMyStorage(StorageContract):
+        def make_storage(self, tmp_path):
+            return MyStorage(url_of_a_fresh_database)
+
+Each test gets a fresh, empty database. The checks: the protocol's shape, seqs per
+session, reads by range and type, atomic() across events/memories/proposals, the light
+queries compaction and recall plan with, proposals' state changes, the retrieval index,
+and a whole turn through ``Kairox`` on top of the backend.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kairox_core.config import KairoxConfig
+from kairox_core.events import (
+    AssistantMessageCompleted,
+    ContextCompactionCompleted,
+    ContextCompactionStarted,
+    Event,
+    FactPinned,
+    SessionStarted,
+    ToolInvocationCompleted,
+    UserMessageAdded,
+)
+from kairox_core.markers import MemoryScope
+from kairox_core.memory.records import Proposal
+from kairox_core.retrieval.index import DocumentInput
+from kairox_core.store.protocol import EventLog, ProposalStore, Storage
+
+
+def _turn(sid: str, turn: str, text: str, tokens: int = 5) -> list[Event]:
+    return [
+        UserMessageAdded(session_id=sid, turn_id=turn, text=text, tokens=tokens),
+        AssistantMessageCompleted(session_id=sid, turn_id=turn, text=f"re: {text}", tokens=1),
+    ]
+
+
+def _proposal(pid: str, key: str = "diet", body: str = "vegetarian") -> Proposal:
+    return Proposal(
+        id=pid,
+        scope=MemoryScope.USER,
+        key=key,
+        body=body,
+        tainted=False,
+        session_id="s1",
+        workspace_id="w",
+        turn_id="t1",
+        raw="",
+        created_at=time.time(),
+    )
+
+
+class StorageContract:
+    """What ``Kairox`` relies on from a storage backend."""
+
+    def make_storage(self, tmp_path: Path) -> Storage:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def storage(self, tmp_path: Path) -> Iterator[Storage]:
+        s = self.make_storage(tmp_path)
+        yield s
+        s.close()
+
+    def test_has_the_protocols_shape(self, storage: Storage) -> None:
+        assert isinstance(storage, Storage)
+        assert isinstance(storage.events, EventLog)
+        assert isinstance(storage.proposals, ProposalStore)
+        assert storage.name and storage.location
+
+    def test_seqs_are_per_session_and_reads_filter(self, storage: Storage) -> None:
+        log = storage.events
+        stored = log.append_many([*_turn("a", "t1", "one"), *_turn("b", "t1", "uno")])
+        assert [(e.session_id, e.seq) for e in stored] == [("a", 1), ("a", 2), ("b", 1), ("b", 2)]
+        log.append(SessionStarted(session_id="c", workspace_id="w", profile="default"))
+        assert log.last_seq("a") == 2 and log.last_seq("nobody") == 0
+        assert [e.seq for e in log.read("a", first_seq=2)] == [2]
+        assert [e.type for e in log.read("a", types=["UserMessageAdded"])] == ["UserMessageAdded"]
+        assert log.read("a", types=[]) == []
+        info = log.get_session("c")
+        assert info is not None and info.workspace_id == "w" and info.profile == "default"
+        assert {i.session_id for i in log.sessions()} == {"a", "b", "c"}
+        assert [i.session_id for i in log.sessions(workspace_id="w")] == ["c"]
+
+    def test_atomic_spans_events_memories_and_proposals(self, storage: Storage) -> None:
+        with pytest.raises(RuntimeError), storage.atomic():
+            storage.events.append_many(_turn("a", "t1", "lost"))
+            storage.memories.put("user", "diet", "vegan")
+            storage.proposals.insert(_proposal("p-lost"), "user")
+            raise RuntimeError("undo all of it")
+        assert storage.events.read("a") == []
+        assert storage.memories.list("user") == []
+        assert storage.proposals.get("p-lost") is None
+        with storage.atomic(), storage.atomic():  # nests
+            storage.events.append_many(_turn("a", "t1", "kept"))
+        assert storage.events.last_seq("a") == 2
+
+    def test_planning_queries(self, storage: Storage) -> None:
+        log = storage.events
+        log.append_many(_turn("s", "t1", "first", tokens=7))
+        log.append(FactPinned(session_id="s", fact_id="f-1", text="keep"))
+        log.append(
+            ToolInvocationCompleted(
+                session_id="s",
+                turn_id="t2",
+                tool_call_id="c",
+                tool_name="look",
+                arguments="{}",
+                result="r",
+                tokens=3,
+            )
+        )
+        log.append_many(_turn("s", "t3", "third"))
+        rows = log.conversation_rows("s")
+        assert [(r.seq, r.type, r.turn_id) for r in rows][:2] == [
+            (1, "UserMessageAdded", "t1"),
+            (2, "AssistantMessageCompleted", "t1"),
+        ]
+        assert rows[0].tokens == 7 and [r.seq for r in rows] == [1, 2, 4, 5, 6]
+        assert [r.seq for r in log.conversation_rows("s", [(1, 2)])] == [4, 5, 6]
+        assert [r.seq for r in log.conversation_rows("s", [(4, 5)])] == [1, 2, 6]
+        assert [r.seq for r in log.conversation_rows("s", first_seq=2, last_seq=4)] == [2, 4]
+        assert log.conversation_seqs("s", None, 3) == [6, 5, 4]
+        assert log.conversation_seqs("s", 4, 10) == [2, 1]
+        assert [e.type for e in log.compaction_events("s")] == ["FactPinned"]
+        assert log.compaction_events("s", after_seq=3) == []
+
+    def test_a_compaction_in_flight_is_seen_until_it_ends(self, storage: Storage) -> None:
+        log = storage.events
+        assert log.compaction_running("s") is None
+        started = log.append(
+            ContextCompactionStarted(
+                session_id="s",
+                compaction_id="c-1",
+                first_seq=1,
+                last_seq=1,
+                strategy="x",
+                trigger="manual",
+            )
+        )
+        assert log.compaction_running("s") == started.seq
+        log.append(ContextCompactionCompleted(session_id="s", compaction_id="c-1", summary_seq=1))
+        assert log.compaction_running("s") is None
+
+    def test_indexed_stretch_round_trips(self, storage: Storage) -> None:
+        log = storage.events
+        assert log.indexed_stretch("s") is None
+        log.set_indexed_stretch("s", 5, 40)
+        log.set_indexed_stretch("s", 0, 42)
+        assert log.indexed_stretch("s") == (0, 42)
+
+    def test_proposals_change_state_once(self, storage: Storage) -> None:
+        store = storage.proposals
+        store.insert(_proposal("p1"), "user")
+        found = store.pending_for(MemoryScope.USER, "user", "diet")
+        assert found is not None and found.id == "p1" and found.status == "pending"
+        store.supersede("p1", by="p2", at=time.time())
+        assert store.pending_for(MemoryScope.USER, "user", "diet") is None
+        store.insert(_proposal("p2", body="vegan"), "user")
+        assert store.accept("p2", at=time.time(), memory_id="m-1", final_body="vegan!")
+        assert not store.accept("p2", at=time.time(), memory_id="m-2", final_body="x")
+        accepted = store.get("p2")
+        assert accepted is not None and accepted.status == "accepted"
+        assert accepted.memory_id == "m-1" and accepted.final_body == "vegan!"
+        store.insert(_proposal("p3", key="city", body="Oslo"), "user")
+        store.reject("p3", at=time.time(), reason="wrong")
+        rejected = store.get("p3")
+        assert rejected is not None and rejected.reason == "wrong"
+        assert [p.id for p in store.list()] == ["p1", "p2", "p3"]
+        assert [p.id for p in store.list(status="superseded")] == ["p1"]
+        assert store.list(session_id="elsewhere") == []
+
+    def test_the_retrieval_index_keeps_spaces_apart(self, storage: Storage) -> None:
+        config = KairoxConfig()
+        docs = storage.workspace_index(config, "w1")
+        other = storage.workspace_index(config, "w2")
+        docs.add_documents(
+            [DocumentInput(doc_id="a", text="The launch moved to Thursday.", doc_type="note")]
+        )
+        hits = docs.search("launch Thursday", 3, "keyword")
+        assert [h.doc_id for h in hits] == ["a"]
+        assert other.search("launch Thursday", 3, "keyword") == []
+
+    def test_a_whole_turn_through_kairox(self, storage: Storage) -> None:
+        from kairox_core.facade import Kairox
+
+        kx = Kairox(storage, KairoxConfig())
+        session = kx.session(workspace="w")
+        result = session.run_turn_sync(
+            "I am vegetarian", 'Noted. <memory scope="user" key="diet">vegetarian</memory>'
+        )
+        assert result.text == "Noted." and [p.key for p in result.proposals] == ["diet"]
+        kx.approvals.accept(result.proposals[0].id)
+        assert [m.body for m in kx.memories.list("user")] == ["vegetarian"]
+        assert [e.type for e in kx.events(session.id)][:2] == ["SessionStarted", "UserMessageAdded"]
+        kx.close()
