@@ -185,6 +185,29 @@ async def test_plain_mode_cleans_stdout_and_reports_on_stderr(
     await engine.close()
 
 
+async def test_a_reply_of_tags_alone_is_acknowledged(tmp_path: Path, kairox_home: Path) -> None:
+    """Small models answer "remember..." with the tag only: the person still sees a line."""
+    engine = engine_for(
+        tmp_path,
+        [
+            '<memory scope="user" key="name">Dana</memory>',
+            '<memory scope="session" key="topic">trains</memory>',
+            "Hello.",
+        ],
+    )
+    out, err = io.StringIO(), io.StringIO()
+    chat = PlainChat(engine, io.StringIO("I am Dana\nwe talk trains\nhi\n"), out, err)
+    assert await chat.run() == 0
+    lines = out.getvalue().splitlines()
+    assert lines == ["Noted: a memory to approve.", "Noted for this conversation.", "Hello."]
+    assert "memory proposed" in err.getvalue() and "[user:name]" in err.getvalue()
+    from kairox_core.events import AssistantMessageCompleted
+
+    recorded = [e.text for e in engine.history() if isinstance(e, AssistantMessageCompleted)]
+    assert recorded == ["", "", "Hello."]  # the acknowledgement is shown, not recorded
+    await engine.close()
+
+
 def test_plain_cli_with_a_configured_endpoint(tmp_path: Path, kairox_home: Path) -> None:
     config = tmp_path / "kairox.toml"
     config.write_text(
