@@ -235,3 +235,21 @@ def test_kairox_models_lists_files_hashes_and_profiles(
     assert default is not None
     default_line = next(x for x in run.stdout.splitlines() if default.name in x)
     assert default_line.startswith("*") and "default" in default_line.split("profiles:")[1]
+
+
+def test_a_profile_picks_a_local_model_by_name(kairox_home: Path, smallest: LocalModel) -> None:
+    config = parse_config(
+        {
+            "profiles": {
+                "default": {},
+                "small": {"provider": "llamacpp", "model": smallest.name},
+                "typo": {"provider": "llamacpp", "model": "qwen-9000"},
+            }
+        }
+    )
+    default = provider_for(config)
+    assert isinstance(default, LlamaCppProvider) and default.local is models.default_model()
+    small = provider_for(config, profile="small")
+    assert isinstance(small, LlamaCppProvider) and small.local is smallest
+    with pytest.raises(ProviderSetupError, match="no local model named 'qwen-9000'"):
+        provider_for(config, profile="typo")
