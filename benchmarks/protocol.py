@@ -8,7 +8,8 @@ temperature 0 with a fixed seed. Each model runs in its own process, so its peak
 memory (VmHWM) is its own.
 
 - 5 prompts that ask to remember something: a tag counts when
-  ``extract_memory_markers`` accepts it with the expected scope and a key.
+  ``extract_memory_markers`` accepts it with the expected scope, a key, and a body that
+  holds the fact (not an example copied from the system prompt).
 - 5 prompts that ask for nothing to be remembered: any ``<memory`` tag is a false tag.
 - recall: a user memory approved beforehand ("the user's dog is called Biscuit") is in
   the context; the question "What is my dog's name?" must be answered with Biscuit.
@@ -32,12 +33,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+# (prompt, expected scopes, a word the stored body must contain: not an example copied)
 REMEMBER = [
-    ("Remember that my name is Dana.", {"user"}),
-    ("Please remember that I prefer short answers.", {"user"}),
-    ("Remember this: the project uses PostgreSQL 16 as its database.", {"workspace"}),
-    ("Keep in mind that I am allergic to peanuts.", {"user"}),
-    ("Remember that our team deploys this repository every Friday.", {"workspace"}),
+    ("Remember that my name is Dana.", {"user"}, "dana"),
+    ("Please remember that I prefer short answers.", {"user"}, "short"),
+    ("Remember this: the project uses PostgreSQL 16 as its database.", {"workspace"}, "postgres"),
+    ("Keep in mind that I am allergic to peanuts.", {"user"}, "peanut"),
+    ("Remember that our team deploys this repository every Friday.", {"workspace"}, "friday"),
 ]
 PLAIN = [
     "What is 2 + 2?",
@@ -112,14 +114,14 @@ async def run_model(name: str, system: str | None = None) -> dict[str, Any]:
     await provider.warm_up()
     load_s = time.perf_counter() - start
     try:
-        remember = [await _turn(provider, p, memory=None, system=system) for p, _ in REMEMBER]
+        remember = [await _turn(provider, p, memory=None, system=system) for p, _, _ in REMEMBER]
         plain = [await _turn(provider, p, memory=None, system=system) for p in PLAIN]
         recall = await _turn(provider, RECALL_QUESTION, memory=RECALL_MEMORY, system=system)
     finally:
         await provider.close()
     tagged = sum(
-        any(scope in want and key for scope, key, _ in r["markers"])
-        for r, (_, want) in zip(remember, REMEMBER, strict=True)
+        any(scope in want and key and word in body.lower() for scope, key, body in r["markers"])
+        for r, (_, want, word) in zip(remember, REMEMBER, strict=True)
     )
     rates = [r["tokens_per_s"] for r in [*remember, *plain, recall] if r["tokens_per_s"]]
     firsts = [r["first_token_s"] for r in [*remember, *plain, recall] if r["first_token_s"]]
