@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -235,6 +236,17 @@ def test_kairox_models_lists_files_hashes_and_profiles(
     assert default is not None
     default_line = next(x for x in run.stdout.splitlines() if default.name in x)
     assert default_line.startswith("*") and "default" in default_line.split("profiles:")[1]
+    as_json = subprocess.run(
+        [str(kairox), "--config", str(toml), "models", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    rows = {r["name"]: r for r in json.loads(as_json.stdout)}
+    assert set(rows) == {m.name for m in models.CATALOG}
+    row = rows[smallest.name]
+    assert row["installed"] and row["hash_ok"] is True and "small" in row["profiles"]
+    assert row["sha256"] == smallest.sha256 and row["file"]
 
 
 def test_a_profile_picks_a_local_model_by_name(kairox_home: Path, smallest: LocalModel) -> None:

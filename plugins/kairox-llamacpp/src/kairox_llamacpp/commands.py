@@ -38,8 +38,8 @@ def rows(config: Any, *, verify: bool) -> list[dict[str, Any]]:
         parts = models.part_paths(model)
         path = models.assembled_path(model)
         hash_ok: bool | None = None
-        if verify and path is not None:
-            hash_ok = models.sha256_of([path]) == model.sha256
+        if verify and parts is not None:  # not assembled yet: the parts, end to end
+            hash_ok = models.sha256_of([path] if path else parts) == model.sha256
         out.append(
             {
                 "name": model.name,
@@ -81,7 +81,7 @@ def register(cli: click.Group) -> None:
                 row["hash_ok"]
             ]
             if row["file"] is None:
-                hash_text = "parts installed, assembled on first use"
+                hash_text += " (parts; assembled on first use)"
             profiles = ", ".join(row["profiles"]) or "-"
             click.echo(
                 f"{mark} {row['name']}  {row['size'] / 1e6:.0f} MB  {hash_text}  "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import importlib.util
 import os
 import secrets
 import threading
@@ -162,8 +163,6 @@ class LlamaCppProvider:
         """Check everything that can be checked without starting llama.cpp."""
         options = parse_options(config, LlamaCppOptions)
         name = config.id or config.kind
-        import importlib.util
-
         if importlib.util.find_spec("xllamacpp") is None:
             raise ProviderSetupError(
                 name, "xllamacpp (llama.cpp) is not installed", fix=INSTALL_XLLAMACPP
