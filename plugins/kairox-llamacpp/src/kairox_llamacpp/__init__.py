@@ -1,5 +1,19 @@
-"""Kairox model provider ``llamacpp``: local GGUF models through llama-cpp-python."""
+"""Kairox model provider ``llamacpp``: local GGUF models served by llama.cpp (xllamacpp)."""
 
-from kairox_llamacpp.models import DEFAULT_MODEL_NAME, default_model_path
+from kairox_llamacpp.models import (
+    CATALOG,
+    DEFAULT_MODEL_NAME,
+    LocalModel,
+    ModelIntegrityError,
+    default_model,
+    default_model_path,
+)
 
-__all__ = ["DEFAULT_MODEL_NAME", "default_model_path"]
+__all__ = [
+    "CATALOG",
+    "DEFAULT_MODEL_NAME",
+    "LocalModel",
+    "ModelIntegrityError",
+    "default_model",
+    "default_model_path",
+]

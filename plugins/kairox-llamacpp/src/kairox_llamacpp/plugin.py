@@ -1,4 +1,4 @@
-"""Registers the ``llamacpp`` model provider; llama_cpp is imported only when used."""
+"""Registers the ``llamacpp`` provider and ``kairox models``; llama.cpp loads only when used."""
 
 from __future__ import annotations
 
@@ -16,3 +16,10 @@ def _create(config: Any) -> Any:
 @hookimpl
 def kairox_register_model_providers(register: Register) -> None:
     register("llamacpp", _create)
+
+
+@hookimpl
+def kairox_register_commands(cli: Any) -> None:
+    from kairox_llamacpp.commands import register
+
+    register(cli)

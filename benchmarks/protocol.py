@@ -1,0 +1,209 @@
+"""Benchmark: does a local model speak Kairox's ``<memory>`` protocol?
+
+For each local model installed (kairox-llamacpp's catalog: the Qwen2.5-Coder models
+and SmolLM2-135M), through the product's own path: the built-in system prompt
+(``kairox_core.chat.prompt``), a real Kairox session assembling each turn's context,
+the ``llamacpp`` provider (llama.cpp's server from xllamacpp) streaming at
+temperature 0 with a fixed seed. Each model runs in its own process, so its peak
+memory (VmHWM) is its own.
+
+- 5 prompts that ask to remember something: a tag counts when
+  ``extract_memory_markers`` accepts it with the expected scope, a key, and a body that
+  holds the fact (not an example copied from the system prompt).
+- 5 prompts that ask for nothing to be remembered: any ``<memory`` tag is a false tag.
+- recall: a user memory approved beforehand ("the user's dog is called Biscuit") is in
+  the context; the question "What is my dog's name?" must be answered with Biscuit.
+
+Also reported: replies whose visible text (tags stripped) is empty, tokens/s of
+generation, seconds to the first token, peak RSS. Goal (issue 18): >= 4/5 tags, 0
+false, recall right, streaming visibly on 2 cores.
+
+    nice python benchmarks/protocol.py [--models a,b] [--json] [--show]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+# (prompt, expected scopes, a word the stored body must contain: not an example copied)
+REMEMBER = [
+    ("Remember that my name is Dana.", {"user"}, "dana"),
+    ("Please remember that I prefer short answers.", {"user"}, "short"),
+    ("Remember this: the project uses PostgreSQL 16 as its database.", {"workspace"}, "postgres"),
+    ("Keep in mind that I am allergic to peanuts.", {"user"}, "peanut"),
+    ("Remember that our team deploys this repository every Friday.", {"workspace"}, "friday"),
+]
+PLAIN = [
+    "What is 2 + 2?",
+    "Write a haiku about autumn.",
+    "How do I reverse a list in Python?",
+    "What is the capital of Japan?",
+    "Explain in one sentence what a database index is.",
+]
+RECALL_MEMORY = ("user", "dog-name", "The user's dog is called Biscuit.")
+RECALL_QUESTION = "What is my dog's name?"
+RECALL_ANSWER = "biscuit"
+MAX_TOKENS = 120
+
+
+async def _turn(
+    provider: Any, prompt: str, *, memory: tuple[str, str, str] | None, system: str | None
+) -> dict[str, Any]:
+    """One prompt in a fresh session: the real assembled context, a streamed reply."""
+    from kairox_core import Kairox
+    from kairox_core.chat.prompt import system_prompt_for
+    from kairox_core.config import parse_config
+    from kairox_core.markers import extract_memory_markers
+
+    with tempfile.TemporaryDirectory() as tmp:
+        kx = Kairox.open(Path(tmp) / "kairox.db", config=parse_config({}))
+        try:
+            session = kx.session(workspace="bench", system_prompt=system_prompt_for(system))
+            if memory is not None:
+                scope, key, body = memory
+                kx.approvals.remember(scope, key, body, workspace_id="bench")
+            turn = await session.begin_turn(prompt)
+            start = time.perf_counter()
+            first: float | None = None
+            parts: list[str] = []
+            usage = None
+            async for chunk in provider.stream(
+                turn.messages, max_tokens=MAX_TOKENS, temperature=0.0
+            ):
+                if chunk.text:
+                    first = first if first is not None else time.perf_counter()
+                    parts.append(chunk.text)
+                usage = chunk.usage or usage
+            end = time.perf_counter()
+            await turn.abort()
+        finally:
+            await kx.aclose()
+    raw = "".join(parts)
+    found = extract_memory_markers(raw)
+    tokens = usage.completion_tokens if usage else 0
+    gen = (end - first) if first is not None else 0.0
+    return {
+        "prompt": prompt,
+        "raw": raw,
+        "visible": found.visible.strip(),
+        "markers": [(m.scope, m.key, m.body) for m in found.markers],
+        "invalid": [i.reason for i in found.invalid],
+        "tags": raw.count("<memory"),
+        "first_token_s": (first - start) if first is not None else None,
+        "tokens": tokens,
+        "tokens_per_s": (tokens - 1) / gen if tokens > 1 and gen > 0 else None,
+    }
+
+
+async def run_model(name: str, system: str | None = None) -> dict[str, Any]:
+    from kairox_core.config import ProviderConfig
+    from kairox_llamacpp.provider import LlamaCppProvider
+
+    provider = LlamaCppProvider.from_config(
+        ProviderConfig(id="bench", kind="llamacpp", model=name, seed=0)
+    )
+    start = time.perf_counter()
+    await provider.warm_up()
+    load_s = time.perf_counter() - start
+    try:
+        remember = [await _turn(provider, p, memory=None, system=system) for p, _, _ in REMEMBER]
+        plain = [await _turn(provider, p, memory=None, system=system) for p in PLAIN]
+        recall = await _turn(provider, RECALL_QUESTION, memory=RECALL_MEMORY, system=system)
+    finally:
+        await provider.close()
+    tagged = sum(
+        any(scope in want and key and word in body.lower() for scope, key, body in r["markers"])
+        for r, (_, want, word) in zip(remember, REMEMBER, strict=True)
+    )
+    rates = [r["tokens_per_s"] for r in [*remember, *plain, recall] if r["tokens_per_s"]]
+    firsts = [r["first_token_s"] for r in [*remember, *plain, recall] if r["first_token_s"]]
+    return {
+        "model": name,
+        "tags_ok": tagged,
+        "tags_asked": len(REMEMBER),
+        "false_tags": sum(r["tags"] for r in plain),
+        "recall_right": RECALL_ANSWER in recall["visible"].lower(),
+        "empty_visible_when_remembering": sum(not r["visible"] for r in remember),
+        "tokens_per_s": round(sorted(rates)[len(rates) // 2], 1) if rates else None,
+        "first_token_s": round(sorted(firsts)[len(firsts) // 2], 1) if firsts else None,
+        "load_s": round(load_s, 1),
+        "peak_rss_mb": _peak_rss_mb(),
+        "replies": {"remember": remember, "plain": plain, "recall": recall},
+    }
+
+
+def _peak_rss_mb() -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", help="comma-separated model names (default: all installed)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--show", action="store_true", help="print every reply")
+    parser.add_argument(
+        "--prompt", help="a file holding another system prompt to compare (default: built-in)"
+    )
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # the child process: one model
+    args = parser.parse_args()
+    system = Path(args.prompt).read_text() if args.prompt else None
+    if args.one:
+        print(json.dumps(asyncio.run(run_model(args.one, system))))
+        return
+
+    from kairox_llamacpp import models
+
+    names = args.models.split(",") if args.models else [m.name for m in models.installed()]
+    results = []
+    for name in names:
+        child = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--one",
+                name,
+                *(["--prompt", args.prompt] * bool(args.prompt)),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if child.returncode != 0:
+            print(f"{name}: failed\n{child.stderr[-2000:]}", file=sys.stderr)
+            continue
+        results.append(json.loads(child.stdout.strip().splitlines()[-1]))
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    print(
+        f"{'model':30} {'tags':>5} {'false':>5} {'recall':>6} {'empty':>5} "
+        f"{'tok/s':>6} {'1st s':>6} {'load s':>6} {'RSS MB':>6}"
+    )
+    for r in results:
+        print(
+            f"{r['model']:30} {r['tags_ok']}/{r['tags_asked']:<3} {r['false_tags']:>5} "
+            f"{'right' if r['recall_right'] else 'wrong':>6} "
+            f"{r['empty_visible_when_remembering']:>5} {r['tokens_per_s'] or 0:>6} "
+            f"{r['first_token_s'] or 0:>6} {r['load_s']:>6} {r['peak_rss_mb'] or 0:>6}"
+        )
+        if args.show:
+            for kind, replies in r["replies"].items():
+                for reply in replies if isinstance(replies, list) else [replies]:
+                    print(f"  [{kind}] {reply['prompt']}\n    -> {reply['raw']!r}")
+
+
+if __name__ == "__main__":
+    main()
