@@ -38,6 +38,7 @@ from kairox_core.compaction.recall import install as install_recall
 from kairox_core.config import KairoxConfig, load_config, load_config_file
 from kairox_core.errors import KairoxError, KairoxUserError
 from kairox_core.events import Event, SessionStarted
+from kairox_core.longterm import LongTerm, LongTermEngine, Packs
 from kairox_core.session import Session, run_sync
 from kairox_core.store.database import Database
 from kairox_core.store.event_store import EventStore, SessionInfo
@@ -69,6 +70,9 @@ class Kairox:
         self.session_hooks: list[SessionHook] = []
         self.compactor = install_compaction(self)  # kairox_core.compaction: on every session
         self.recall = install_recall(self)  # compacted turns indexed, recalled per prompt
+        self.longterm = LongTerm(self)  # kx.longterm: chunks recalled by similarity
+        self.packs = Packs(self)  # kx.packs: context packs, always injected when active
+        self.longterm_engine = LongTermEngine(self)  # called before each assembly
         self._sessions: dict[str, Session] = {}
         self._closed = False
 

@@ -206,6 +206,9 @@ class Session:
             assembler.counter, before_seq=before_seq, skip=state.covered_ranges()
         )
         system = self.system_prompt or self.kx.config.kairox.system_prompt
+        # --- long-term memory + context packs (kairox_core/longterm): one engine call;
+        # it moves to the engine seam's before-assembly point when that lands ---
+        longterm = self.kx.longterm_engine.before_assembly(self, prompt, profile=profile)
         context = assembler.assemble(
             prompt,
             system_prompt=system,
@@ -218,6 +221,7 @@ class Session:
             attachments=attachments,
             after_prompt=after_prompt,
             recalled=list(recalled),
+            longterm=longterm,
         )
         self._history.trim(2 * assembler.budget)
         if report is not None:
