@@ -236,7 +236,8 @@ class ChunkStore:
             ).fetchone()
         if row is None:
             raise ChunkNotFoundError(
-                f"no long-term chunk '{chunk_id}'; `kairox longterm list` shows the ids"
+                f"no long-term chunk '{chunk_id}' in {self.db.path or 'this database'}; "
+                f"`kairox longterm list` shows the ids"
             )
         return _chunk(row)
 
