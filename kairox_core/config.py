@@ -199,7 +199,7 @@ class LongTermSection(_Strict):
     """``[longterm]``: long-term chunks recalled by similarity (kairox_core/longterm)."""
 
     enabled: bool = True
-    threshold: float = Field(0.35, ge=-1, le=1)  # cosine; measured in benchmarks/longterm.py
+    threshold: float = Field(0.32, ge=-1, le=1)  # cosine; measured in benchmarks/longterm.py
     k: int = Field(4, gt=0)
     share: float = Field(0.1, ge=0, le=1)
 

@@ -2,7 +2,8 @@
 
 Layers come from the same assembly a turn uses (``Session.preview``), so what is shown
 is exactly what the next turn would send. The browser lists memories by scope; ``e``
-edits and ``d`` deletes the selected one (with events, like ``kairox memory``).
+edits and ``d`` deletes the selected one (with events, like ``kairox memory``). The
+Long-term tab (longterm_tab.py) lists long-term chunks and promotes them to a pack.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
 
+from kairox_core.chat.longterm_tab import LongTermPane
 from kairox_core.chat.widgets import EditScreen
 from kairox_core.errors import KairoxError
 
@@ -47,6 +49,8 @@ class MemoryView(Screen[None]):
                 yield VerticalScroll(Static(id="layers-body"))
             with TabPane("Memories", id="memories"):
                 yield DataTable(id="memory-table", cursor_type="row", zebra_stripes=True)
+            with TabPane("Long-term", id="longterm"):
+                yield LongTermPane(self.engine, id="longterm-pane")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -59,6 +63,8 @@ class MemoryView(Screen[None]):
     def action_refresh(self) -> None:
         self.load_layers()
         self.load_memories()
+        if self.is_mounted:
+            self.query_one(LongTermPane).load()
 
     @work(exclusive=True, group="layers")
     async def load_layers(self) -> None:
