@@ -208,7 +208,7 @@ class Session:
         system = self.system_prompt or self.kx.config.kairox.system_prompt
         # --- long-term memory + context packs (kairox_core/longterm): one engine call;
         # it moves to the engine seam's before-assembly point when that lands ---
-        longterm = self.kx.longterm_engine.before_assembly(self, prompt, profile=profile)
+        longterm = self.kx.longterm_engine.context_for(self, prompt, profile=profile)
         context = assembler.assemble(
             prompt,
             system_prompt=system,
