@@ -186,6 +186,10 @@ def test_a_summary_line_pinned_into_long_term_memory(kx: Kairox) -> None:
     )
     with pytest.raises(KairoxUserError, match="has 2 lines"):
         kx.longterm.pin_summary_line(s.id, summary.seq, 3)
+    s.edit_summary_sync(summary.seq, "We chose Postgres.\n\nThe launch moved to 4 March.")
+    assert kx.longterm.pin_summary_line(s.id, summary.seq, 2).text == "The launch moved to 4 March."
+    with pytest.raises(KairoxUserError, match="not an active summary"):
+        kx.longterm.pin_summary_line(s.id, 1, 1)
 
 
 def test_a_backend_change_re_embeds_the_chunks(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ class MemoryView(Screen[None]):
         Binding("p", "pin", "Pin a fact"),
         Binding("s", "edit_summary", "Edit summary"),
         Binding("x", "drop_chunk", "Drop summary chunk"),
+        Binding("l", "keep_line", "Summary line to long-term"),
         Binding("e", "edit_memory", "Edit memory"),
         Binding("d", "delete_memory", "Delete memory"),
         Binding("r", "refresh", "Refresh"),
@@ -170,6 +171,30 @@ class MemoryView(Screen[None]):
         chunks = "\n".join(f"{i}: {c}" for i, c in enumerate(summary.text.split("\n")) if c)
         self.app.push_screen(
             EditScreen("Type the number of the chunk to drop:\n" + chunks, ""), save
+        )
+
+    def action_keep_line(self) -> None:
+        """Keep one line of the latest summary as a project long-term chunk."""
+        if not self.summaries:
+            self.notify("no summary yet: compact first", severity="warning")
+            return
+        summary = self.summaries[-1]
+        lines = [ln for ln in summary.text.split("\n") if ln.strip()]
+
+        def save(text: str | None) -> None:
+            if text is None or not text.strip().isdigit():
+                return
+            e = self.engine
+            try:
+                chunk = e.kx.longterm.pin_summary_line(e.session_id, summary.seq, int(text))
+                self.notify(f"kept in long-term memory: {chunk.text}")
+            except KairoxError as exc:
+                self.notify(str(exc), severity="error")
+            self.query_one(LongTermPane).load()
+
+        listing = "\n".join(f"{i}: {ln}" for i, ln in enumerate(lines, 1))
+        self.app.push_screen(
+            EditScreen("Type the number of the line to keep long-term:\n" + listing, ""), save
         )
 
     @work(group="session-action")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kairox_core.errors import KairoxUserError
 from kairox_core.longterm.chunks import (
@@ -140,19 +140,17 @@ class LongTerm:
     def pin_summary_line(
         self, session_id: str, summary_seq: int, line: int, *, scope: str = "project"
     ) -> Chunk:
-        """Keep line ``line`` (1-based) of the summary at ``summary_seq`` as a chunk: a
-        summary's sentence worth more than this conversation."""
-        from kairox_core.events import CompactionSummary
-
-        events = self.kx.events_store.read(session_id, first_seq=summary_seq, last_seq=summary_seq)
-        summary = next((e for e in events if isinstance(e, CompactionSummary)), None)
+        """Keep line ``line`` (1-based, blank lines skipped) of the active summary at
+        ``summary_seq``, as it reads now (edits and dropped chunks applied), as a chunk:
+        a summary's sentence worth more than this conversation."""
+        state = self.kx.get_session(session_id).refresh_compaction()
+        summary = next((s for s in state.summaries if s.seq == summary_seq), None)
         if summary is None:
             raise KairoxUserError(
-                f"seq {summary_seq} of session {session_id} is not a summary; "
+                f"seq {summary_seq} of session {session_id} is not an active summary; "
                 f"`kairox summary show {session_id}` lists them"
             )
-        text = _summary_text(self.kx, session_id, summary_seq, summary.summary)
-        lines = [ln for ln in text.splitlines() if ln.strip()]
+        lines = [ln for ln in summary.text.splitlines() if ln.strip()]
         if not 1 <= line <= len(lines):
             raise KairoxUserError(
                 f"summary seq {summary_seq} has {len(lines)} lines; pick one of 1..{len(lines)}"
@@ -221,16 +219,4 @@ def _checked(text: str) -> str:
             f"a long-term chunk holds at most {MAX_CHUNK_CHARS} characters ({len(text)} "
             f"given); split it, or index documents with `kairox index`"
         )
-    return text
-
-
-def _summary_text(kx: Kairox, session_id: str, seq: int, original: str) -> str:
-    """The summary's current text (a SummaryEdited may have replaced it)."""
-    from kairox_core.events import SummaryEdited
-
-    text = original
-    edited: Any
-    for edited in kx.events_store.read(session_id, types=["SummaryEdited"]):
-        if isinstance(edited, SummaryEdited) and edited.summary_seq == seq:
-            text = edited.text
     return text
