@@ -37,7 +37,7 @@ async def test_contributions_for_packs_and_chunks(tmp_path: Path) -> None:
             s, Request("When does the staging password rotate?", "default")
         )
         mandatory = [c for c in out if c.layer == "mandatory"]
-        assert [(c.label, c.text) for c in mandatory] == [("pack rules", "Answer briefly.")]
+        assert [(c.label, c.text) for c in mandatory] == [("pack:rules", "Answer briefly.")]
         (system,) = [c for c in out if c.layer == "system"]
         assert "<kairox:longterm>" in system.text and near.text in system.text
         assert long.id not in system.text  # 80 tokens of share: the long one does not fit

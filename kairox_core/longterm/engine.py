@@ -13,6 +13,9 @@ Two entry points over the same logic:
   share here, is a ``system`` contribution, with one trace note per chunk. Once that
   seam is merged, register this object through ``kairox_register_engines`` and drop the
   call in ``Session._assemble``.
+  Caveat: the seam's ``system`` layer is mandatory, so a block fitted to the share can
+  still tip a turn whose mandatory parts are near the budget into a refusal; the
+  assembler path fits the block into what is left and never refuses because of it.
 
 Recall: the ``k + SLACK`` visible chunks nearest the prompt are read; those with cosine
 similarity >= ``[longterm] threshold`` are offered, at most ``k``, best first; the rest
@@ -90,7 +93,7 @@ class LongTermEngine:
             contribution(
                 engine=self.name,
                 layer="mandatory",
-                label=f"pack {p.name}",
+                label=f"pack:{p.name}",
                 text=p.text,
                 notes=(f"{p.level} pack {p.name}",),
             )
