@@ -62,7 +62,7 @@ def render(pack: PackFile) -> str:
     if pack.published_at is not None:
         fields["published_at"] = pack.published_at
     head = "".join(f"{k} = {_toml_string(v)}\n" for k, v in fields.items())
-    body = pack.text if pack.text.endswith("\n") or not pack.text else pack.text + "\n"
+    body = pack.text + "\n" if pack.text else ""  # parse drops exactly this newline
     return f"{FENCE}\n{head}{FENCE}\n{body}"
 
 
