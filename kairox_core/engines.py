@@ -29,6 +29,7 @@ from kairox_core.events import CompactionSummary, Event
 from kairox_core.retrieval.base import RetrievalHit
 
 if TYPE_CHECKING:
+    from kairox_core.context.longterm import LongTermContext
     from kairox_core.session import Session, TurnResult
 
 # Where a contribution goes in the assembled context (see ContextAssembler):
@@ -36,7 +37,10 @@ if TYPE_CHECKING:
 # "mandatory" its own block right after the system message, always present (context
 #             packs); too big for the budget: the turn is refused
 # "recalled"  hits (past turns) competing with retrieval hits in the retrieval share
-ContributionLayer = Literal["system", "mandatory", "recalled"]
+# "longterm"  active context packs (mandatory) and chunks recalled by similarity (a
+#             block fitted within [longterm] share, never a reason to refuse a turn),
+#             as plain data in ``longterm``
+ContributionLayer = Literal["system", "mandatory", "recalled", "longterm"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,8 @@ class Contribution:
 
     ``engine`` names who contributed; ``label`` names the block (``mandatory``) or the
     trace item; ``text`` is the content (``system``/``mandatory``), ``hits`` the turns
-    (``recalled``); ``notes`` go to the trace of the layer the contribution lands in."""
+    (``recalled``), ``longterm`` the packs and chunks (``longterm``: the assembler fits
+    and traces them); ``notes`` go to the trace of the layer the contribution lands in."""
 
     engine: str
     layer: ContributionLayer
@@ -63,6 +68,7 @@ class Contribution:
     text: str = ""
     hits: tuple[RetrievalHit, ...] = ()
     notes: tuple[str, ...] = ()
+    longterm: LongTermContext | None = None
 
 
 @dataclass

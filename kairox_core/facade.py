@@ -36,6 +36,8 @@ from kairox_core.config import KairoxConfig, load_config, load_config_file
 from kairox_core.engines import CompactionEngine, CompactionResult, Engine
 from kairox_core.errors import KairoxError, KairoxUserError, PluginError
 from kairox_core.events import Event, SessionStarted
+from kairox_core.longterm.packs import Packs
+from kairox_core.longterm.service import LongTerm
 from kairox_core.memory.approvals import ApprovalService
 from kairox_core.memory.base import MemoryStore
 from kairox_core.retrieval.composite import CompositeWorkspaceRetriever
@@ -74,6 +76,8 @@ class Kairox:
         )
         self.engines: tuple[Engine, ...] = self._build_engines()
         self.compaction_engine: CompactionEngine | None = self._compaction_engine()
+        self.longterm = LongTerm(self)  # kx.longterm: chunks recalled by similarity
+        self.packs = Packs(self)  # kx.packs: context packs, always injected when active
         self._sessions: dict[str, Session] = {}
         self._closed = False
 

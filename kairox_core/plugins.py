@@ -70,6 +70,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "kairox_core.default_plugins.compaction_strategies",
     "kairox_core.default_plugins.compaction_engine",
     "kairox_core.default_plugins.recall_engine",
+    "kairox_core.default_plugins.longterm_engine",
     "kairox_core.default_plugins.sqlite_storage",
 )
 

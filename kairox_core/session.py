@@ -220,7 +220,8 @@ class Session:
             history=history,
             attachments=attachments,
             after_prompt=after_prompt,
-            contributions=contributions,
+            contributions=[c for c in contributions if c.longterm is None],
+            longterm=next((c.longterm for c in contributions if c.longterm), None),
         )
         self._history.trim(2 * assembler.budget)
         if report is not None:

@@ -15,7 +15,14 @@ from textual.widgets import Input
 from kairox_core.chat.app import ChatApp
 from kairox_core.chat.engine import ChatEngine
 from kairox_core.chat.plain import PlainChat
-from kairox_core.chat.slash import Compact, Remember, SlashError, SwitchProfile, parse_slash
+from kairox_core.chat.slash import (
+    Compact,
+    Remember,
+    RememberChunk,
+    SlashError,
+    SwitchProfile,
+    parse_slash,
+)
 from kairox_core.chat.widgets import ChatMessage, MemoryCard
 from kairox_core.config import parse_config
 from kairox_core.providers.scripted import ScriptedProvider
@@ -45,9 +52,15 @@ def test_slash_commands_parse() -> None:
     assert parse_slash("/remember uses tabs --scope workspace") == Remember(
         "uses tabs", "workspace", "uses-tabs"
     )
+    assert parse_slash("/remember we deploy on Fridays") == RememberChunk(
+        "we deploy on Fridays", "project"
+    )
+    assert parse_slash("/remember tea --scope global") == RememberChunk("tea", "global")
+    assert parse_slash("/remember tea --scope session") == RememberChunk("tea", "session")
     for bad in (
         "/remember",
-        "/remember x --scope global",
+        "/remember x --scope team",
+        "/remember x --scope global --key k",
         "/remember x --key 'a b'",
         "/profile",
         "/frobnicate",
@@ -184,7 +197,7 @@ async def test_plain_mode_cleans_stdout_and_reports_on_stderr(
     out, err = io.StringIO(), io.StringIO()
     chat = PlainChat(
         engine,
-        io.StringIO("hello\n/remember I am vegetarian --key diet\n"),
+        io.StringIO("hello\n/remember I am vegetarian --key diet\n/remember we ship on Fridays\n"),
         out,
         err,
         decide="approve",
@@ -197,6 +210,9 @@ async def test_plain_mode_cleans_stdout_and_reports_on_stderr(
     assert "remembered [user:diet]" in log
     assert engine.kx.memories.get("user", "seat") is not None
     assert engine.kx.memories.get("user", "diet").body == "I am vegetarian"
+    assert "kept in long-term memory [project]" in log
+    (chunk,) = engine.kx.longterm.list("project", workspace_id=engine.workspace)
+    assert chunk.text == "we ship on Fridays" and chunk.session_id == engine.session_id
     await engine.close()
 
 

@@ -42,6 +42,8 @@ def test_every_config_key_is_documented() -> None:
         "memory": config.MemorySection,
         "retrieval": config.RetrievalSection,
         "compaction": config.CompactionSection,
+        "longterm": config.LongTermSection,
+        "packs": config.PacksSection,
     }
     missing = [
         f"{prefix}.{field}"

@@ -14,7 +14,15 @@ from textual.widgets import Footer, Header, Input, Static
 
 from kairox_core.chat.engine import ChatEngine, TurnOutcome, describe_event
 from kairox_core.chat.resume import resume_hint
-from kairox_core.chat.slash import HELP, Compact, Help, Remember, SwitchProfile, parse_slash
+from kairox_core.chat.slash import (
+    HELP,
+    Compact,
+    Help,
+    Remember,
+    RememberChunk,
+    SwitchProfile,
+    parse_slash,
+)
 from kairox_core.chat.widgets import ChatMessage, MemoryCard, render_trace
 from kairox_core.errors import KairoxError
 from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted, UserMessageAdded
@@ -229,6 +237,15 @@ class ChatApp(App[str]):
                 )
                 self.note(f"remembered [{command.scope}:{command.key}] {command.text}")
                 self.trace_panel.add_line(f"MemoryAccepted {command.scope}:{record.key}", "green")
+            elif isinstance(command, RememberChunk):  # long-term memory (kairox_core/longterm)
+                chunk = e.kx.longterm.add(
+                    command.text,
+                    scope=command.scope,
+                    session_id=e.session_id,
+                    workspace_id=e.workspace,
+                )
+                self.note(f"kept in long-term memory [{chunk.scope}] {chunk.text}")
+                self.trace_panel.add_line(f"LongTermChunkAdded {chunk.scope}:{chunk.id}", "green")
             elif isinstance(command, Compact):
                 await self.compact_now()
             elif isinstance(command, SwitchProfile):

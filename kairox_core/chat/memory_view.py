@@ -2,7 +2,8 @@
 
 Layers come from the same assembly a turn uses (``Session.preview``), so what is shown
 is exactly what the next turn would send. The browser lists memories by scope; ``e``
-edits and ``d`` deletes the selected one (with events, like ``kairox memory``).
+edits and ``d`` deletes the selected one (with events, like ``kairox memory``). The
+Long-term tab (longterm_tab.py) lists long-term chunks and promotes them to a pack.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
 
+from kairox_core.chat.longterm_tab import LongTermPane
 from kairox_core.chat.widgets import EditScreen
 from kairox_core.errors import KairoxError
 
@@ -30,6 +32,7 @@ class MemoryView(Screen[None]):
         Binding("p", "pin", "Pin a fact"),
         Binding("s", "edit_summary", "Edit summary"),
         Binding("x", "drop_chunk", "Drop summary chunk"),
+        Binding("l", "keep_line", "Summary line to long-term"),
         Binding("e", "edit_memory", "Edit memory"),
         Binding("d", "delete_memory", "Delete memory"),
         Binding("r", "refresh", "Refresh"),
@@ -47,6 +50,8 @@ class MemoryView(Screen[None]):
                 yield VerticalScroll(Static(id="layers-body"))
             with TabPane("Memories", id="memories"):
                 yield DataTable(id="memory-table", cursor_type="row", zebra_stripes=True)
+            with TabPane("Long-term", id="longterm"):
+                yield LongTermPane(self.engine, id="longterm-pane")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -59,6 +64,8 @@ class MemoryView(Screen[None]):
     def action_refresh(self) -> None:
         self.load_layers()
         self.load_memories()
+        if self.is_mounted:
+            self.query_one(LongTermPane).load()
 
     @work(exclusive=True, group="layers")
     async def load_layers(self) -> None:
@@ -164,6 +171,30 @@ class MemoryView(Screen[None]):
         chunks = "\n".join(f"{i}: {c}" for i, c in enumerate(summary.text.split("\n")) if c)
         self.app.push_screen(
             EditScreen("Type the number of the chunk to drop:\n" + chunks, ""), save
+        )
+
+    def action_keep_line(self) -> None:
+        """Keep one line of the latest summary as a project long-term chunk."""
+        if not self.summaries:
+            self.notify("no summary yet: compact first", severity="warning")
+            return
+        summary = self.summaries[-1]
+        lines = [ln for ln in summary.text.split("\n") if ln.strip()]
+
+        def save(text: str | None) -> None:
+            if text is None or not text.strip().isdigit():
+                return
+            e = self.engine
+            try:
+                chunk = e.kx.longterm.pin_summary_line(e.session_id, summary.seq, int(text))
+                self.notify(f"kept in long-term memory: {chunk.text}")
+            except KairoxError as exc:
+                self.notify(str(exc), severity="error")
+            self.query_one(LongTermPane).load()
+
+        listing = "\n".join(f"{i}: {ln}" for i, ln in enumerate(lines, 1))
+        self.app.push_screen(
+            EditScreen("Type the number of the line to keep long-term:\n" + listing, ""), save
         )
 
     @work(group="session-action")

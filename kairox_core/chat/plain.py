@@ -13,7 +13,15 @@ from typing import TextIO
 
 from kairox_core.chat.engine import ChatEngine, TurnOutcome, describe_event
 from kairox_core.chat.resume import resume_hint
-from kairox_core.chat.slash import HELP, Compact, Help, Remember, SwitchProfile, parse_slash
+from kairox_core.chat.slash import (
+    HELP,
+    Compact,
+    Help,
+    Remember,
+    RememberChunk,
+    SwitchProfile,
+    parse_slash,
+)
 from kairox_core.errors import KairoxError
 
 
@@ -129,6 +137,14 @@ class PlainChat:
                 session_id=e.session_id,
             )
             self.say(f"remembered [{command.scope}:{command.key}] id={record.id}")
+        elif isinstance(command, RememberChunk):
+            chunk = e.kx.longterm.add(
+                command.text,
+                scope=command.scope,
+                session_id=e.session_id,
+                workspace_id=e.workspace,
+            )
+            self.say(f"kept in long-term memory [{chunk.scope}] id={chunk.id}")
         elif isinstance(command, Compact):
             result = await e.kx.compact_async(e.session_id)
             self.say(f"compacted: {result}")

@@ -1,4 +1,10 @@
-"""Slash commands typed into the chat: parsed here, run by the chat front ends."""
+"""Slash commands typed into the chat: parsed here, run by the chat front ends.
+
+``/remember TEXT`` keeps a long-term chunk (scope ``project`` unless ``--scope session``
+or ``global``): recalled later when a prompt is about it. The exact keyed records of
+before stay one flag away: ``--key KEY`` or ``--scope user|workspace`` writes a keyed
+memory (accepted at once), injected into every turn whatever the prompt.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,8 @@ from dataclasses import dataclass
 from kairox_core.errors import KairoxUserError
 
 HELP = """\
-/remember TEXT [--scope user|workspace] [--key KEY]   store a memory yourself (accepted at once)
+/remember TEXT [--scope project|session|global]    keep TEXT long-term (recalled when relevant)
+/remember TEXT --key KEY [--scope user|workspace]  a keyed memory instead (always injected)
 /compact                                           compact this session's older history now
 /profile NAME                                      switch to another profile (or alias)
 /help                                              this help
@@ -30,6 +37,14 @@ class Remember:
 
 
 @dataclass(frozen=True)
+class RememberChunk:
+    """Keep ``text`` as a long-term chunk (kx.longterm)."""
+
+    text: str
+    scope: str = "project"
+
+
+@dataclass(frozen=True)
 class Compact:
     pass
 
@@ -44,7 +59,13 @@ class Help:
     pass
 
 
-SlashCommand = Remember | Compact | SwitchProfile | Help
+SlashCommand = Remember | RememberChunk | Compact | SwitchProfile | Help
+KEYED_SCOPES = ("user", "workspace")
+CHUNK_SCOPES = ("project", "session", "global")
+USAGE = (
+    "usage: /remember TEXT [--scope project|session|global], or "
+    "/remember TEXT --key KEY [--scope user|workspace] for a keyed memory"
+)
 
 
 def derive_key(text: str) -> str:
@@ -78,20 +99,22 @@ def parse_slash(line: str) -> SlashCommand | None:
     raise SlashError(f"unknown command {name}; type /help for the list")
 
 
-def _parse_remember(args: list[str]) -> Remember:
-    scope, key, words = "user", None, []
+def _parse_remember(args: list[str]) -> Remember | RememberChunk:
+    scope: str | None = None
+    key: str | None = None
+    words: list[str] = []
     it = iter(args)
     for arg in it:
         if arg in ("--scope", "--key"):
             value = next(it, None)
             if value is None:
-                raise SlashError(
-                    f"{arg} needs a value; usage: /remember TEXT "
-                    "[--scope user|workspace] [--key KEY]"
-                )
+                raise SlashError(f"{arg} needs a value; {USAGE}")
             if arg == "--scope":
-                if value not in ("user", "workspace"):
-                    raise SlashError(f"--scope must be user or workspace, not '{value}'")
+                if value not in KEYED_SCOPES + CHUNK_SCOPES:
+                    raise SlashError(
+                        f"--scope must be project, session or global (long-term), or user "
+                        f"or workspace (keyed), not '{value}'"
+                    )
                 scope = value
             else:
                 if not KEY_RE.match(value):
@@ -104,5 +127,9 @@ def _parse_remember(args: list[str]) -> Remember:
             words.append(arg)
     text = " ".join(words).strip()
     if not text:
-        raise SlashError("usage: /remember TEXT [--scope user|workspace] [--key KEY]")
-    return Remember(text=text, scope=scope, key=key or derive_key(text))
+        raise SlashError(USAGE)
+    if key is None and (scope is None or scope in CHUNK_SCOPES):
+        return RememberChunk(text=text, scope=scope or "project")
+    if scope in CHUNK_SCOPES:
+        raise SlashError(f"--key makes a keyed memory: its scope is user or workspace; {USAGE}")
+    return Remember(text=text, scope=scope or "user", key=key or derive_key(text))

@@ -14,14 +14,16 @@ from kairox_core.context.trace import ContextTrace, LayerTrace
 # Layers in the order the messages are sent, with the labels shown to people.
 LAYER_TITLES = (
     ("system", "system prompt + instructions"),
+    ("packs", "context packs"),
     ("memories", "memories"),
     ("pinned", "pinned facts"),
     ("summaries", "summaries"),
+    ("longterm", "long-term memory"),
     ("retrieval", "retrieval + knowledge bases"),
     ("history", "history"),
     ("prompt", "new prompt"),
 )
-ITEM_LAYERS = ("memories", "pinned", "summaries", "retrieval")
+ITEM_LAYERS = ("packs", "memories", "pinned", "summaries", "longterm", "retrieval")
 
 
 def _open(cli_ctx: CliContext) -> Any:

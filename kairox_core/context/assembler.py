@@ -1,12 +1,14 @@
 """ContextAssembler: rebuild a turn's prompt from scratch under the token budget.
 
-Precedence: the system prompt, the new prompt and the user's pinned facts are mandatory
-(too big: the turn is refused with ``ContextBudgetExceeded``). Then approved memories
+Precedence: the system prompt, the active context packs, the new prompt and the user's
+pinned facts are mandatory (too big: the turn is refused with ``ContextBudgetExceeded``,
+naming the packs). Then approved memories
 (they outrank old history; when they do not all fit they are ranked by key and body
 match against the prompt, then recency, within ``memory_share`` of the budget),
-compaction summaries, retrieval hits and recalled past turns (capped at
-``retrieval_share`` of the budget so history keeps room) and finally history
-newest-first, whole units, until the next one does not fit.
+compaction summaries, the long-term memory block (chunks the long-term engine found
+above its similarity threshold, within ``longterm_share``), retrieval hits and recalled
+past turns (capped at ``retrieval_share`` of the budget so history keeps room) and
+finally history newest-first, whole units, until the next one does not fit.
 Every count is exact (see counting.py), so the messages recounted from scratch never
 exceed ``context_window - reserve``. Pure and deterministic: same inputs, same output.
 """
@@ -26,6 +28,7 @@ from kairox_core.context.counting import (
     counter_for_profile,
 )
 from kairox_core.context.errors import ContextBudgetExceeded
+from kairox_core.context.longterm import LongTermContext, LongTermRecall
 from kairox_core.context.recalled import HEADER, TurnPack, turn_seq
 from kairox_core.context.rendering import (
     RECALL_SOURCE,
@@ -36,8 +39,10 @@ from kairox_core.context.rendering import (
     hit_header,
     hit_key,
     item_unit,
+    longterm_header,
     memory_header,
     neutralise,
+    pack_header,
     pinned_header,
     summary_header,
     user_message,
@@ -92,10 +97,14 @@ class ContextAssembler:
         profile_name: str | None = None,
         retrieval_share: float = 0.25,
         memory_share: float = 0.5,
+        longterm_share: float = 0.1,
         counter: ProfileCounter | None = None,
     ) -> None:
         if not 0 <= retrieval_share <= 1 or not 0 < memory_share <= 1:
             raise ValueError("retrieval_share must be in [0, 1] and memory_share in (0, 1]")
+        if not 0 <= longterm_share <= 1:
+            raise ValueError("longterm_share must be in [0, 1]")
+        self.longterm_share = longterm_share
         self.profile = profile
         self.profile_name = profile_name
         self.retrieval_share = retrieval_share
@@ -110,6 +119,7 @@ class ContextAssembler:
             profile_name=name,
             retrieval_share=config.retrieval.share,
             memory_share=config.memory.max_memories_tokens_share,
+            longterm_share=config.longterm.share,
         )
 
     @property
@@ -131,6 +141,7 @@ class ContextAssembler:
         after_prompt: Sequence[HistoryUnit] = (),
         recalled: Sequence[RetrievalHit] = (),
         contributions: Sequence[Contribution] = (),
+        longterm: LongTermContext | None = None,
     ) -> AssembledContext:
         """Assemble one turn. ``history`` is newest first (a ``HistorySource`` or any
         iterable of units); ``after_prompt`` holds this turn's tool call/result units,
@@ -139,7 +150,9 @@ class ContextAssembler:
         the history surely holds are skipped, the rest join ``hits``.
         ``contributions``: the engines' (kairox_core/engines.py), placed by layer:
         ``recalled`` hits join ``recalled``, ``system`` text joins the system message,
-        ``mandatory`` text is a block of its own that is always present."""
+        ``mandatory`` text is a block of its own that is always present.
+        ``longterm``: the active context packs (mandatory) and the chunks recalled for
+        the prompt (the long-term engine's ``longterm`` contribution)."""
         pc = self.counter
         budget = self.budget
         trace = ContextTrace(
@@ -172,7 +185,17 @@ class ContextAssembler:
         prompt_msg = user_message(prompt, attachments)
         prompt_tokens = pc.message(prompt_msg)
         tail_tokens = sum(u.tokens for u in after_prompt)
-        parts = {"system prompt": system_tokens, "new prompt": prompt_tokens}
+        parts = {"system prompt": system_tokens}
+        packs = longterm.packs if longterm is not None else ()
+        pack_cands = [
+            _Candidate(p.name, f"{p.level} pack", item_unit(pack_header(p.name, p.level), p.text))
+            for p in packs
+        ]
+        packs_cost = self._block_cost("packs", pack_cands) if pack_cands else 0
+        if pack_cands:  # active packs are always present: counted with the system prompt
+            names = ", ".join(p.name for p in packs)
+            parts[f"active context packs ({names})"] = packs_cost
+        parts["new prompt"] = prompt_tokens
         if after_prompt:
             parts["this turn's tool results"] = tail_tokens
         contributed = [(c, _contributed_block(c)) for c in own_blocks]
@@ -218,6 +241,10 @@ class ContextAssembler:
             layer.included.append(TraceItem(f"seq {unit.seq}", "tool call + result", unit.tokens))
 
         blocks: list[dict[str, Any]] = []
+        if pack_cands:
+            self._emit(blocks, "packs", pack_cands, packs_cost, trace.layer("packs"), limit=None)
+        if longterm is not None:
+            trace.layer("packs").notes.extend(longterm.pack_notes)
         for c, block in contributed:  # always present, paid for with the mandatory parts
             name = c.label or c.engine
             own = trace.layers.setdefault(name, LayerTrace(name))
@@ -284,6 +311,12 @@ class ContextAssembler:
             chosen, cost = self._fill("summaries", cands, remaining, sum_layer, "no room left")
             chosen.reverse()  # chronological
             remaining -= self._emit(blocks, "summaries", chosen, cost, sum_layer, limit=None)
+
+        # --- long-term memory: chunks above the threshold, best first, within its share ---
+        if longterm is not None:
+            remaining -= self._longterm_block(
+                blocks, longterm.recall, remaining, trace.layer("longterm")
+            )
 
         # --- retrieval: recalled turns and workspace/knowledge-base hits, capped at
         # retrieval_share (history keeps the rest) ---
@@ -385,6 +418,40 @@ class ContextAssembler:
         return AssembledContext(messages=messages, trace=trace)
 
     # --- blocks ------------------------------------------------------------------------
+
+    def _longterm_block(
+        self,
+        blocks: list[dict[str, Any]],
+        recall: LongTermRecall,
+        remaining: int,
+        layer: LayerTrace,
+    ) -> int:
+        """Fit the recalled chunks (best first) within ``longterm_share``; trace every
+        chunk with its similarity, and the engine's near misses with their reason."""
+        limit = min(remaining, math.floor(self.longterm_share * self.budget))
+        cands = [
+            _Candidate(
+                c.id,
+                f"{c.scope} chunk, similarity {c.similarity:.3f}",
+                item_unit(longterm_header(c.scope, c.id), c.text),
+                c.scope,
+            )
+            for c in recall.chunks
+        ]
+        over = f"over the long-term share ({self.longterm_share:.0%} of the budget)"
+        chosen, cost = self._fill("longterm", cands, limit, layer, over)
+        for item, reason in recall.left_out:
+            layer.dropped.append(
+                TraceItem(
+                    item.id,
+                    f"{item.scope} chunk, similarity {item.similarity:.3f}",
+                    0,
+                    source=item.scope,
+                    reason=reason,
+                )
+            )
+        layer.notes.extend(recall.notes)
+        return self._emit(blocks, "longterm", chosen, cost, layer, limit=limit)
 
     def _choose_retrieval(
         self,

@@ -8,8 +8,8 @@ from kairox_core.errors import KairoxUserError
 
 
 class ContextBudgetExceeded(KairoxUserError):
-    """The mandatory parts (system prompt, new prompt, pinned facts, reply priming) exceed
-    the budget; nothing is sent.
+    """The mandatory parts (system prompt, active packs, new prompt, pinned facts, reply
+    priming) exceed the budget; nothing is sent.
 
     ``parts`` maps each mandatory part to its size in tokens, framing included, so the
     message says which part to shorten.
@@ -35,6 +35,9 @@ class ContextBudgetExceeded(KairoxUserError):
         unpin = (
             ", unpin facts (`kairox unpin SESSION FACT_ID`)" if "pinned facts" in self.parts else ""
         )
+        packs = next((p for p in self.parts if p.startswith("active context packs")), None)
+        if packs:
+            unpin += ", deactivate a context pack (`kairox pack activate --off NAME`)"
         super().__init__(
             f"the turn does not fit the context budget of {where}: {sizes} = {self.total} "
             f"tokens, but the budget is {budget} (context_window {context_window} - reserve "

@@ -22,12 +22,17 @@ RECALL_SOURCE = "recall"
 
 _TAG = re.compile(r"<(/?)(kairox\s*:)", re.IGNORECASE)
 _LABEL_LINE = re.compile(
-    r"^([ \t]*)\[(?=[ \t]*(?:memory|pinned|summary|workspace|kb:|attachment|recalled)\b)",
+    r"^([ \t]*)\[(?=[ \t]*(?:memory|pinned|summary|workspace|kb:|attachment|recalled|pack"
+    r"|long-term)\b)",
     re.IGNORECASE | re.MULTILINE,
 )
 _HEADER_BAD = re.compile(r"[\[\]\r\n\t\x00-\x1f]+")
 
 LEGENDS = {
+    "packs": "Context packs the user keeps active: standing instructions and reference, "
+    "always included.",
+    "longterm": "Long-term memory a person chose to keep, recalled for this prompt by "
+    "similarity; use it if it helps.",
     "memories": "Approved memories about the user, this workspace and this session; "
     "durable facts, trusted.",
     "pinned": "Pinned facts from earlier in this conversation, verbatim.",
@@ -77,6 +82,14 @@ def memory_header(scope: str, key: str | None, memory_id: str) -> str:
 
 def pinned_header(fact_id: str) -> str:
     return f"pinned fact id={header_field(fact_id)}"
+
+
+def pack_header(name: str, level: str) -> str:
+    return f"pack {header_field(name)} level={header_field(level)}"
+
+
+def longterm_header(scope: str, chunk_id: str) -> str:
+    return f"long-term {header_field(scope)} id={header_field(chunk_id)}"
 
 
 def summary_header(seq: int, first_seq: int, last_seq: int) -> str:

@@ -5,7 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-LAYERS = ("system", "memories", "pinned", "summaries", "retrieval", "history", "prompt")
+LAYERS = (
+    "system",
+    "packs",
+    "memories",
+    "pinned",
+    "summaries",
+    "longterm",
+    "retrieval",
+    "history",
+    "prompt",
+)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ COMMAND_MODULES = (
     "kairox_core.cli.memory_cmd",
     "kairox_core.cli.context_cmd",
     "kairox_core.cli.compaction_cmd",
+    "kairox_core.cli.longterm_cmd",
+    "kairox_core.cli.pack_cmd",
 )
 
 

@@ -1,0 +1,49 @@
+"""The built-in longterm engine: one ``longterm`` contribution per assembly (the active
+packs and the recalled chunks), which the assembler fits within the share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kairox_core import Kairox
+from kairox_core.config import KairoxConfig
+from kairox_core.engines import AssemblyRequest
+
+
+async def test_contributions_for_packs_and_chunks(tmp_path: Path) -> None:
+    cfg = KairoxConfig.model_validate(
+        {
+            "retrieval": {"workspace_index": False},
+            "packs": {"dir": str(tmp_path / "packs")},
+            "longterm": {"share": 0.02, "threshold": 0.15},
+            "profiles": {"default": {"context_window": 4000, "reserve": 0}},
+        }
+    )
+    with Kairox.open(tmp_path / "k.db", cfg) as kx:
+        s = kx.session(workspace="w")
+        kx.packs.create("rules", text="Answer briefly.")
+        kx.packs.activate("rules")
+        near = kx.longterm.add("The staging password rotates on Mondays.", scope="global")
+        long = kx.longterm.add("The staging password policy: " + "detail " * 80, scope="global")
+        kx.longterm.add("Ada likes green tea.", scope="global")
+        engine = kx.engine("longterm")
+        (out,) = await engine.before_assembly(
+            s, AssemblyRequest("When does the staging password rotate?", "default")
+        )
+        assert out.layer == "longterm" and out.longterm is not None
+        assert [(p.name, p.text) for p in out.longterm.packs] == [("rules", "Answer briefly.")]
+        assert out.longterm.recall.chunks[0].id == near.id
+
+        context = s.preview_sync("When does the staging password rotate?")
+        system = "\n".join(str(m["content"]) for m in context.messages if m["role"] == "system")
+        assert "Answer briefly." in system  # the pack, mandatory
+        text = "\n".join(str(m["content"]) for m in context.messages)
+        assert "<kairox:longterm>" in text and near.text in text
+        assert long.id not in text  # 80 tokens of share: the long one does not fit
+        reasons = " ".join(str(i.reason) for i in context.trace.layer("longterm").dropped)
+        included = [i.id for i in context.trace.layer("longterm").included]
+        assert near.id in included
+        assert "over the long-term share" in reasons and "below the threshold" in reasons
+
+        (unrelated,) = await engine.before_assembly(s, AssemblyRequest("", "default"))
+        assert unrelated.longterm is not None and not unrelated.longterm.recall.chunks
