@@ -420,11 +420,14 @@ class EventStore(DatabaseStore):
         return (int(row[0]) if row[0] is not None else 0), int(row[1])
 
     def set_indexed_stretch(self, session_id: str, low: int, last: int) -> None:
+        """Widen the recorded stretch (never narrow it: two processes catching up at
+        once each report what they indexed, the union is what is indexed)."""
         with self.db.atomic() as conn:
             conn.execute(
                 "INSERT INTO recall_progress(session_id, last_seq, low_seq) VALUES (?, ?, ?) "
-                "ON CONFLICT(session_id) DO UPDATE SET last_seq = excluded.last_seq, "
-                "low_seq = excluded.low_seq",
+                "ON CONFLICT(session_id) DO UPDATE SET "
+                "last_seq = max(last_seq, excluded.last_seq), "
+                "low_seq = min(COALESCE(low_seq, excluded.low_seq), excluded.low_seq)",
                 (session_id, last, low),
             )
 
