@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from kairox_core.events import (
     CompactionSummary,
     ContextCompactionCompleted,
     ContextCompactionFailed,
+    ContextCompactionSkipped,
     ContextCompactionStarted,
     UserMessageAdded,
 )
@@ -85,3 +88,125 @@ def test_processes_on_one_session_lose_and_fail_no_turn(
         assert started == ended
     finally:
         kx.close()
+
+
+def dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def plant_lease(db: Path, name: str, holder: str, pid: int, host: str, ttl: float) -> None:
+    from kairox_core.store.connection import connect, transaction
+
+    conn = connect(db, vec=False)
+    with transaction(conn):
+        conn.execute(
+            "INSERT INTO leases(name, holder, pid, host, note, acquired_at, expires_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (name, holder, pid, host, holder, time.time(), time.time() + ttl),
+        )
+    conn.close()
+
+
+def test_a_dead_holder_is_displaced_at_once_another_host_only_when_expired(
+    kairox_home: Path, tmp_path: Path
+) -> None:
+    from kairox_core.store.leases import HOST
+    from kairox_core.store.sqlite_storage import SqliteStorage
+
+    db = tmp_path / "kx.db"
+    storage = SqliteStorage(str(db))
+    plant_lease(db, "a", "c-dead", dead_pid(), HOST, ttl=600)
+    plant_lease(db, "b", "c-far", 1, "another-host", ttl=600)  # pid 1 there: unknowable
+    plant_lease(db, "c", "c-far-lapsed", 1, "another-host", ttl=-1)
+    try:
+        claim = storage.leases.acquire("a", "c-new", ttl=30)
+        assert claim.ok and claim.displaced is not None and claim.displaced.holder == "c-dead"
+        refused = storage.leases.acquire("b", "c-new", ttl=30)
+        assert not refused.ok and refused.current is not None
+        assert refused.current.host == "another-host"
+        lapsed = storage.leases.acquire("c", "c-new", ttl=30)
+        assert lapsed.ok and lapsed.displaced is not None
+    finally:
+        storage.close()
+
+
+RACE = """
+import sys, time
+from kairox_core.store.sqlite_storage import SqliteStorage
+s = SqliteStorage(sys.argv[1])
+while time.time() < float(sys.argv[2]):
+    time.sleep(0.001)
+print(int(s.leases.acquire("compaction:s", sys.argv[3], ttl=60).ok))
+"""
+
+
+def test_processes_racing_for_a_lease_leave_one_holder(tmp_path: Path) -> None:
+    from kairox_core.store.sqlite_storage import SqliteStorage
+
+    db = tmp_path / "kx.db"
+    SqliteStorage(str(db)).close()  # schema first, so the racers only race the claim
+    start = str(time.time() + 1.5)
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACE, str(db), start, f"c-{i}"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(4)
+    ]
+    won = [int(p.communicate(timeout=TIMEOUT)[0].strip() or 0) for p in racers]
+    assert sum(won) == 1
+
+
+def test_kill_9_during_a_compaction_is_closed_by_the_next_turn(
+    kairox_home: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "kx.db"
+    kx = Kairox.open(db, config(enabled=False))
+    session = kx.session(workspace="w")
+    sid = session.id
+    for i in range(6):
+        session.run_turn_sync(f"question {i} about the garden and spring", f"answer {i}")
+    kx.close()
+    ready = tmp_path / "ready"
+    hung = child("hang", str(db), sid, str(ready))
+    deadline = time.time() + TIMEOUT
+    while not ready.exists():
+        assert hung.poll() is None, hung.communicate()[1][-2000:]
+        assert time.time() < deadline, "the child never entered the compaction"
+        time.sleep(0.05)
+    hung.send_signal(signal.SIGKILL)
+    hung.communicate(timeout=TIMEOUT)
+
+    kx = Kairox.open(db, config())
+    try:
+        started = [e for e in kx.events(sid) if isinstance(e, ContextCompactionStarted)]
+        assert [e.trigger for e in started] == ["manual"]  # the killed run, never ended
+        outcome = kx.compact(sid)
+        assert outcome.ok, outcome.reason
+        events = kx.events(sid)
+        failed = [e for e in events if isinstance(e, ContextCompactionFailed)]
+        assert [e.compaction_id for e in failed] == [started[0].compaction_id]
+        assert f"pid {hung.pid}" in failed[0].reason and "died" in failed[0].reason
+        assert not [e for e in events if isinstance(e, ContextCompactionSkipped)]
+        assert [e for e in events if isinstance(e, CompactionSummary)]
+    finally:
+        kx.close()
+
+
+def test_a_heartbeat_keeps_a_short_lease_while_the_run_lives(tmp_path: Path) -> None:
+    from kairox_core.store.leases import Heartbeat
+    from kairox_core.store.sqlite_storage import SqliteStorage
+
+    storage = SqliteStorage(str(tmp_path / "kx.db"))
+    try:
+        assert storage.leases.acquire("x", "c-1", ttl=1.5).ok
+        with Heartbeat(storage.leases, "x", "c-1", 1.5):
+            time.sleep(3.5)  # over two lease lengths
+            assert not storage.leases.acquire("x", "c-2", ttl=1.5).ok
+        time.sleep(1.7)  # no more renewals: it lapses
+        assert storage.leases.acquire("x", "c-2", ttl=1.5).ok
+    finally:
+        storage.close()

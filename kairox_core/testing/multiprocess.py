@@ -43,13 +43,17 @@ class HangPlugin:
         register("hang", lambda **kw: Hang())
 
 
-def config(strategy: str = "extractive") -> KairoxConfig:
-    """A small window: the turn-end check compacts every few turns."""
+def config(strategy: str = "extractive", *, enabled: bool = True) -> KairoxConfig:
+    """A small window: the turn-end check compacts every few turns (``enabled``)."""
     return KairoxConfig(
         profiles={"default": ProfileConfig(model="gpt-4o", context_window=900, reserve=100)},
         retrieval=RetrievalSection(backend="hashing"),
         compaction=CompactionSection(
-            strategy=strategy, keep_recent_exchanges=1, target_tokens=40, recall=True
+            strategy=strategy,
+            keep_recent_exchanges=1,
+            target_tokens=40,
+            recall=True,
+            enabled=enabled,
         ),
     )
 
