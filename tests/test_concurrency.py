@@ -10,9 +10,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kairox_core import hookimpl
 from kairox_core.events import (
     CompactionSummary,
     ContextCompactionCompleted,
@@ -49,13 +51,28 @@ def run_processes(db: Path, sid: str, procs: int, turns: int) -> list[dict[str, 
 
 
 def overlapping(summaries: list[CompactionSummary]) -> list[tuple[int, int]]:
-    """Pairs of summaries over overlapping ranges where neither folds the other."""
+    """Pairs (a, b) of summaries over overlapping ranges where b, the later, does not
+    replace a (directly or through the summaries it folds): two runs compacted the
+    same stretch."""
+    by_seq = {s.seq or 0: s for s in summaries}
+
+    def absorbed(s: CompactionSummary) -> set[int]:
+        out: set[int] = set()
+        todo = list(s.folded_summaries)
+        while todo:
+            seq = todo.pop()
+            if seq not in out:
+                out.add(seq)
+                todo += list(by_seq[seq].folded_summaries) if seq in by_seq else []
+        return out
+
     bad = []
-    for a in summaries:
-        for b in summaries:
+    for b in summaries:
+        gone = absorbed(b)
+        for a in summaries:
             later = (a.seq or 0) < (b.seq or 0)
             overlap = a.first_seq <= b.last_seq and b.first_seq <= a.last_seq
-            if later and overlap and a.seq not in b.folded_summaries:
+            if later and overlap and (a.seq or 0) not in gone:
                 bad.append((a.seq or 0, b.seq or 0))
     return bad
 
@@ -210,3 +227,49 @@ def test_a_heartbeat_keeps_a_short_lease_while_the_run_lives(tmp_path: Path) -> 
         assert storage.leases.acquire("x", "c-2", ttl=1.5).ok
     finally:
         storage.close()
+
+
+class Stalled:
+    """Stalls past its lease: meanwhile another process displaces it and takes over."""
+
+    kx: Kairox | None = None
+
+    def summarize(self, request: object) -> object:
+        from kairox_core.compaction.base import CompactionOutput
+
+        assert Stalled.kx is not None
+        leases = Stalled.kx.storage.leases
+        sid = Stalled.kx.storage.events.sessions()[0].session_id
+        current = leases.get(f"compaction:{sid}")
+        assert current is not None
+        leases.renew(current.name, current.holder, ttl=-1)  # it lapsed while we stalled
+        assert leases.acquire(current.name, "c-other", ttl=60).ok
+        return CompactionOutput("a summary nobody may store")
+
+
+class StalledPlugin:
+    @hookimpl
+    def kairox_register_compaction_strategies(self, register: Any) -> None:
+        register("stalled", lambda **kw: Stalled())
+
+
+def test_a_run_displaced_while_it_stalled_stores_nothing(
+    kairox_home: Path, tmp_path: Path, register_plugin: Any
+) -> None:
+    register_plugin(StalledPlugin(), "test-stalled")
+    kx = Kairox.open(tmp_path / "kx.db", config("stalled", enabled=False))
+    Stalled.kx = kx
+    try:
+        session = kx.session(workspace="w")
+        for i in range(4):
+            session.run_turn_sync(f"question {i} about the garden", f"answer {i}")
+        outcome = kx.compact(session.id)
+        assert not outcome.ok and "lease" in (outcome.reason or "")
+        events = kx.events(session.id)
+        assert not [e for e in events if isinstance(e, CompactionSummary)]
+        failed = [e for e in events if isinstance(e, ContextCompactionFailed)]
+        assert len(failed) == 1 and "another process took over" in failed[0].reason
+        current = kx.storage.leases.get(f"compaction:{session.id}")
+        assert current is not None and current.holder == "c-other"  # not released by us
+    finally:
+        kx.close()

@@ -65,6 +65,10 @@ def lease_name(session_id: str) -> str:
     return f"compaction:{session_id}"
 
 
+class LeaseLost(RuntimeError):
+    """The run no longer holds the session's compaction lease when it would store."""
+
+
 class Compactor(Engine):
     """One per ``Kairox``: the built-in ``compaction`` engine."""
 
@@ -271,6 +275,11 @@ class Compactor(Engine):
     ) -> CompactionSummary:
         kx = self.kx
         with kx.storage.atomic():
+            if not kx.storage.leases.renew(lease_name(session.id), cid, ttl=LEASE_SECONDS):
+                raise LeaseLost(
+                    "this run stalled past its lease and another process took over the "
+                    "session's compaction; nothing was stored"
+                )
             stored = kx.events_store.append(
                 CompactionSummary(
                     session_id=session.id,

@@ -5,8 +5,11 @@ and host, a note (what it is doing) and an expiry. ``acquire`` takes it with one
 conditional upsert inside a write transaction, so of two processes racing exactly one
 wins. A holder is dead, and its lease free, once the lease has expired (holders renew
 a short lease while they work: ``Heartbeat``) or, on the same host, as soon as its pid
-is gone, so a kill -9 frees the lease at once instead of after a timeout. ``acquire``
-returns the dead holder it displaced so the caller can close what it left open.
+is gone, so a kill -9 frees the lease at once instead of after a timeout ("host" is
+the host name plus, on Linux, the pid namespace). ``acquire`` returns the dead holder
+it displaced so the caller can close what it left open; a holder checks it still holds
+the lease (``renew``) in the transaction that commits its work, so one that stalled
+past its expiry and was displaced cannot commit too.
 A PostgreSQL backend implements the same ``LeaseStore`` protocol (store/protocol.py).
 """
 
@@ -35,7 +38,19 @@ MIGRATIONS = (
     );
     """,
 )
-HOST = socket.gethostname()
+
+
+def _host() -> str:
+    """Where a pid means something: the host name, and on Linux the pid namespace (two
+    containers may share a host name and a database volume, not their pids)."""
+    name = socket.gethostname()
+    try:
+        return f"{name}:pidns-{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:
+        return name
+
+
+HOST = _host()
 
 
 @dataclass(frozen=True)
