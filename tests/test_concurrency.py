@@ -155,7 +155,8 @@ from kairox_core.store.sqlite_storage import SqliteStorage
 s = SqliteStorage(sys.argv[1])
 while time.time() < float(sys.argv[2]):
     time.sleep(0.001)
-print(int(s.leases.acquire("compaction:s", sys.argv[3], ttl=60).ok))
+print(int(s.leases.acquire("compaction:s", sys.argv[3], ttl=60).ok), flush=True)
+sys.stdin.read()  # alive until every racer has tried: a dead winner may be displaced
 """
 
 
@@ -168,13 +169,18 @@ def test_processes_racing_for_a_lease_leave_one_holder(tmp_path: Path) -> None:
     racers = [
         subprocess.Popen(
             [sys.executable, "-c", RACE, str(db), start, f"c-{i}"],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
         )
         for i in range(4)
     ]
-    won = [int(p.communicate(timeout=TIMEOUT)[0].strip() or 0) for p in racers]
-    assert sum(won) == 1
+    try:
+        won = [int(p.stdout.readline().strip() or 0) for p in racers if p.stdout]
+    finally:
+        for p in racers:
+            p.communicate(timeout=TIMEOUT)
+    assert sorted(won) == [0, 0, 0, 1]
 
 
 def test_kill_9_during_a_compaction_is_closed_by_the_next_turn(
