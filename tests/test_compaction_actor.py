@@ -238,18 +238,21 @@ async def test_disabled_or_running_elsewhere_is_skipped_at_turn_end(open_kx: Any
 
     kx2 = open_kx("plain")
     s2 = kx2.session(workspace="w")
+    # another live process, mid-run: it holds the session's compaction lease
+    assert kx2.storage.leases.acquire(f"compaction:{s2.id}", "c-other", ttl=600).ok
     kx2.events_store.append(
-        ContextCompactionStarted(  # another process, mid-run
+        ContextCompactionStarted(
             session_id=s2.id, compaction_id="c-other", first_seq=1, last_seq=2, strategy="plain"
         )
     )
     await turns(s2, 12, words=20)
     reasons = [e.reason for e in kx2.events(s2.id) if isinstance(e, ContextCompactionSkipped)]
-    assert reasons and "another process" in reasons[0]
+    assert reasons and "another process" in reasons[0] and "c-other" in reasons[0]
     assert "CompactionSummary" not in types_of(kx2, s2.id)
     kx2.events_store.append(
         ContextCompactionCompleted(session_id=s2.id, compaction_id="c-other", summary_seq=0)
     )
+    assert kx2.storage.leases.release(f"compaction:{s2.id}", "c-other")
     await turns(s2, 1, words=20)
     assert seq_of(kx2, s2.id, CompactionSummary)
 

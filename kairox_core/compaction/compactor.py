@@ -10,6 +10,13 @@ seq range, folded summaries, strategy, model, tokens in and out, usage) ->
 ``ContextCompactionSkipped`` when there is nothing to do, compaction is disabled, or
 another process is compacting the same session. Originals are never
 deleted: the assembler just stops reading the replaced range.
+
+Across processes a run holds the session's compaction lease (``compaction:<session>``
+in the storage's ``leases``, taken atomically in the database and renewed while the
+run is alive), so one stretch is compacted once. A run whose process died (kill -9)
+leaves a ``ContextCompactionStarted`` with no end and a dead lease: the next run
+takes the lease at once, closes the dead run with ``ContextCompactionFailed`` naming
+its holder, and proceeds.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from kairox_core.events import (
     ContextCompactionStarted,
     Event,
 )
+from kairox_core.store.leases import HOST, Heartbeat, Lease, pid_alive
 
 if TYPE_CHECKING:
     from kairox_core.facade import Kairox
@@ -48,6 +56,17 @@ if TYPE_CHECKING:
 # (compaction was failing or disabled) is worked off in up to MAX_RUNS_PER_TURN runs.
 STRETCH_BUDGETS = 4
 MAX_RUNS_PER_TURN = 3
+# The compaction lease: short, renewed every third of it while the run is alive, so a
+# holder that died on another host is displaced within this; on this host, at once.
+LEASE_SECONDS = 30.0
+
+
+def lease_name(session_id: str) -> str:
+    return f"compaction:{session_id}"
+
+
+class LeaseLost(RuntimeError):
+    """The run no longer holds the session's compaction lease when it would store."""
 
 
 class Compactor(Engine):
@@ -95,21 +114,23 @@ class Compactor(Engine):
     ) -> CompactionResult:
         """Compact (the session must be held by the caller: ``session.compact_locked``,
         which also hands a completed result to the engines' ``on_compacted``)."""
-        started = self.kx.events_store.compaction_running(session.id)
-        busy = (
-            f"another process is compacting this session (started at seq {started})"
-            if started is not None
-            else None
-        )
-        if session.id in self._running or busy:
-            return self._skip(session, busy or "a compaction of this session is running", trigger)
+        if session.id in self._running:
+            return self._skip(session, "a compaction of this session is running", trigger)
         if first_seq is not None and last_seq is not None and first_seq > last_seq:
             raise KairoxUserError(
                 f"the range {first_seq}:{last_seq} is empty; give A:B with "
                 f"A <= B (seqs as `kairox events` shows them)"
             )
+        leases = self.kx.storage.leases
+        cid = f"c-{uuid.uuid4().hex[:12]}"
+        name = lease_name(session.id)
+        claim = leases.acquire(name, cid, ttl=LEASE_SECONDS, note=cid)
+        if claim.lease is None:
+            held = f" ({claim.current.describe()})" if claim.current is not None else ""
+            return self._skip(session, f"another process is compacting this session{held}", trigger)
         self._running.add(session.id)
         try:
+            self._close_dead_run(session, claim.displaced)
             try:
                 plan = self.plan(session, first_seq, last_seq)
             except KairoxUserError:
@@ -120,9 +141,37 @@ class Compactor(Engine):
                 return self._skip(session, f"could not plan: {type(exc).__name__}: {exc}", trigger)
             if isinstance(plan, str):
                 return self._skip(session, plan, trigger)
-            return await self._execute(session, plan, trigger)
+            with Heartbeat(leases, name, cid, LEASE_SECONDS):
+                return await self._execute(session, plan, trigger, cid)
         finally:
             self._running.discard(session.id)
+            leases.release(name, cid)
+
+    def _close_dead_run(self, session: Session, displaced: Lease | None) -> None:
+        """With the lease held, a ``ContextCompactionStarted`` with no end is a run whose
+        process died: record ``ContextCompactionFailed`` for it so the audit trail says
+        why it never ended."""
+        store = self.kx.events_store
+        seq = store.compaction_running(session.id)
+        if seq is None:
+            return
+        started = store.read(session.id, first_seq=seq, last_seq=seq)
+        if not started or not isinstance(started[0], ContextCompactionStarted):
+            return
+        dead = started[0].compaction_id
+        if displaced is not None and displaced.note == dead:
+            gone = displaced.host == HOST and not pid_alive(displaced.pid)
+            cause = (
+                f"pid {displaced.pid} is gone on host {displaced.host}"
+                if gone
+                else "its lease expired without renewal"
+            )
+            reason = f"the process running this compaction died ({displaced.describe()}: {cause})"
+        else:
+            reason = "the process running this compaction died (no process holds its lease)"
+        store.append(
+            ContextCompactionFailed(session_id=session.id, compaction_id=dead, reason=reason)
+        )
 
     def plan(self, session: Session, first_seq: int | None, last_seq: int | None) -> Plan | str:
         """The range to compact, or why there is none."""
@@ -159,10 +208,11 @@ class Compactor(Engine):
         lo, hi, folded = with_folds(lo, hi, summaries, fold_before=fold)
         return Plan(lo, hi, exchanges=tuple(stretch), folded=folded)
 
-    async def _execute(self, session: Session, plan: Plan, trigger: str) -> CompactionResult:
+    async def _execute(
+        self, session: Session, plan: Plan, trigger: str, cid: str
+    ) -> CompactionResult:
         kx = self.kx
         cfg = kx.config.compaction
-        cid = f"c-{uuid.uuid4().hex[:12]}"
         kx.events_store.append(
             ContextCompactionStarted(
                 session_id=session.id,
@@ -225,6 +275,11 @@ class Compactor(Engine):
     ) -> CompactionSummary:
         kx = self.kx
         with kx.storage.atomic():
+            if not kx.storage.leases.renew(lease_name(session.id), cid, ttl=LEASE_SECONDS):
+                raise LeaseLost(
+                    "this run stalled past its lease and another process took over the "
+                    "session's compaction; nothing was stored"
+                )
             stored = kx.events_store.append(
                 CompactionSummary(
                     session_id=session.id,

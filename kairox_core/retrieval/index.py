@@ -216,6 +216,19 @@ def _with_context(chunk: Chunk, context: str) -> Chunk:
     return replace(chunk, content_hash=content_hash(f"{chunk.content_hash}\x00{context}"))
 
 
+def _statuses(batch: Sequence[DocumentInput], stored: Mapping[str, str]) -> list[str]:
+    """ "added", "updated" or "unchanged" per input, in order, as if added one at a time
+    (``stored``: content hash per doc id before the batch)."""
+    seen = dict(stored)
+    out = []
+    for doc in batch:
+        dhash = _doc_hash(doc)
+        before = seen.get(doc.doc_id)
+        out.append("added" if before is None else "unchanged" if before == dhash else "updated")
+        seen[doc.doc_id] = dhash
+    return out
+
+
 def _mean_vector(vectors: Sequence[Sequence[float]]) -> list[float]:
     """The normalised sum of normalised vectors (cosine-equivalent to the mean)."""
     total = [0.0] * len(vectors[0])
@@ -450,31 +463,29 @@ class WorkspaceRagIndex:
                 progress(len(batch))
         return statuses
 
-    def _add_batch(self, docs: list[DocumentInput]) -> list[str]:
+    def _add_batch(self, batch: list[DocumentInput]) -> list[str]:
+        """One transaction. A doc id given twice is applied in order (the last one is
+        stored; statuses as if each were added in turn), and a row another process
+        wrote since the plan was made is updated in place (an upsert, never a
+        UNIQUE failure): the plan reads outside the write lock, the write re-reads."""
+        last = {doc.doc_id: i for i, doc in enumerate(batch)}
+        docs = [batch[i] for i in sorted(last.values())]
         with self._lock:
             self._check_backend()
-            ws = self.workspace_id
             existing: dict[str, tuple[int, str, str, str]] = {}
             for doc in docs:
-                row = self.conn.execute(
-                    "SELECT id, content_hash, metadata, doc_type FROM rag_documents "
-                    "WHERE workspace_id = ? AND doc_id = ?",
-                    (ws, doc.doc_id),
-                ).fetchone()
+                row = self._document_row(doc.doc_id)
                 if row is not None:
-                    existing[doc.doc_id] = (row[0], row[1], row[2], row[3])
+                    existing[doc.doc_id] = row
             plan: list[tuple[DocumentInput, str, list[Any] | None]] = []
-            statuses: list[str] = []
             for doc in docs:
                 old = existing.get(doc.doc_id)
                 dhash = _doc_hash(doc)
                 meta = json.dumps(dict(doc.metadata), sort_keys=True, default=str)
                 if old is not None and old[1] == dhash:
                     same = old[2] == meta and old[3] == doc.doc_type and doc.mtime is None
-                    statuses.append("unchanged")
                     plan.append((doc, dhash, None if same else []))
                     continue
-                statuses.append("updated" if old is not None else "added")
                 plan.append(
                     (
                         doc,
@@ -484,6 +495,7 @@ class WorkspaceRagIndex:
                         else [],
                     )
                 )
+            statuses = _statuses(batch, {k: v[1] for k, v in existing.items()})
             # vectors already embedded for identical chunk text are reused, not recomputed
             wanted = {c.content_hash for _, _, chunks in plan if chunks for c in chunks}
             known = self._vectors_by_hash(wanted)
@@ -499,12 +511,23 @@ class WorkspaceRagIndex:
                 for doc, dhash, chunks in plan:
                     if chunks is None:
                         continue
+                    now = self._document_row(doc.doc_id)  # under the write lock
                     old = existing.get(doc.doc_id)
-                    if old is not None and not chunks and old[1] == dhash:
-                        self._touch(old[0], doc)
-                        continue
-                    self._write(doc, dhash, chunks, old[0] if old else None, known)
+                    if now is not None and now[1] == dhash:  # this text, stored here or
+                        self._touch(now[0], doc)  # by another process since the plan
+                    elif old is None or old[1] != dhash:
+                        self._write(doc, dhash, chunks, now[0] if now else None, known)
+                    # else: planned as a touch, but another process has since stored a
+                    # newer text: that one stands (it is the later write)
             return statuses
+
+    def _document_row(self, doc_id: str) -> tuple[int, str, str, str] | None:
+        row = self.conn.execute(
+            "SELECT id, content_hash, metadata, doc_type FROM rag_documents "
+            "WHERE workspace_id = ? AND doc_id = ?",
+            (self.workspace_id, doc_id),
+        ).fetchone()
+        return None if row is None else (row[0], row[1], row[2], row[3])
 
     @staticmethod
     def _embed_text(text: str, heading: str) -> str:

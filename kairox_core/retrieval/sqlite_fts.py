@@ -252,8 +252,10 @@ class SqliteFtsRetriever:
         text = o.text_columns[0]
         conn = connect(self.database, vec=False)
         try:
-            if paths:
-                with transaction(conn):
+            # One transaction: the rows and their FTS index commit together, so a crash
+            # (kill -9) mid-index leaves the previous pair, never rows the index lacks.
+            with transaction(conn):
+                if paths:
                     if self._table_sql(conn, o.table) is None:
                         extra = "".join(
                             f", {_q(c)} TEXT"
@@ -265,15 +267,15 @@ class SqliteFtsRetriever:
                             f"{_q(title)} TEXT, {_q(text)} TEXT, path TEXT, mtime REAL, "
                             f"size INTEGER{extra})"
                         )
-                need = {o.id_column, title, text, "path", "mtime", "size"}
-                if not need <= self._columns(conn, o.table):
-                    raise RetrieverConfigError(
-                        self.name,
-                        f"table '{o.table}' in {self.database} was not built by "
-                        f"`kairox kb index` (needs columns {', '.join(sorted(need))})",
-                    )
-                self._ingest(conn, paths, report, progress, title, text)
-            self._build_fts(conn)
+                    need = {o.id_column, title, text, "path", "mtime", "size"}
+                    if not need <= self._columns(conn, o.table):
+                        raise RetrieverConfigError(
+                            self.name,
+                            f"table '{o.table}' in {self.database} was not built by "
+                            f"`kairox kb index` (needs columns {', '.join(sorted(need))})",
+                        )
+                    self._ingest(conn, paths, report, progress, title, text)
+                self._build_fts(conn)
         finally:
             conn.close()
         report.seconds = time.perf_counter() - started
@@ -323,22 +325,22 @@ class SqliteFtsRetriever:
             for key in known
             if key not in seen and any(Path(key) == r or r in Path(key).parents for r in scan.roots)
         ]
-        with transaction(conn):
-            conn.executemany(
-                f"INSERT INTO {_q(o.table)} ({_q(o.id_column)}, {_q(title)}, {_q(text)}, path, "
-                f"mtime, size) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT({_q(o.id_column)}) DO "
-                f"UPDATE SET {_q(title)} = excluded.{_q(title)}, {_q(text)} = "
-                f"excluded.{_q(text)}, mtime = excluded.mtime, size = excluded.size",
-                batch,
-            )
-            conn.executemany(
-                f"DELETE FROM {_q(o.table)} WHERE {_q(o.id_column)} = ?", [(key,) for key in gone]
-            )
+        conn.executemany(
+            f"INSERT INTO {_q(o.table)} ({_q(o.id_column)}, {_q(title)}, {_q(text)}, path, "
+            f"mtime, size) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT({_q(o.id_column)}) DO "
+            f"UPDATE SET {_q(title)} = excluded.{_q(title)}, {_q(text)} = "
+            f"excluded.{_q(text)}, mtime = excluded.mtime, size = excluded.size",
+            batch,
+        )
+        conn.executemany(
+            f"DELETE FROM {_q(o.table)} WHERE {_q(o.id_column)} = ?", [(key,) for key in gone]
+        )
         report.removed = len(gone)
         report.chunks = len(batch)
 
     def _build_fts(self, conn: Any) -> None:
-        """(Re)build the external-content FTS5 index of an ordinary table."""
+        """(Re)build the external-content FTS5 index of an ordinary table (inside
+        ``index``'s transaction, so it commits with the rows)."""
         o = self.options
         sql = self._table_sql(conn, o.table)
         if sql is None:
@@ -351,10 +353,9 @@ class SqliteFtsRetriever:
             return  # an FTS5 table indexes itself
         fts = f"{o.table}_fts"
         cols = [*o.text_columns, *([o.title_column] if o.title_column else [])]
-        with transaction(conn):
-            conn.execute(f"DROP TABLE IF EXISTS {_q(fts)}")
-            conn.execute(
-                f"CREATE VIRTUAL TABLE {_q(fts)} USING fts5({', '.join(_q(c) for c in cols)}, "
-                f"content={_q(o.table)}, tokenize='porter unicode61 remove_diacritics 2')"
-            )
-            conn.execute(f"INSERT INTO {_q(fts)}({_q(fts)}) VALUES ('rebuild')")
+        conn.execute(f"DROP TABLE IF EXISTS {_q(fts)}")
+        conn.execute(
+            f"CREATE VIRTUAL TABLE {_q(fts)} USING fts5({', '.join(_q(c) for c in cols)}, "
+            f"content={_q(o.table)}, tokenize='porter unicode61 remove_diacritics 2')"
+        )
+        conn.execute(f"INSERT INTO {_q(fts)}({_q(fts)}) VALUES ('rebuild')")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -51,8 +50,6 @@ _HISTORY_COLUMNS = (
     "data ->> '$.payload.result', data ->> '$.payload.tokens', "
     "data ->> '$.payload.token_counter'"
 )
-# A ContextCompactionStarted with no end this old is a crashed run, not a running one.
-STALE_RUN_SECONDS = 600.0
 # Recall's record of the stretch of each session's turns already indexed.
 INDEXED_COMPONENT = "recall"
 INDEXED_MIGRATIONS = (
@@ -391,8 +388,9 @@ class EventStore(DatabaseStore):
             return [int(r[0]) for r in self.db.conn.execute(sql, params)]
 
     def compaction_running(self, session_id: str) -> int | None:
-        """The seq of a ``ContextCompactionStarted`` still in flight (no end recorded,
-        younger than ``STALE_RUN_SECONDS``: an older one crashed), else None."""
+        """The seq of the latest ``ContextCompactionStarted`` with no end recorded, else
+        None. Whether its process is alive is the compaction lease's to say (a run
+        whose process died is closed by the next one: compaction/compactor.py)."""
         sql = (
             "SELECT type, max(seq), data ->> '$.created_at' FROM events WHERE session_id = ? "
             "AND type IN ('ContextCompactionStarted', 'ContextCompactionCompleted', "
@@ -405,7 +403,7 @@ class EventStore(DatabaseStore):
         if started is None:
             return None
         ended = max((latest[t][0] for t in latest if t != "ContextCompactionStarted"), default=0)
-        if ended > started[0] or time.time() - started[1] > STALE_RUN_SECONDS:
+        if ended > started[0]:
             return None
         return started[0]
 
@@ -420,11 +418,14 @@ class EventStore(DatabaseStore):
         return (int(row[0]) if row[0] is not None else 0), int(row[1])
 
     def set_indexed_stretch(self, session_id: str, low: int, last: int) -> None:
+        """Widen the recorded stretch (never narrow it: two processes catching up at
+        once each report what they indexed, the union is what is indexed)."""
         with self.db.atomic() as conn:
             conn.execute(
                 "INSERT INTO recall_progress(session_id, last_seq, low_seq) VALUES (?, ?, ?) "
-                "ON CONFLICT(session_id) DO UPDATE SET last_seq = excluded.last_seq, "
-                "low_seq = excluded.low_seq",
+                "ON CONFLICT(session_id) DO UPDATE SET "
+                "last_seq = max(last_seq, excluded.last_seq), "
+                "low_seq = min(COALESCE(low_seq, excluded.low_seq), excluded.low_seq)",
                 (session_id, last, low),
             )
 

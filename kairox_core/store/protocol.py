@@ -4,10 +4,11 @@ A backend (the built-in ``sqlite``; ``postgresql`` from its plugin) is registere
 ``kairox_register_storage(register)`` as ``register(name, factory)`` with
 ``factory(target: str) -> Storage`` (``target``: a path or a URL). It provides the event
 log (append-only, per-session seqs, the queries compaction and recall plan with), the
-memory store, the proposals of the approval flow and the retrieval index, all on one
-database, plus ``atomic()`` so an approval's memory write, proposal row and events
-commit together. ``kairox_core.testing.storage_contract.StorageContract`` is the test
-class a backend must pass.
+memory store, the proposals of the approval flow, the retrieval index and leases (one
+process at a time: a compaction), all on one database, plus ``atomic()`` so an
+approval's memory write, proposal row and events commit together.
+``kairox_core.testing.storage_contract.StorageContract`` is the test class a backend
+must pass.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kairox_core.markers import MemoryScope
 from kairox_core.memory.base import MemoryStore
 from kairox_core.memory.records import Proposal
 from kairox_core.store.event_store import Row, SessionInfo
+from kairox_core.store.leases import Claim, Lease
 
 if TYPE_CHECKING:
     from kairox_core.retrieval.base import EmbeddingBackend
@@ -92,6 +94,18 @@ class ProposalStore(Protocol):
 
 
 @runtime_checkable
+class LeaseStore(Protocol):
+    """Atomic claims (see store/leases.py): one holder per name at a time, a dead
+    holder (expired, or its pid gone on this host) displaced by the next ``acquire``."""
+
+    def acquire(self, name: str, holder: str, *, ttl: float, note: str = "") -> Claim: ...
+    def renew(self, name: str, holder: str, *, ttl: float) -> bool: ...
+    def release(self, name: str, holder: str) -> bool: ...
+    def get(self, name: str) -> Lease | None: ...
+    def close(self) -> None: ...
+
+
+@runtime_checkable
 class Storage(Protocol):
     """One database: events, memories, proposals and the retrieval index."""
 
@@ -104,6 +118,8 @@ class Storage(Protocol):
     def memories(self) -> MemoryStore: ...
     @property
     def proposals(self) -> ProposalStore: ...
+    @property
+    def leases(self) -> LeaseStore: ...
 
     def atomic(self) -> AbstractContextManager[Any]:
         """All or nothing across events, memories and proposals; nests."""
@@ -118,4 +134,4 @@ class Storage(Protocol):
     def close(self) -> None: ...
 
 
-__all__ = ["EventLog", "ProposalStore", "Storage"]
+__all__ = ["EventLog", "LeaseStore", "ProposalStore", "Storage"]

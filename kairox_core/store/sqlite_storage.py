@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from kairox_core.store.database import Database
 from kairox_core.store.event_store import EventStore
+from kairox_core.store.leases import SqliteLeaseStore
 from kairox_core.store.memory_store import SqliteMemoryStore
 from kairox_core.store.proposal_store import SqliteProposalStore
 
@@ -34,6 +35,7 @@ class SqliteStorage:
         self._events = EventStore(self.db)
         self._memories = SqliteMemoryStore(self.db)
         self._proposals = SqliteProposalStore(self.db)
+        self._leases = SqliteLeaseStore(self.db)
         self._closed = False
 
     @property
@@ -47,6 +49,10 @@ class SqliteStorage:
     @property
     def proposals(self) -> SqliteProposalStore:
         return self._proposals
+
+    @property
+    def leases(self) -> SqliteLeaseStore:
+        return self._leases
 
     def atomic(self) -> AbstractContextManager[Any]:
         return self.db.atomic()
@@ -62,6 +68,7 @@ class SqliteStorage:
         if self._closed:
             return
         self._closed = True
+        self._leases.close()
         self._proposals.close()
         self._memories.close()
         self._events.close()

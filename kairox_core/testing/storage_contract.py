@@ -152,11 +152,39 @@ class StorageContract:
         log.append(ContextCompactionCompleted(session_id="s", compaction_id="c-1", summary_seq=1))
         assert log.compaction_running("s") is None
 
+    def test_a_lease_has_one_holder_at_a_time(self, storage: Storage) -> None:
+        leases = storage.leases
+        first = leases.acquire("compaction:s", "c-1", ttl=60, note="run 1")
+        assert first.ok and first.lease is not None and first.displaced is None
+        assert first.lease.holder == "c-1" and first.lease.note == "run 1"
+        refused = leases.acquire("compaction:s", "c-2", ttl=60)
+        assert not refused.ok and refused.current is not None
+        assert refused.current.holder == "c-1"
+        assert leases.acquire("compaction:other", "c-2", ttl=60).ok  # names are apart
+        assert leases.renew("compaction:s", "c-1", ttl=60)
+        assert not leases.renew("compaction:s", "c-2", ttl=60)
+        assert not leases.release("compaction:s", "c-2")
+        assert leases.release("compaction:s", "c-1")
+        assert leases.get("compaction:s") is None
+        assert leases.acquire("compaction:s", "c-2", ttl=60).ok
+
+    def test_an_expired_lease_is_taken_and_its_holder_reported(self, storage: Storage) -> None:
+        leases = storage.leases
+        assert leases.acquire("compaction:s", "c-1", ttl=-1, note="run 1").ok  # lapsed
+        claim = leases.acquire("compaction:s", "c-2", ttl=60)
+        assert claim.ok and claim.displaced is not None
+        assert claim.displaced.holder == "c-1" and claim.displaced.note == "run 1"
+        assert not leases.renew("compaction:s", "c-1", ttl=60)  # the old holder lost it
+        current = leases.get("compaction:s")
+        assert current is not None and current.holder == "c-2"
+
     def test_indexed_stretch_round_trips(self, storage: Storage) -> None:
         log = storage.events
         assert log.indexed_stretch("s") is None
         log.set_indexed_stretch("s", 5, 40)
         log.set_indexed_stretch("s", 0, 42)
+        assert log.indexed_stretch("s") == (0, 42)
+        log.set_indexed_stretch("s", 3, 41)  # a slower process catching up: never narrows
         assert log.indexed_stretch("s") == (0, 42)
 
     def test_proposals_change_state_once(self, storage: Storage) -> None:
