@@ -183,3 +183,28 @@ async def test_usage_tab_counts_model_compaction(kairox_home: Path, tmp_path: Pa
         assert "compaction runs" in usage_text and "model" in usage_text and "2-7" in usage_text
         assert "~ estimated" in usage_text
     await engine.close()
+
+
+async def test_compact_a_range_from_the_view(kairox_home: Path, tmp_path: Path) -> None:
+    engine = engine_for(tmp_path, keep_recent_exchanges=0)
+    await three_turns(engine)
+    app = ChatApp(engine)
+
+    async def compact_range(pilot: Any, text: str) -> None:
+        await pilot.press("C")
+        await pilot.pause()
+        app.screen.query_one(TextArea).text = text
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+
+    async with app.run_test(size=(120, 50)) as pilot:
+        await open_view(app, pilot)
+        await compact_range(pilot, "7:2")  # not a range: nothing is compacted
+        assert not engine.session.refresh_compaction().summaries
+        await compact_range(pilot, "5:7")
+        (summary,) = engine.session.refresh_compaction().summaries
+        assert (summary.first_seq, summary.last_seq) == (5, 7)
+        assert "[Summary] seqs 5-7" in shown(app)
+        history = next(b for b in blocks(app) if b.startswith("history"))
+        assert "book a room for Alice" in history and "where is lunch" not in history
+    await engine.close()

@@ -38,6 +38,7 @@ class MemoryView(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back to chat"),
         Binding("c", "compact", "Compact now"),
+        Binding("C", "compact_range", "Compact a range", show=False),
         Binding("o", "toggle_summary", "Summary originals"),
         Binding("p", "pin", "Pin a fact"),
         Binding("s", "edit_summary", "Edit summary"),
@@ -177,12 +178,34 @@ class MemoryView(Screen[None]):
         self.load_memories()
 
     async def action_compact(self) -> None:
+        await self._compact(None, None)
+
+    async def _compact(self, first: int | None, last: int | None) -> None:
         try:
-            result = await self.engine.session.compact()
+            result = await self.engine.session.compact(first, last)
             self.notify(f"compaction: {result}")
         except KairoxError as exc:
             self.notify(str(exc), severity="error")
         self.load_layers()
+
+    def action_compact_range(self) -> None:
+        """Compact seqs A:B (widened to whole exchanges), as `kairox compact --range`."""
+
+        def run(text: str | None) -> None:
+            if text is None or not text.strip():
+                return
+            parsed = parse_range(text)
+            if parsed is None:
+                self.notify(
+                    f"{text.strip()!r} is not a range: write A:B (seqs, inclusive)",
+                    severity="error",
+                )
+                return
+            self.run_worker(self._compact(*parsed), group="session-action")
+
+        self.app.push_screen(
+            EditScreen("Compact seqs A:B (inclusive; `kairox events` shows the seqs)", ""), run
+        )
 
     def action_pin(self) -> None:
         def save(text: str | None) -> None:
@@ -284,15 +307,32 @@ class MemoryView(Screen[None]):
         self.load_layers()
 
 
+def parse_range(text: str) -> tuple[int, int] | None:
+    """``A:B`` as two seqs (1 <= A <= B), else None."""
+    lo, sep, hi = text.strip().partition(":")
+    if not sep or not lo.strip().isdigit() or not hi.strip().isdigit():
+        return None
+    first, last = int(lo), int(hi)
+    return (first, last) if 1 <= first <= last else None
+
+
 MAX_LAYER_CHARS = 6000  # per layer on screen; `kairox context SESSION --messages` has all
 
 
+KEYS = (
+    "c compact now · C compact seqs A:B · o open/close a summary card (tab moves between "
+    "them) · s edit · x drop a chunk · l line to long-term · p pin a fact · r refresh"
+)
+
+
 def render_header(trace: Any) -> Text:
-    return Text(
+    text = Text(
         f"{trace.total} of {trace.budget} tokens (window {trace.context_window}, "
-        f"reserve {trace.reserve}); each layer below is the text the model is sent",
+        f"reserve {trace.reserve}); each layer below is the text the model is sent\n",
         style="bold",
     )
+    text.append(KEYS, style="dim")
+    return text
 
 
 def render_layer(layer: LayerText) -> Text:
