@@ -208,3 +208,18 @@ async def test_compact_a_range_from_the_view(kairox_home: Path, tmp_path: Path) 
         history = next(b for b in blocks(app) if b.startswith("history"))
         assert "book a room for Alice" in history and "where is lunch" not in history
     await engine.close()
+
+
+async def test_a_context_that_cannot_fit_is_shown_not_a_crash(
+    kairox_home: Path, tmp_path: Path
+) -> None:
+    engine = engine_for(tmp_path)
+    await three_turns(engine)
+    await engine.session.pin_fact("budget " * 4000)  # the mandatory parts no longer fit
+    app = ChatApp(engine)
+    async with app.run_test(size=(120, 50)) as pilot:
+        await open_view(app, pilot)
+        text = shown(app)
+        assert "the next turn would be refused" in text and "pinned facts" in text
+        assert app.screen.query_one("#usage-body", Static).content  # usage still shown
+    await engine.close()

@@ -84,10 +84,15 @@ class MemoryView(Screen[None]):
     @work(exclusive=True, group="layers")
     async def load_layers(self) -> None:
         session = self.engine.session
-        context = await session.preview("")
-        self.summaries = list(getattr(session.compaction, "summaries", []) or [])
         spent = self.load_usage()
         body = self.query_one("#layers-body", VerticalScroll)
+        try:
+            context = await session.preview("")
+        except KairoxError as exc:  # the budget guard: what the next turn would be told
+            await body.remove_children()
+            await body.mount(Static(Text(f"the next turn would be refused:\n{exc}", "red")))
+            return
+        self.summaries = list(getattr(session.compaction, "summaries", []) or [])
         focused = self.focused.summary.seq if isinstance(self.focused, SummaryCard) else None
         await body.remove_children()
         header = render_header(context.trace)
