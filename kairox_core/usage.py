@@ -1,15 +1,14 @@
 """Tokens spent per session: the model's turns and compaction, added up from events.
 
 Every number comes from the event store, so any process (``kairox usage``, the chat's
-Memory view, ``kairox serve``) reports the same figures. A turn's figures are the usage
-the provider reported with ``AssistantMessageCompleted.usage``; when it reported none
-(or marked its own count ``estimated``), the stored message counts stand in and the turn
-is marked estimated. A provider that counted locally says so (``"estimated": 1`` in
-the usage, its count of the whole context sent); without any usage, the stored counts
-of the user message, tool results and reply stand in: a lower bound, since the rest of
-the assembled context is not stored with the turn.
-Compaction spends model tokens only when its strategy calls a model (``model``): the
-usage summed into ``CompactionSummary.usage``; an extractive run reads and writes text
+Memory view, ``kairox serve``) reports the same figures. A turn costs what the provider
+reported with ``AssistantMessageCompleted.usage``. A provider that counted locally (its
+backend reported nothing) stores ``"estimated": 1`` beside its count of the whole
+context sent; the turn is marked estimated. With no usage at all, the stored counts of
+the user message, tool results and reply stand in (estimated, and a lower bound: the
+rest of the assembled context is not stored with the turn). Compaction spends model
+tokens only when its strategy calls a model (``model``: the usage summed into
+``CompactionSummary.usage``); an extractive run reads and writes text
 (``tokens_in``/``tokens_out``) without spending any.
 """
 
