@@ -223,3 +223,39 @@ async def test_a_context_that_cannot_fit_is_shown_not_a_crash(
         assert "the next turn would be refused" in text and "pinned facts" in text
         assert app.screen.query_one("#usage-body", Static).content  # usage still shown
     await engine.close()
+
+
+async def test_pin_a_line_of_the_focused_summary(kairox_home: Path, tmp_path: Path) -> None:
+    from kairox_core.events import FactPinned
+
+    engine = engine_for(tmp_path)
+    await three_turns(engine)
+    engine.kx.events_store.append(
+        CompactionSummary(
+            session_id=engine.session_id,
+            compaction_id="c1",
+            summary="Alice booked room 101.\nLunch is at noon.",
+            first_seq=2,
+            last_seq=7,
+            strategy="test",
+        )
+    )
+    app = ChatApp(engine)
+    async with app.run_test(size=(120, 50)) as pilot:
+        await open_view(app, pilot)
+        card = app.screen.query_one(SummaryCard)
+        card.focus()
+        for typed in ("2", "Bring a projector."):
+            await pilot.press("p")
+            await pilot.pause()
+            app.screen.query_one(TextArea).text = typed
+            await pilot.press("ctrl+s")
+            await settle(app, pilot)
+            app.screen.query_one(SummaryCard).focus()
+        assert "Lunch is at noon." in next(b for b in blocks(app) if b.startswith("pinned"))
+    pins = [e for e in engine.kx.events(engine.session_id) if isinstance(e, FactPinned)]
+    assert [(p.text, p.source_seq) for p in pins] == [
+        ("Lunch is at noon.", card.summary.seq),
+        ("Bring a projector.", None),
+    ]
+    await engine.close()

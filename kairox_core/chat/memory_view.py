@@ -213,11 +213,25 @@ class MemoryView(Screen[None]):
         )
 
     def action_pin(self) -> None:
-        def save(text: str | None) -> None:
-            if text and text.strip():
-                self._call_session("pin_fact", text.strip())
+        """Pin a fact; on a focused summary card, a line of it (by number) or any text."""
+        card = self.focused if isinstance(self.focused, SummaryCard) else None
+        lines = [ln for ln in card.summary.text.split("\n") if ln.strip()] if card else []
 
-        self.app.push_screen(EditScreen("Pin a fact (kept verbatim in every turn)", ""), save)
+        def save(text: str | None) -> None:
+            if not text or not text.strip():
+                return
+            text = text.strip()
+            if card is not None and text.isdigit() and 1 <= int(text) <= len(lines):
+                line = lines[int(text) - 1].strip()
+                self._call_session("pin_fact", line, source_seq=card.summary.seq)
+            else:
+                self._call_session("pin_fact", text)
+
+        title = "Pin a fact (kept verbatim in every turn)"
+        if card is not None:
+            listing = "\n".join(f"{i}: {ln}" for i, ln in enumerate(lines, 1))
+            title = f"Pin a line of this summary (its number) or type a fact:\n{listing}"
+        self.app.push_screen(EditScreen(title, ""), save)
 
     def _target_summary(self) -> Any:
         """The summary of the focused card, else the latest; None (and a note) if none."""
@@ -302,9 +316,9 @@ class MemoryView(Screen[None]):
         )
 
     @work(group="session-action")
-    async def _call_session(self, name: str, *args: Any) -> None:
+    async def _call_session(self, name: str, *args: Any, **kwargs: Any) -> None:
         try:
-            result = getattr(self.engine.session, name)(*args)
+            result = getattr(self.engine.session, name)(*args, **kwargs)
             if hasattr(result, "__await__"):
                 await result
         except KairoxError as exc:
@@ -326,7 +340,8 @@ MAX_LAYER_CHARS = 6000  # per layer on screen; `kairox context SESSION --message
 
 KEYS = (
     "c compact now · C compact seqs A:B · o open/close a summary card (tab moves between "
-    "them) · s edit · x drop a chunk · l line to long-term · p pin a fact · r refresh"
+    "them) · s edit · x drop a chunk · l line to long-term · p pin a fact (on a card: "
+    "one of its lines) · r refresh"
 )
 
 
