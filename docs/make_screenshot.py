@@ -1,12 +1,16 @@
-"""Regenerate docs/images/chat.svg: a `kairox chat` session with a memory card.
+"""Regenerate the chat screenshots in docs/images from the real Textual app.
 
-Runs the real Textual app against a scripted model (no network, no model file):
-    python docs/make_screenshot.py
+``chat.svg``: a `kairox chat` session with a memory card. ``memory-view.svg``: the
+Memory view after a compaction, its ``[Summary]`` card expanded to the original
+messages. Both run against a scripted model (no network, no model file):
+    python docs/make_screenshot.py            # both
+    python docs/make_screenshot.py memory     # one of: chat, memory
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import tempfile
 from pathlib import Path
 
@@ -22,10 +26,17 @@ REPLY = (
     '<memory scope="user" key="travel.seat">Prefers window seats on flights</memory>'
     "Where are you flying next?"
 )
-OUT = Path(__file__).parent / "images" / "chat.svg"
+IMAGES = Path(__file__).parent / "images"
+OUT = IMAGES / "chat.svg"
+MEMORY_OUT = IMAGES / "memory-view.svg"
+MEMORY_TURNS = (
+    ("Book a room for the design review on 3 May, for 8 people.", "Booked room 101 for 3 May."),
+    ("Who is presenting?", "Ada presents the API, Bob the roadmap."),
+    ("And lunch?", "Lunch is at noon in the atrium, vegetarian options included."),
+)
 
 
-async def main() -> None:
+async def chat() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         config = parse_config({})
         engine = ChatEngine.open(
@@ -46,5 +57,50 @@ async def main() -> None:
     print(f"wrote {OUT}")
 
 
+async def memory_view() -> None:
+    """Three turns, compacted but the last; a memory, a pinned fact; the card opened."""
+    with tempfile.TemporaryDirectory() as tmp:
+        config = parse_config(
+            {
+                "compaction": {"keep_recent_exchanges": 1},
+                "retrieval": {"workspace_index": False},
+            }
+        )
+        replies = [reply for _, reply in MEMORY_TURNS]
+        engine = ChatEngine.open(config, Path(tmp) / "k.db", provider=ScriptedProvider(replies))
+        for prompt, _ in MEMORY_TURNS:
+            await engine.run_turn(prompt, lambda _: None)
+        await engine.session.compact()
+        await engine.session.pin_fact("The review budget is 400 EUR.")
+        engine.kx.approvals.remember(
+            "user",
+            "diet",
+            "Vegetarian",
+            workspace_id=engine.workspace,
+            session_id=engine.session_id,
+        )
+        app = ChatApp(engine)
+        async with app.run_test(size=(150, 60)) as pilot:
+            await pilot.press("ctrl+y")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            await pilot.press("o")  # open the [Summary] card, as a person checking it would
+            await pilot.pause()
+            app.save_screenshot(filename=MEMORY_OUT.name, path=str(MEMORY_OUT.parent))
+        await engine.close()
+    print(f"wrote {MEMORY_OUT}")
+
+
+SHOTS = {"chat": chat, "memory": memory_view}
+
+
+async def main(names: list[str]) -> None:
+    unknown = [n for n in names if n not in SHOTS]
+    if unknown:
+        raise SystemExit(f"unknown screenshot {unknown}; choose from {', '.join(SHOTS)}")
+    for name in names or list(SHOTS):
+        await SHOTS[name]()
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(sys.argv[1:]))

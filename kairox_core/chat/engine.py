@@ -142,8 +142,10 @@ class ChatEngine:
         async with turn:  # cancelled (Ctrl-C, app closed): the turn aborts, the session is free
             try:
                 async for chunk in self.provider.stream(turn.messages, max_tokens=profile.reserve):
-                    if chunk.usage is not None:
-                        usage = chunk.usage.as_dict()
+                    if chunk.usage is not None:  # a local count says so (kairox usage)
+                        usage = chunk.usage.as_dict() | (
+                            {"estimated": 1} if chunk.usage.estimated else {}
+                        )
                     if chunk.text:
                         fed = True
                         visible = turn.feed(chunk.text)

@@ -1,9 +1,13 @@
 """The Memory view: the layers the model sees, and a browser of stored memories.
 
 Layers come from the same assembly a turn uses (``Session.preview``), so what is shown
-is exactly what the next turn would send. The browser lists memories by scope; ``e``
-edits and ``d`` deletes the selected one (with events, like ``kairox memory``). The
-Long-term tab (longterm_tab.py) lists long-term chunks and promotes them to a pack.
+is exactly what the next turn would send: each layer's text, split from the assembled
+messages (context/layers.py), and a ``[Summary]`` card per active summary that expands
+to the original messages it replaced (summary_card.py). ``s``/``x``/``l`` act on the
+focused card (else the latest). The browser lists memories by scope; ``e`` edits and
+``d`` deletes the selected one (with events, like ``kairox memory``). The Long-term tab
+(longterm_tab.py) lists long-term chunks and promotes them to a pack; the Usage tab
+(usage_tab.py) shows what the session has spent, compaction included.
 """
 
 from __future__ import annotations
@@ -19,8 +23,13 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
 
 from kairox_core.chat.longterm_tab import LongTermPane
+from kairox_core.chat.summary_card import SummaryCard, original_messages
+from kairox_core.chat.usage_tab import render_usage, usage_line
 from kairox_core.chat.widgets import EditScreen
+from kairox_core.context.layers import LayerText, content, layer_texts
+from kairox_core.context.sources import SummaryItem
 from kairox_core.errors import KairoxError
+from kairox_core.usage import SessionUsage, usage
 
 SCOPES = ("user", "workspace", "session")
 
@@ -29,6 +38,8 @@ class MemoryView(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back to chat"),
         Binding("c", "compact", "Compact now"),
+        Binding("C", "compact_range", "Compact a range", show=False),
+        Binding("o", "toggle_summary", "Summary originals"),
         Binding("p", "pin", "Pin a fact"),
         Binding("s", "edit_summary", "Edit summary"),
         Binding("x", "drop_chunk", "Drop summary chunk"),
@@ -42,16 +53,19 @@ class MemoryView(Screen[None]):
         super().__init__()
         self.engine = engine
         self.summaries: list[Any] = []
+        self.expanded: set[int] = set()  # seqs of the cards open, kept across refreshes
 
     def compose(self) -> ComposeResult:
         yield Header()
         with TabbedContent(initial="layers"):
             with TabPane("Layers the model sees", id="layers"):
-                yield VerticalScroll(Static(id="layers-body"))
+                yield VerticalScroll(id="layers-body")
             with TabPane("Memories", id="memories"):
                 yield DataTable(id="memory-table", cursor_type="row", zebra_stripes=True)
             with TabPane("Long-term", id="longterm"):
                 yield LongTermPane(self.engine, id="longterm-pane")
+            with TabPane("Usage", id="usage"):
+                yield VerticalScroll(Static(id="usage-body"))
         yield Footer()
 
     def on_mount(self) -> None:
@@ -70,9 +84,52 @@ class MemoryView(Screen[None]):
     @work(exclusive=True, group="layers")
     async def load_layers(self) -> None:
         session = self.engine.session
-        context = await session.preview("")
+        spent = self.load_usage()
+        body = self.query_one("#layers-body", VerticalScroll)
+        try:
+            context = await session.preview("")
+        except KairoxError as exc:  # the budget guard: what the next turn would be told
+            await body.remove_children()
+            await body.mount(Static(Text(f"the next turn would be refused:\n{exc}", "red")))
+            return
         self.summaries = list(getattr(session.compaction, "summaries", []) or [])
-        self.query_one("#layers-body", Static).update(render_layers(context))
+        focused = self.focused.summary.seq if isinstance(self.focused, SummaryCard) else None
+        await body.remove_children()
+        header = render_header(context.trace)
+        header.append("\n")
+        header.append_text(usage_line(spent))
+        widgets: list[Static] = [Static(header, id="layers-header")]
+        for layer in layer_texts(context.messages, context.trace):
+            widgets.append(Static(render_layer(layer), classes="layer"))
+            if layer.name == "summaries":
+                widgets.extend(self._summary_cards(layer))
+        await body.mount_all(widgets)
+        for card in body.query(SummaryCard):
+            if card.summary.seq == focused:
+                card.focus()
+
+    def _summary_cards(self, layer: LayerText) -> list[SummaryCard]:
+        tokens = {item.id: item.tokens for item in layer.trace.included}
+        e = self.engine
+
+        def load(summary: SummaryItem) -> list[Any]:
+            return original_messages(e.kx, e.session_id, summary)
+
+        return [
+            SummaryCard(
+                s,
+                load,
+                tokens=tokens.get(f"seq {s.seq}"),
+                expanded=s.seq in self.expanded,
+            )
+            for s in sorted(self.summaries, key=lambda s: s.first_seq)
+        ]
+
+    def load_usage(self) -> SessionUsage:
+        e = self.engine
+        (spent,) = usage(e.kx, e.session_id).sessions
+        self.query_one("#usage-body", Static).update(render_usage(spent))
+        return spent
 
     def load_memories(self) -> None:
         e = self.engine
@@ -126,25 +183,87 @@ class MemoryView(Screen[None]):
         self.load_memories()
 
     async def action_compact(self) -> None:
+        await self._compact(None, None)
+
+    async def _compact(self, first: int | None, last: int | None) -> None:
         try:
-            result = await self.engine.session.compact()
+            result = await self.engine.session.compact(first, last)
             self.notify(f"compaction: {result}")
         except KairoxError as exc:
             self.notify(str(exc), severity="error")
         self.load_layers()
 
+    def action_compact_range(self) -> None:
+        """Compact seqs A:B (widened to whole exchanges), as `kairox compact --range`."""
+
+        def run(text: str | None) -> None:
+            if text is None or not text.strip():
+                return
+            parsed = parse_range(text)
+            if parsed is None:
+                self.notify(
+                    f"{text.strip()!r} is not a range: write A:B (seqs, inclusive)",
+                    severity="error",
+                )
+                return
+            self.run_worker(self._compact(*parsed), group="session-action")
+
+        self.app.push_screen(
+            EditScreen("Compact seqs A:B (inclusive; `kairox events` shows the seqs)", ""), run
+        )
+
     def action_pin(self) -> None:
+        """Pin a fact; on a focused summary card, a line of it (by number) or any text."""
+        card = self.focused if isinstance(self.focused, SummaryCard) else None
+        lines = [ln for ln in card.summary.text.split("\n") if ln.strip()] if card else []
+
         def save(text: str | None) -> None:
-            if text and text.strip():
-                self._call_session("pin_fact", text.strip())
+            if not text or not text.strip():
+                return
+            text = text.strip()
+            if card is not None and text.isdigit() and 1 <= int(text) <= len(lines):
+                line = lines[int(text) - 1].strip()
+                self._call_session("pin_fact", line, source_seq=card.summary.seq)
+            else:
+                self._call_session("pin_fact", text)
 
-        self.app.push_screen(EditScreen("Pin a fact (kept verbatim in every turn)", ""), save)
+        title = "Pin a fact (kept verbatim in every turn)"
+        if card is not None:
+            listing = "\n".join(f"{i}: {ln}" for i, ln in enumerate(lines, 1))
+            title = f"Pin a line of this summary (its number) or type a fact:\n{listing}"
+        self.app.push_screen(EditScreen(title, ""), save)
 
-    def action_edit_summary(self) -> None:
+    def _target_summary(self) -> Any:
+        """The summary of the focused card, else the latest; None (and a note) if none."""
+        if isinstance(self.focused, SummaryCard):
+            return self.focused.summary
         if not self.summaries:
             self.notify("no summary yet: compact first", severity="warning")
+            return None
+        return self.summaries[-1]
+
+    def action_toggle_summary(self) -> None:
+        """Expand or collapse the focused card (else the latest) to its originals."""
+        target = self._target_summary()
+        if target is None:
             return
-        summary = self.summaries[-1]
+        for card in self.query(SummaryCard):
+            if card.summary.seq == target.seq:
+                card.action_toggle_originals()
+                card.focus()
+                card.scroll_visible(animate=False)
+
+    def on_summary_card_toggled(self, message: SummaryCard.Toggled) -> None:
+        seq = message.card.summary.seq
+        if message.card.expanded:
+            self.expanded.add(seq)
+        else:
+            self.expanded.discard(seq)
+
+    def action_edit_summary(self) -> None:
+        summary = self._target_summary()
+        if summary is None:
+            return
 
         def save(text: str | None) -> None:
             if text and text.strip():
@@ -158,10 +277,9 @@ class MemoryView(Screen[None]):
         )
 
     def action_drop_chunk(self) -> None:
-        if not self.summaries:
-            self.notify("no summary yet: compact first", severity="warning")
+        summary = self._target_summary()
+        if summary is None:
             return
-        summary = self.summaries[-1]
 
         def save(text: str | None) -> None:
             if text is None or not text.strip().isdigit():
@@ -174,11 +292,11 @@ class MemoryView(Screen[None]):
         )
 
     def action_keep_line(self) -> None:
-        """Keep one line of the latest summary as a project long-term chunk."""
-        if not self.summaries:
-            self.notify("no summary yet: compact first", severity="warning")
+        """Keep one line of a summary (the focused card's, else the latest) as a project
+        long-term chunk."""
+        summary = self._target_summary()
+        if summary is None:
             return
-        summary = self.summaries[-1]
         lines = [ln for ln in summary.text.split("\n") if ln.strip()]
 
         def save(text: str | None) -> None:
@@ -198,9 +316,9 @@ class MemoryView(Screen[None]):
         )
 
     @work(group="session-action")
-    async def _call_session(self, name: str, *args: Any) -> None:
+    async def _call_session(self, name: str, *args: Any, **kwargs: Any) -> None:
         try:
-            result = getattr(self.engine.session, name)(*args)
+            result = getattr(self.engine.session, name)(*args, **kwargs)
             if hasattr(result, "__await__"):
                 await result
         except KairoxError as exc:
@@ -208,27 +326,70 @@ class MemoryView(Screen[None]):
         self.load_layers()
 
 
-def render_layers(context: Any) -> Text:
-    """The assembled context, layer by layer, with token counts."""
-    trace = context.trace
-    text = Text()
-    text.append(
+def parse_range(text: str) -> tuple[int, int] | None:
+    """``A:B`` as two seqs (1 <= A <= B), else None."""
+    lo, sep, hi = text.strip().partition(":")
+    if not sep or not lo.strip().isdigit() or not hi.strip().isdigit():
+        return None
+    first, last = int(lo), int(hi)
+    return (first, last) if 1 <= first <= last else None
+
+
+MAX_LAYER_CHARS = 6000  # per layer on screen; `kairox context SESSION --messages` has all
+
+
+KEYS = (
+    "c compact now · C compact seqs A:B · o open/close a summary card (tab moves between "
+    "them) · s edit · x drop a chunk · l line to long-term · p pin a fact (on a card: "
+    "one of its lines) · r refresh"
+)
+
+
+def render_header(trace: Any) -> Text:
+    text = Text(
         f"{trace.total} of {trace.budget} tokens (window {trace.context_window}, "
-        f"reserve {trace.reserve})\n\n",
+        f"reserve {trace.reserve}); each layer below is the text the model is sent\n",
         style="bold",
     )
-    for name, layer in trace.layers.items():
-        if name == "prompt":
-            continue
-        text.append(f"{name}  ", style="bold cyan")
-        text.append(f"{layer.tokens} tokens, {len(layer.included)} in", style="dim")
-        if layer.dropped:
-            text.append(f", {len(layer.dropped)} dropped", style="yellow")
-        text.append("\n")
-        for item in layer.included[-12:]:
-            text.append(f"  • {item.label} ({item.tokens})\n")
-        for item in layer.dropped[:5]:
-            text.append(f"  ✗ {item.label}: {item.reason}\n", style="yellow")
-        for note in layer.notes:
-            text.append(f"  note: {note}\n", style="dim")
+    text.append(KEYS, style="dim")
+    return text
+
+
+def render_layer(layer: LayerText) -> Text:
+    """A layer's heading (tokens, items in and out) and the text it sends."""
+    trace = layer.trace
+    text = Text()
+    if not layer.messages and not trace.dropped and not trace.notes:
+        text.append(f"{layer.name}  ", style="bold cyan")
+        text.append("nothing in this layer now", style="dim")
+        return text
+    text.append(f"{layer.name}  ", style="bold cyan")
+    text.append(f"{trace.tokens} tokens, {len(trace.included)} in", style="dim")
+    if trace.dropped:
+        text.append(f", {len(trace.dropped)} dropped", style="yellow")
+    text.append("\n")
+    for item in trace.dropped[:5]:
+        text.append(f"  ✗ {item.label}: {item.reason}\n", style="yellow")
+    if len(trace.dropped) > 5:
+        text.append(f"  ✗ and {len(trace.dropped) - 5} more\n", style="yellow")
+    for note in trace.notes:
+        text.append(f"  note: {note}\n", style="dim")
+    if layer.name == "summaries" and layer.messages:
+        text.append("  the cards below, as sent (o or enter: the originals)\n", style="dim")
+        return text
+    body = layer.text
+    if layer.name == "prompt" and not any(content(m) for m in layer.messages[:1]):
+        body = body.replace("user: ", "user: (your next message)", 1)
+    if not body:
+        text.append("  (nothing in this layer now)\n", style="dim")
+        return text
+    if len(body) > MAX_LAYER_CHARS:
+        cut = len(body) - MAX_LAYER_CHARS
+        if layer.name == "history":  # the newest messages matter most
+            body = f"… {cut} earlier characters not shown\n" + body[-MAX_LAYER_CHARS:]
+        else:
+            body = body[:MAX_LAYER_CHARS] + f"\n… {cut} more characters not shown"
+    for line in body.split("\n"):
+        style = "bold" if line.startswith(("[", "<kairox:", "</kairox:")) else ""
+        text.append(f"  {line}\n", style=style)
     return text

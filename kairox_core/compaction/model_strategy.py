@@ -105,6 +105,7 @@ class ModelStrategy:
         provider = self.provider()
         model = provider.model
         prompt_tokens = completion_tokens = 0
+        estimated = False  # a call the backend reported no usage for (kairox usage marks it)
         try:
             room = max(256, self.max_input_tokens - counter.count(summary) - target)
             for window in windows(lines, room, counter) or [""]:
@@ -125,6 +126,7 @@ class ModelStrategy:
                 usage: TokenUsage = result.usage
                 prompt_tokens += usage.prompt_tokens
                 completion_tokens += usage.completion_tokens
+                estimated = estimated or usage.estimated
                 model = result.model or model
         finally:
             if self._owned and self._provider is not None:
@@ -138,7 +140,8 @@ class ModelStrategy:
             tokens_in=sum(counter.count(line) for line in lines),
             tokens_out=counter.count(summary),
             strategy=self.name,
-            usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+            usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+            | ({"estimated": 1} if estimated else {}),
         )
 
 
