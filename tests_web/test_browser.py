@@ -1,0 +1,163 @@
+"""The web app in a real browser against a real ``kairox serve`` (scripted model)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from kairox_core.testing.serve import XSS, Server, kairox_cmd, write_config
+
+IMAGES = Path(__file__).resolve().parent.parent / "docs" / "images"
+
+
+def send(page: Any, prompt: str) -> Any:
+    page.fill("#prompt", prompt)
+    page.click("#send")
+    answer = page.locator(".msg.assistant.done").last
+    expect(answer).to_be_visible(timeout=30_000)
+    return answer
+
+
+def test_streamed_answer_and_approved_card(page: Any, serve: Server) -> None:
+    answer = send(page, "I use helix, remember that")
+    expect(answer.locator(".text")).to_have_text("Hello! I will keep that in mind. ")
+    card = page.locator(".card[data-proposal]")
+    expect(card).to_contain_text("Remember this? user:editor")
+    expect(card.locator("textarea")).to_have_value("prefers helix")
+    expect(answer.locator(".trace summary")).to_contain_text("tokens")
+    card.locator("button.approve").click()
+    expect(card).to_contain_text("Saved to memory.")
+    memories = serve.api("GET", "/api/memories?scope=user")
+    assert [(m["key"], m["body"]) for m in memories] == [("editor", "prefers helix")]
+    assert serve.api("GET", "/api/approvals") == []
+
+
+def test_edit_card_then_approve(page: Any, serve: Server) -> None:
+    send(page, "remember my editor")
+    card = page.locator(".card[data-proposal]")
+    card.locator("button.edit").click()
+    card.locator("textarea").fill("prefers helix, with vim keys")
+    card.locator("button.approve").click()
+    expect(card).to_contain_text("Saved to memory.")
+    (memory,) = serve.api("GET", "/api/memories?scope=user")
+    assert memory["body"] == "prefers helix, with vim keys"
+
+
+def test_memory_edited_in_browser_reaches_the_next_python_turn(
+    page: Any, serve: Server, tmp_path: Path
+) -> None:
+    serve.api("POST", "/api/memories", {"scope": "user", "key": "lang", "body": "Python"})
+    page.click("#tabs button[data-tab=memories]")
+    row = page.locator("tr[data-memory]").filter(has_text="lang")
+    row.locator("button.edit").click()
+    row.locator("textarea").fill("Rust, since 2025")
+    row.locator("button.save").click()
+    expect(page.locator("tr[data-memory]").filter(has_text="lang")).to_contain_text(
+        "Rust, since 2025"
+    )
+    # The next turn from another process (as the TUI would drive it) sees the edit.
+    script = (
+        "import sys\n"
+        "from kairox_core import Kairox\n"
+        "with Kairox.open(sys.argv[1], sys.argv[2]) as kx:\n"
+        "    s = kx.session()\n"
+        "    turn = s.begin_turn_sync('what language?')\n"
+        "    print(turn.messages[0]['content'])\n"
+        "    turn.complete_sync('ok')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(serve.db), str(serve.config)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    assert "Rust, since 2025" in out
+    assert "Python" not in out.split("Rust, since 2025")[0][-40:]
+
+
+def test_summary_card_expands_to_originals(page: Any, serve: Server) -> None:
+    for prompt in ("first question about the launch", "second question", "third"):
+        send(page, prompt)
+    sid = page.evaluate("localStorage.getItem('kairox.session')")
+    page.click("#tabs button[data-tab=memory]")
+    page.click("#compact-now")
+    expect(page.locator("#compact-result")).to_have_text(re.compile("completed"))
+    card = page.locator(".card.summary").first
+    expect(card.locator(".card-title")).to_contain_text("[Summary] seqs")
+    originals = card.locator(".originals")
+    expect(originals.locator(".msg.original").first).to_be_hidden()
+    originals.locator("summary").click()
+    expect(originals.locator(".msg.original").first).to_be_visible()
+    expect(originals).to_contain_text("first question about the launch")
+    (summary,) = serve.api("GET", f"/api/sessions/{sid}/summaries")
+    assert summary["originals"]
+
+
+def test_xss_payload_stays_inert(page: Any, serve: Server, dialogs: list[str]) -> None:
+    serve.api("POST", "/api/memories", {"scope": "user", "key": "x", "body": XSS})
+    sid = serve.api("POST", "/api/sessions", {})["session_id"]
+    serve.api("POST", f"/api/sessions/{sid}/pins", {"text": XSS})
+    page.evaluate(f"localStorage.setItem('kairox.session', {sid!r})")
+    page.reload()
+    page.click("#tabs button[data-tab=memories]")
+    cell = page.locator("tr[data-memory] td.body").first
+    expect(cell).to_have_text(XSS)
+    assert page.locator("img").count() == 0
+    page.click("#tabs button[data-tab=memory]")
+    expect(page.locator("#pins")).to_contain_text(XSS)
+    expect(page.locator("#layers")).to_contain_text(XSS)
+    assert page.locator("img").count() == 0
+    page.wait_for_timeout(300)
+    assert dialogs == []
+
+
+@pytest.mark.parametrize("replies", [[f"Here: {XSS} <script>alert(2)</script>"]])
+def test_xss_in_a_streamed_answer_stays_inert(page: Any, serve: Server, dialogs: list[str]) -> None:
+    answer = send(page, "show me markup")
+    expect(answer.locator(".text")).to_contain_text(XSS)
+    page.reload()
+    expect(page.locator(".msg.assistant .text").last).to_contain_text("<script>alert(2)</script>")
+    assert page.locator("#messages img, #messages script").count() == 0
+    assert dialogs == []
+
+
+def test_non_loopback_bind_without_token_is_refused(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "kairox.toml", ["x"])
+    result = subprocess.run(
+        kairox_cmd(config, tmp_path / "k.db", "serve", "--host", "0.0.0.0", "--port", "0"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in __import__("os").environ.items() if k != "KAIROX_SERVE_TOKEN"},
+    )
+    assert result.returncode == 2
+    assert "a token is required" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_screenshots(page: Any, serve: Server) -> None:
+    """The main views, recorded from the real app into docs/images/."""
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    serve.api("POST", "/api/memories", {"scope": "user", "key": "tz", "body": "Europe/Paris"})
+    for prompt in ("I use helix, remember that", "What did we decide about the launch?", "ok"):
+        send(page, prompt)
+    page.locator(".msg.assistant .trace").first.locator("summary").click()
+    page.screenshot(path=str(IMAGES / "web-chat.png"))
+    page.click("#tabs button[data-tab=memory]")
+    page.click("#compact-now")
+    expect(page.locator(".card.summary")).to_have_count(1, timeout=30_000)
+    page.locator(".card.summary .originals summary").click()
+    page.screenshot(path=str(IMAGES / "web-memory-view.png"), full_page=True)
+    page.click("#tabs button[data-tab=memories]")
+    expect(page.locator("tr[data-memory]").first).to_be_visible()
+    page.screenshot(path=str(IMAGES / "web-memories.png"))
+    page.click("#tabs button[data-tab=usage]")
+    expect(page.locator("#usage-table tbody tr").first).to_be_visible()
+    page.screenshot(path=str(IMAGES / "web-usage.png"))
