@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from kairox_core.testing.serve import XSS, Server, kairox_cmd, write_config
+from kairox_core.testing.serve import (
+    XSS,
+    Server,
+    kairox_cmd,
+    start_server,
+    stop_server,
+    write_config,
+)
 
 IMAGES = Path(__file__).resolve().parent.parent / "docs" / "images"
 
@@ -126,6 +133,39 @@ def test_xss_in_a_streamed_answer_stays_inert(page: Any, serve: Server, dialogs:
     expect(page.locator(".msg.assistant .text").last).to_contain_text("<script>alert(2)</script>")
     assert page.locator("#messages img, #messages script").count() == 0
     assert dialogs == []
+
+
+def test_two_servers_on_one_database_see_each_others_changes(
+    page: Any, browser: Any, serve: Server, tmp_path: Path
+) -> None:
+    other = start_server(
+        tmp_path / "other", ['Sure. <memory scope="user" key="os">Debian</memory>'], db=serve.db
+    )
+    context = browser.new_context()
+    try:
+        second = context.new_page()
+        second.goto(other.url + "/")
+        second.wait_for_selector("#send:enabled")
+        send(second, "I run Debian")
+        expect(second.locator(".card[data-proposal]")).to_contain_text("user:os")
+        # the first browser, on the first server, sees the proposal and approves it
+        page.click("#tabs button[data-tab=memories]")
+        card = page.locator("#pending .card[data-proposal]")
+        expect(card).to_contain_text("user:os")
+        card.locator("button.approve").click()
+        expect(card).to_contain_text("Saved to memory.")
+        second.click("#tabs button[data-tab=memories]")
+        expect(second.locator("tr[data-memory]").filter(has_text="os")).to_contain_text("Debian")
+        expect(second.locator("#pending")).to_contain_text("Nothing waiting.")
+    finally:
+        context.close()
+        stop_server(other)
+
+
+def test_the_app_never_writes_html_from_data() -> None:
+    script = (Path(__file__).resolve().parent.parent / "kairox_core/web/static/app.js").read_text()
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+        assert sink not in script, sink
 
 
 def test_non_loopback_bind_without_token_is_refused(tmp_path: Path) -> None:

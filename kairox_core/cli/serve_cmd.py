@@ -67,13 +67,13 @@ def serve_command(
     from kairox_core.web import require_web
     from kairox_core.web.security import is_loopback
 
-    require_web()
     secret = resolve_token(token)
     if not is_loopback(host) and secret is None:
         raise KairoxUserError(
             f"--host {host} is reachable from other machines: a token is required\n"
             f"  fix: pass --token TOKEN (or set KAIROX_SERVE_TOKEN), or bind 127.0.0.1"
         )
+    require_web()
     import uvicorn
 
     from kairox_core.facade import Kairox

@@ -63,9 +63,11 @@ def kairox_cmd(config: Path, db: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "kairox_core", "--config", str(config), "--db", str(db), *args]
 
 
-def start_server(tmp_path: Path, replies: list[str], *args: str) -> Server:
+def start_server(tmp_path: Path, replies: list[str], *args: str, db: Path | None = None) -> Server:
+    """``kairox serve`` on a free port over ``db`` (default: a new one in ``tmp_path``)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     config = write_config(tmp_path / "kairox.toml", replies)
-    db = tmp_path / "kairox.db"
+    db = db or tmp_path / "kairox.db"
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     env.pop("KAIROX_SERVE_TOKEN", None)
