@@ -35,8 +35,14 @@ def replies() -> list[str]:
 
 
 @pytest.fixture
-def serve(tmp_path: Path, replies: list[str]) -> Iterator[Server]:
-    server = start_server(tmp_path, replies)
+def summary() -> str | None:
+    """What a model-written summary says; None: the extractive strategy."""
+    return None
+
+
+@pytest.fixture
+def serve(tmp_path: Path, replies: list[str], summary: str | None) -> Iterator[Server]:
+    server = start_server(tmp_path, replies, summary=summary)
     yield server
     stop_server(server)
 

@@ -182,11 +182,22 @@ def test_non_loopback_bind_without_token_is_refused(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+SCREENSHOT_REPLIES = [
+    'Noted: helix it is. <memory scope="user" key="editor">Uses the helix editor</memory>',
+    "We decided to launch on 3 May, after the security review.",
+    "You're welcome!",
+]
+SCREENSHOT_SUMMARY = "User uses the helix editor.\nLaunch set for 3 May, after the security review."
+
+
+@pytest.mark.parametrize(("replies", "summary"), [(SCREENSHOT_REPLIES, SCREENSHOT_SUMMARY)])
 def test_screenshots(page: Any, serve: Server) -> None:
-    """The main views, recorded from the real app into docs/images/."""
+    """The main views, recorded from the real app into docs/images/ (the model writes
+    the summary, so Usage shows compaction spend)."""
     IMAGES.mkdir(parents=True, exist_ok=True)
     serve.api("POST", "/api/memories", {"scope": "user", "key": "tz", "body": "Europe/Paris"})
-    for prompt in ("I use helix, remember that", "What did we decide about the launch?", "ok"):
+    prompts = ("I use helix, remember that", "What did we decide about the launch?", "thanks")
+    for prompt in prompts:
         send(page, prompt)
     page.locator(".msg.assistant .trace").first.locator("summary").click()
     page.screenshot(path=str(IMAGES / "web-chat.png"))
@@ -200,4 +211,6 @@ def test_screenshots(page: Any, serve: Server) -> None:
     page.screenshot(path=str(IMAGES / "web-memories.png"))
     page.click("#tabs button[data-tab=usage]")
     expect(page.locator("#usage-table tbody tr").first).to_be_visible()
+    (usage,) = [u for u in serve.api("GET", "/api/usage") if not u["session_id"].startswith("_")]
+    assert usage["compactions"] == 1 and usage["compaction_completion_tokens"] > 0
     page.screenshot(path=str(IMAGES / "web-usage.png"))

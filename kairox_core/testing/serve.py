@@ -32,15 +32,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def write_config(path: Path, replies: list[str], *, extra: str = "") -> Path:
+def write_config(path: Path, replies: list[str], *, summary: str | None = None) -> Path:
+    """A kairox.toml whose chat model is ``scripted`` (the replies, cycled). With
+    ``summary``, compaction uses the ``model`` strategy with a second scripted model that
+    answers with it (so its usage is recorded); else the extractive one."""
     body = (
+        "[profiles.default]\n"
+        'provider = "demo"\n'
         "[providers.demo]\n"
         'kind = "scripted"\n'
         f"replies = {json.dumps(replies)}\n"
         "chunk_chars = 3\n"
         "[compaction]\n"
-        "keep_recent_exchanges = 1\n" + extra
+        "keep_recent_exchanges = 1\n"
     )
+    if summary is not None:
+        body += (
+            'strategy = "model"\n'
+            'provider = "summariser"\n'
+            "[providers.summariser]\n"
+            'kind = "scripted"\n'
+            f"replies = {json.dumps([summary])}\n"
+        )
     path.write_text(body, encoding="utf-8")
     return path
 
@@ -63,10 +76,16 @@ def kairox_cmd(config: Path, db: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "kairox_core", "--config", str(config), "--db", str(db), *args]
 
 
-def start_server(tmp_path: Path, replies: list[str], *args: str, db: Path | None = None) -> Server:
+def start_server(
+    tmp_path: Path,
+    replies: list[str],
+    *args: str,
+    db: Path | None = None,
+    summary: str | None = None,
+) -> Server:
     """``kairox serve`` on a free port over ``db`` (default: a new one in ``tmp_path``)."""
     tmp_path.mkdir(parents=True, exist_ok=True)
-    config = write_config(tmp_path / "kairox.toml", replies)
+    config = write_config(tmp_path / "kairox.toml", replies, summary=summary)
     db = db or tmp_path / "kairox.db"
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
