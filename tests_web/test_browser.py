@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -191,26 +192,28 @@ SCREENSHOT_SUMMARY = "User uses the helix editor.\nLaunch set for 3 May, after t
 
 
 @pytest.mark.parametrize(("replies", "summary"), [(SCREENSHOT_REPLIES, SCREENSHOT_SUMMARY)])
-def test_screenshots(page: Any, serve: Server) -> None:
-    """The main views, recorded from the real app into docs/images/ (the model writes
-    the summary, so Usage shows compaction spend)."""
-    IMAGES.mkdir(parents=True, exist_ok=True)
+def test_screenshots(page: Any, serve: Server, tmp_path: Path) -> None:
+    """The main views of the real app (the model writes the summary, so Usage shows
+    compaction spend); into docs/images/ with KAIROX_SCREENSHOTS=1, else a temporary
+    directory, so a test run leaves the checkout clean."""
+    images = IMAGES if os.environ.get("KAIROX_SCREENSHOTS") == "1" else tmp_path
+    images.mkdir(parents=True, exist_ok=True)
     serve.api("POST", "/api/memories", {"scope": "user", "key": "tz", "body": "Europe/Paris"})
     prompts = ("I use helix, remember that", "What did we decide about the launch?", "thanks")
     for prompt in prompts:
         send(page, prompt)
     page.locator(".msg.assistant .trace").first.locator("summary").click()
-    page.screenshot(path=str(IMAGES / "web-chat.png"))
+    page.screenshot(path=str(images / "web-chat.png"))
     page.click("#tabs button[data-tab=memory]")
     page.click("#compact-now")
     expect(page.locator(".card.summary")).to_have_count(1, timeout=30_000)
     page.locator(".card.summary .originals summary").click()
-    page.screenshot(path=str(IMAGES / "web-memory-view.png"), full_page=True)
+    page.screenshot(path=str(images / "web-memory-view.png"), full_page=True)
     page.click("#tabs button[data-tab=memories]")
     expect(page.locator("tr[data-memory]").first).to_be_visible()
-    page.screenshot(path=str(IMAGES / "web-memories.png"))
+    page.screenshot(path=str(images / "web-memories.png"))
     page.click("#tabs button[data-tab=usage]")
     expect(page.locator("#usage-table tbody tr").first).to_be_visible()
     (usage,) = [u for u in serve.api("GET", "/api/usage") if not u["session_id"].startswith("_")]
     assert usage["compactions"] == 1 and usage["compaction_completion_tokens"] > 0
-    page.screenshot(path=str(IMAGES / "web-usage.png"))
+    page.screenshot(path=str(images / "web-usage.png"))
