@@ -108,6 +108,44 @@ def test_summary_card_expands_to_originals(page: Any, serve: Server) -> None:
     assert summary["originals"]
 
 
+def test_range_compaction_edit_drop_and_pin_in_the_browser(page: Any, serve: Server) -> None:
+    for prompt in ("alpha", "beta", "gamma"):
+        send(page, prompt)
+    page.click("#tabs button[data-tab=memory]")
+    page.fill("#range-first", "1")
+    page.fill("#range-last", "4")
+    page.click("#compact-range")
+    expect(page.locator("#compact-result")).to_have_text(re.compile("completed"))
+    card = page.locator(".card.summary")
+    expect(card).to_have_count(1)
+    card.locator("button", has_text="Edit").click()
+    card.locator("textarea.summary-editor").fill("first line\nsecond line")
+    card.locator("button", has_text="Save summary").click()
+    expect(page.locator(".card.summary .chunks li")).to_have_count(2)
+    page.locator(".card.summary .chunks li").first.locator("button.drop").click()
+    expect(page.locator(".card.summary .chunks li")).to_have_count(1)
+    expect(page.locator(".card.summary .chunks")).to_contain_text("second line")
+    page.fill("#pin-text", "the demo is on Friday")
+    page.click("#pin-form button")
+    expect(page.locator("#pins")).to_contain_text("the demo is on Friday")
+    expect(page.locator("#layers")).to_contain_text("the demo is on Friday")
+    expect(page.locator("#layers")).to_contain_text("second line")
+
+
+def test_longterm_chunk_promoted_to_a_pack(page: Any, serve: Server) -> None:
+    page.click("#tabs button[data-tab=longterm]")
+    page.fill("#chunk-text", "deploys go out on Tuesdays")
+    page.click("#chunk-form button[type=submit]")
+    row = page.locator("#chunk-table tbody tr")
+    expect(row).to_contain_text("deploys go out on Tuesdays")
+    row.locator("input.pick").check()
+    page.click("#promote")
+    expect(page.locator("#status")).to_contain_text("draft pack")
+    page.click("#tabs button[data-tab=packs]")
+    expect(page.locator(".card.pack")).to_contain_text("draft")
+    expect(page.locator(".card.pack textarea")).to_have_value(re.compile("Tuesdays"))
+
+
 def test_xss_payload_stays_inert(page: Any, serve: Server, dialogs: list[str]) -> None:
     serve.api("POST", "/api/memories", {"scope": "user", "key": "x", "body": XSS})
     sid = serve.api("POST", "/api/sessions", {})["session_id"]
