@@ -1,8 +1,9 @@
 """Quality gates and test suites. ``nox`` runs them all; each in its own virtualenv.
 
 Sessions: ``lint`` (ruff), ``typecheck`` (mypy, strict on kairox_core and every plugin's
-package), ``tests``
-(kairox-core), and one ``plugin-<name>`` session per folder in ``plugins/``, which
+package), ``tests`` (kairox-core), ``web`` (``kairox serve``: its API against a real
+server, and the web app in Debian's Chromium through Playwright; installs chromium with
+apt when missing), and one ``plugin-<name>`` session per folder in ``plugins/``, which
 installs kairox-core and that plugin alone so heavy dependencies stay out of the core;
 ``integration`` installs the retrieval plugins together and runs ``integration/``.
 Not run by default: ``bench`` (benchmarks) and ``fuzz`` (atheris over the markers).
@@ -43,6 +44,7 @@ nox.options.sessions = [
     "tests",
     *[f"plugin-{p}" for p in PLUGINS],
     "integration",
+    "web",
 ]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
@@ -68,7 +70,7 @@ def _plugin_package(name: str) -> str:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     editable = [arg for p in TYPECHECK_INSTALLED for arg in ("-e", f"./plugins/{p}[test]")]
-    session.install("-e", ".[test]", "mypy>=1.10", *editable)
+    session.install("-e", ".[test,web]", "mypy>=1.10", *editable)
     session.run("mypy", "kairox_core")
     session.run("mypy", "--strict", *[_plugin_package(p) for p in PLUGINS])
 
@@ -109,6 +111,26 @@ def integration(session: nox.Session) -> None:
         *[f"./plugins/{p}[test]" for p in INTEGRATION_PLUGINS],
     )
     session.run("pytest", "-q", "integration", *session.posargs, env={"HF_HUB_OFFLINE": "1"})
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@nox.session
+def web(session: nox.Session) -> None:
+    """``kairox serve`` end to end: tests_web/ starts real servers (scripted model) and
+    drives the web app with Playwright in the system Chromium (Playwright's own browser
+    download does not work offline). Installs Debian's chromium when missing (CI is
+    root on a clean Debian machine)."""
+    if not Path(CHROMIUM).exists():
+        if os.geteuid() != 0:
+            session.error(f"{CHROMIUM} is missing: sudo apt-get install -y chromium")
+        session.run("apt-get", "update", "-qq", external=True)
+        env = {"DEBIAN_FRONTEND": "noninteractive"}
+        session.run("apt-get", "install", "-y", "-qq", "chromium", external=True, env=env)
+    session.install("-e", ".[test,web]", "playwright>=1.40")
+    env = {"HF_HUB_OFFLINE": "1", "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"}
+    session.run("pytest", "-q", "tests_web", *session.posargs, env=env)
 
 
 @nox.session

@@ -1,0 +1,94 @@
+"""``kairox serve``: the HTTP API, the OpenAI-compatible endpoint and the web app."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import click
+
+from kairox_core.cli.context import CliContext, pass_cli
+from kairox_core.config import ENV_PREFIX
+from kairox_core.errors import KairoxUserError
+
+TOKEN_RE = re.compile(r"[A-Za-z0-9._~+/=-]{16,512}")
+
+
+def resolve_token(value: str | None) -> str | None:
+    """``--token`` as given, or ``$env:NAME`` read from the environment; checked so it
+    is long enough to guess at and safe in a cookie."""
+    if not value:
+        return None
+    if value.startswith(ENV_PREFIX):
+        name = value[len(ENV_PREFIX) :]
+        resolved = os.environ.get(name)
+        if not resolved:
+            raise KairoxUserError(
+                f"--token {value}: environment variable {name} is not set\n"
+                f"  fix: export {name}=... (e.g. $(python3 -c 'import secrets; "
+                f"print(secrets.token_urlsafe(24))'))"
+            )
+        value = resolved
+    if not TOKEN_RE.fullmatch(value):
+        raise KairoxUserError(
+            "--token must be 16 to 512 characters of letters, digits and ._~+/=-\n"
+            "  fix: python3 -c 'import secrets; print(secrets.token_urlsafe(24))'"
+        )
+    return value
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--token",
+    envvar="KAIROX_SERVE_TOKEN",
+    metavar="TOKEN",
+    help="Required on every request (Bearer header, or open /?token=TOKEN once in the "
+    "browser); required for any non-loopback --host. '$env:NAME' reads it from NAME. "
+    "Default: $KAIROX_SERVE_TOKEN.",
+)
+@click.option(
+    "--max-body",
+    default=1_048_576,
+    show_default=True,
+    type=click.IntRange(1024, 64 * 1_048_576),
+    help="Largest request body accepted, in bytes.",
+)
+@pass_cli
+def serve_command(
+    cli_ctx: CliContext, host: str, port: int, token: str | None, max_body: int
+) -> None:
+    """Serve the HTTP API (/api, schema at /openapi.json), an OpenAI-compatible
+    POST /v1/chat/completions and the web app (/) over one Kairox database.
+
+    Binds 127.0.0.1 unless --host says otherwise; off loopback a token is required.
+    State-changing requests need the X-Kairox-CSRF: 1 header (the web app sends it)."""
+    from kairox_core.web import require_web
+    from kairox_core.web.security import is_loopback
+
+    secret = resolve_token(token)
+    if not is_loopback(host) and secret is None:
+        raise KairoxUserError(
+            f"--host {host} is reachable from other machines: a token is required\n"
+            f"  fix: pass --token TOKEN (or set KAIROX_SERVE_TOKEN), or bind 127.0.0.1"
+        )
+    require_web()
+    import uvicorn
+
+    from kairox_core.facade import Kairox
+    from kairox_core.web.app import create_app
+
+    config = cli_ctx.config
+    kx = Kairox.open(cli_ctx.database, config=config)
+    try:
+        app = create_app(kx, token=secret, host=host, max_body=max_body)
+        shown = f"[{host}]" if ":" in host else host
+        click.echo(f"kairox: serving {cli_ctx.database} on http://{shown}:{port}/", err=True)
+        uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")
+    finally:
+        kx.close()
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(serve_command)

@@ -1,0 +1,422 @@
+"""The HTTP API under ``/api``: every route is one facade call (no second code path).
+
+Everything is read from the database on each request, so a change made by another
+process (the TUI, the CLI, a second server) shows on the next request. Routes are
+``async def`` on purpose: they all run on the server's event loop, the loop that owns
+the sessions' locks (see DEVELOPERS.md, "Sync twins run on one background loop").
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted, UserMessageAdded
+from kairox_core.memory.records import MemoryNotFoundError
+from kairox_core.usage import usage
+from kairox_core.web.serialize import event_json, memory_json, plain, proposal_json
+from kairox_core.web.turns import engine_for, sse, stream_turn
+
+router = APIRouter(prefix="/api")
+Scope = Literal["user", "workspace", "session"]
+CONVERSATION = (UserMessageAdded, AssistantMessageCompleted, ToolInvocationCompleted)
+
+
+class NewSession(BaseModel):
+    workspace: str | None = None
+    profile: str | None = None
+    session_id: str | None = Field(None, max_length=200)
+
+
+class Prompt(BaseModel):
+    prompt: str = Field(..., min_length=1)
+
+
+class Decision(BaseModel):
+    body: str | None = None  # accept: the edited body; absent: as proposed
+    reason: str | None = None  # reject: why
+
+
+class Body(BaseModel):
+    body: str = Field(..., min_length=1)
+
+
+class NewMemory(BaseModel):
+    scope: Scope
+    key: str | None = None
+    body: str = Field(..., min_length=1)
+    workspace: str | None = None
+    session_id: str | None = None
+
+
+class CompactRange(BaseModel):
+    first_seq: int | None = Field(None, ge=1)
+    last_seq: int | None = Field(None, ge=1)
+
+
+class Text(BaseModel):
+    text: str = Field(..., min_length=1)
+
+
+class ChunkIndex(BaseModel):
+    chunk: int = Field(..., ge=0)
+
+
+class NewChunk(BaseModel):
+    text: str = Field(..., min_length=1)
+    scope: Literal["session", "project", "global"]
+    session_id: str | None = None
+    workspace: str | None = None
+
+
+class NewPack(BaseModel):
+    name: str = Field(..., min_length=1)
+    level: Literal["personal", "team", "org"] = "personal"
+    text: str = ""
+
+
+class Promote(BaseModel):
+    chunk_ids: list[str] = Field(..., min_length=1)
+    pack: str | None = None
+
+
+class Publish(BaseModel):
+    level: Literal["team", "org"]
+
+
+class Activate(BaseModel):
+    workspace: str | None = None
+    active: bool = True
+
+
+def kx_of(request: Request) -> Any:
+    return request.app.state.kx
+
+
+# --- sessions and turns ----------------------------------------------------------------
+
+
+@router.get("/sessions", summary="Every session in the database, newest first")
+async def list_sessions(request: Request) -> list[dict[str, Any]]:
+    infos = kx_of(request).sessions()
+    return [plain(i) for i in sorted(infos, key=lambda i: -i.created_at)]
+
+
+@router.post("/sessions", summary="Start a session (or resume one by id)")
+async def new_session(request: Request, spec: NewSession) -> dict[str, Any]:
+    session = kx_of(request).session(
+        workspace=spec.workspace, profile=spec.profile, session_id=spec.session_id
+    )
+    return {"session_id": session.id, "workspace": session.workspace_id, "profile": session.profile}
+
+
+@router.get("/sessions/{session_id}/events", summary="The session's audit trail")
+async def session_events(
+    request: Request,
+    session_id: str,
+    after: int = 0,
+    type: Annotated[list[str] | None, Query()] = None,
+) -> list[dict[str, Any]]:
+    kx = kx_of(request)
+    kx.get_session(session_id)
+    events = kx.events_store.read(session_id, first_seq=after + 1, types=type or None)
+    return [event_json(e) for e in events if e.type != "ModelTokenDelta"]
+
+
+@router.get("/sessions/{session_id}/messages", summary="The conversation, as people see it")
+async def session_messages(request: Request, session_id: str) -> list[dict[str, Any]]:
+    kx = kx_of(request)
+    kx.get_session(session_id)
+    return [event_json(e) for e in kx.events_store.read(session_id) if isinstance(e, CONVERSATION)]
+
+
+@router.post(
+    "/sessions/{session_id}/turns",
+    summary="Run a turn; the answer streams as server-sent events",
+    description=(
+        "Events: `delta` (cleaned text), `trace` (the context, layer by layer), "
+        "`proposal` (a memory waiting for approval), `accepted` (session memories), "
+        "`compaction`, `error`, `done`."
+    ),
+)
+async def run_turn(request: Request, session_id: str, prompt: Prompt) -> StreamingResponse:
+    kx = kx_of(request)
+    session = kx.get_session(session_id)
+    engine = engine_for(kx, request.app.state.providers, session)
+    session.system_prompt = request.app.state.system_prompt
+
+    async def body() -> Any:
+        async for name, data in stream_turn(engine, prompt.prompt):
+            yield sse(name, data)
+
+    return StreamingResponse(
+        body(), media_type="text/event-stream", headers={"Cache-Control": "no-store"}
+    )
+
+
+@router.get("/sessions/{session_id}/context", summary="What the next turn would send")
+async def session_context(request: Request, session_id: str, prompt: str = "") -> dict[str, Any]:
+    session = kx_of(request).get_session(session_id)
+    context = await session.preview(prompt)
+    state = session.refresh_compaction()
+    data: dict[str, Any] = context.as_dict()
+    data["pinned"] = [plain(p) for p in state.pinned]
+    data["summaries"] = [plain(s) for s in state.summaries]
+    return data
+
+
+# --- approvals ---------------------------------------------------------------------------
+
+
+@router.get("/approvals", summary="Proposals waiting for a person")
+async def pending(request: Request, workspace: str | None = None) -> list[dict[str, Any]]:
+    approvals = kx_of(request).approvals
+    found = approvals.pending(workspace_id=workspace) if workspace else approvals.pending()
+    return [proposal_json(p) for p in found]
+
+
+@router.post("/approvals/{proposal_id}/accept", summary="Accept (with `body`: edit, then accept)")
+async def accept(request: Request, proposal_id: str, decision: Decision) -> dict[str, Any]:
+    return memory_json(kx_of(request).approvals.accept(proposal_id, body=decision.body))
+
+
+@router.post("/approvals/{proposal_id}/reject", summary="Reject a proposal")
+async def reject(request: Request, proposal_id: str, decision: Decision) -> dict[str, Any]:
+    return proposal_json(kx_of(request).approvals.reject(proposal_id, reason=decision.reason))
+
+
+# --- memories ----------------------------------------------------------------------------
+
+
+@router.get("/memories", summary="Memories of every scope (or one); `q` searches key and body")
+async def memories(
+    request: Request,
+    scope: Scope | None = None,
+    workspace: str | None = None,
+    session_id: str | None = None,
+    q: str | None = None,
+) -> list[dict[str, Any]]:
+    records = kx_of(request).memories.list(scope, workspace_id=workspace, session_id=session_id)
+    if q:
+        needle = q.casefold()
+        records = [r for r in records if needle in f"{r.key or ''}\n{r.body}".casefold()]
+    return [memory_json(r) for r in records]
+
+
+@router.post("/memories", summary="Add a memory of your own (accepted at once)")
+async def add_memory(request: Request, spec: NewMemory) -> dict[str, Any]:
+    record = kx_of(request).approvals.remember(
+        spec.scope,
+        spec.key,
+        spec.body,
+        workspace_id=spec.workspace,
+        session_id=spec.session_id,
+    )
+    return memory_json(record)
+
+
+def _memory(kx: Any, memory_id: str) -> Any:
+    record = kx.memories.get_by_id(memory_id)
+    if record is None:
+        raise MemoryNotFoundError(f"no memory '{memory_id}'; GET /api/memories lists them")
+    return record
+
+
+@router.get("/memories/{memory_id}", summary="One memory")
+async def get_memory(request: Request, memory_id: str) -> dict[str, Any]:
+    return memory_json(_memory(kx_of(request), memory_id))
+
+
+@router.put("/memories/{memory_id}", summary="Replace a memory's body (MemoryEdited)")
+async def edit_memory(request: Request, memory_id: str, body: Body) -> dict[str, Any]:
+    return memory_json(kx_of(request).approvals.edit_memory(memory_id, body.body))
+
+
+@router.delete("/memories/{memory_id}", summary="Delete a memory (kept in its history)")
+async def delete_memory(request: Request, memory_id: str) -> dict[str, Any]:
+    return memory_json(kx_of(request).approvals.delete_memory(memory_id))
+
+
+@router.get("/memories/{memory_id}/history", summary="Every body the memory's key has had")
+async def memory_history(request: Request, memory_id: str) -> list[Any]:
+    kx = kx_of(request)
+    record = _memory(kx, memory_id)
+    versions = kx.memories.history(
+        record.scope, record.key, workspace_id=record.workspace_id, session_id=record.session_id
+    )
+    return [plain(v) for v in versions]
+
+
+# --- compaction --------------------------------------------------------------------------
+
+
+@router.post("/sessions/{session_id}/compact", summary="Compact now (or a seq range)")
+async def compact(request: Request, session_id: str, spec: CompactRange) -> dict[str, Any]:
+    session = kx_of(request).get_session(session_id)
+    result = await session.compact(spec.first_seq, spec.last_seq)
+    data: dict[str, Any] = result.as_dict()
+    return data
+
+
+@router.get("/sessions/{session_id}/summaries", summary="Active summaries with their originals")
+async def summaries(request: Request, session_id: str) -> list[dict[str, Any]]:
+    kx = kx_of(request)
+    session = kx.get_session(session_id)
+    out = []
+    for item in session.refresh_compaction().summaries:
+        originals = kx.events_store.read(
+            session_id, first_seq=item.first_seq, last_seq=item.last_seq
+        )
+        out.append(
+            {
+                **plain(item),
+                "chunks": [c for c in item.text.split("\n") if c.strip()],
+                "originals": [event_json(e) for e in originals if isinstance(e, CONVERSATION)],
+            }
+        )
+    return out
+
+
+@router.put("/sessions/{session_id}/summaries/{seq}", summary="Replace a summary's text")
+async def edit_summary(request: Request, session_id: str, seq: int, text: Text) -> dict[str, Any]:
+    session = kx_of(request).get_session(session_id)
+    return event_json(await session.edit_summary(seq, text.text))
+
+
+@router.post("/sessions/{session_id}/summaries/{seq}/drop", summary="Drop one chunk (line)")
+async def drop_chunk(
+    request: Request, session_id: str, seq: int, chunk: ChunkIndex
+) -> dict[str, Any]:
+    session = kx_of(request).get_session(session_id)
+    return event_json(await session.drop_chunk(seq, chunk.chunk))
+
+
+@router.post("/sessions/{session_id}/pins", summary="Pin a fact: verbatim in every turn")
+async def pin(request: Request, session_id: str, text: Text) -> dict[str, Any]:
+    session = kx_of(request).get_session(session_id)
+    return event_json(await session.pin_fact(text.text))
+
+
+@router.delete("/sessions/{session_id}/pins/{fact_id}", summary="Release a pinned fact")
+async def unpin(request: Request, session_id: str, fact_id: str) -> dict[str, Any]:
+    session = kx_of(request).get_session(session_id)
+    return event_json(await session.unpin_fact(fact_id))
+
+
+# --- usage -------------------------------------------------------------------------------
+
+
+@router.get("/usage", summary="Tokens per session, compaction spend included")
+async def usage_all(request: Request, session_id: str | None = None) -> list[dict[str, Any]]:
+    kx = kx_of(request)
+    if session_id is not None:
+        kx.get_session(session_id)
+    rows = []
+    for session in usage(kx, session_id).sessions:
+        t = session.totals
+        rows.append(
+            {
+                "session_id": session.session_id,
+                "turns": t.turns,
+                "chat_prompt_tokens": t.prompt_tokens,
+                "chat_completion_tokens": t.completion_tokens,
+                "compactions": t.compactions,
+                "compaction_prompt_tokens": t.compaction_prompt_tokens,
+                "compaction_completion_tokens": t.compaction_completion_tokens,
+                "total_tokens": t.total_tokens,
+                "estimated": t.estimated,
+            }
+        )
+    return rows
+
+
+# --- long-term chunks and packs ------------------------------------------------------------
+
+
+@router.get("/longterm", summary="Long-term chunks")
+async def longterm_list(
+    request: Request,
+    scope: Literal["session", "project", "global"] | None = None,
+    session_id: str | None = None,
+    workspace: str | None = None,
+) -> list[dict[str, Any]]:
+    chunks = kx_of(request).longterm.list(scope, session_id=session_id, workspace_id=workspace)
+    return [c.as_dict() for c in chunks]
+
+
+@router.get("/longterm/search", summary="Chunks similar to a query, above the threshold")
+async def longterm_search(
+    request: Request, q: str, session_id: str, workspace: str | None = None, k: int | None = None
+) -> list[dict[str, Any]]:
+    hits = kx_of(request).longterm.search(q, session_id=session_id, workspace_id=workspace, k=k)
+    return [{**h.chunk.as_dict(), "similarity": h.similarity} for h in hits]
+
+
+@router.post("/longterm", summary="Add a long-term chunk")
+async def longterm_add(request: Request, spec: NewChunk) -> dict[str, Any]:
+    chunk = kx_of(request).longterm.add(
+        spec.text, scope=spec.scope, session_id=spec.session_id, workspace_id=spec.workspace
+    )
+    data: dict[str, Any] = chunk.as_dict()
+    return data
+
+
+@router.put("/longterm/{chunk_id}", summary="Replace a chunk's text")
+async def longterm_edit(request: Request, chunk_id: str, text: Text) -> dict[str, Any]:
+    data: dict[str, Any] = kx_of(request).longterm.edit(chunk_id, text.text).as_dict()
+    return data
+
+
+@router.delete("/longterm/{chunk_id}", summary="Delete a chunk")
+async def longterm_delete(request: Request, chunk_id: str) -> dict[str, Any]:
+    data: dict[str, Any] = kx_of(request).longterm.delete(chunk_id).as_dict()
+    return data
+
+
+@router.get("/packs", summary="Context packs")
+async def packs(request: Request) -> list[dict[str, Any]]:
+    return [p.as_dict() for p in kx_of(request).packs.list()]
+
+
+@router.post("/packs", summary="Create a pack")
+async def pack_create(request: Request, spec: NewPack) -> dict[str, Any]:
+    data: dict[str, Any] = (
+        kx_of(request).packs.create(spec.name, level=spec.level, text=spec.text).as_dict()
+    )
+    return data
+
+
+@router.put("/packs/{name}", summary="Replace a pack's text")
+async def pack_edit(request: Request, name: str, text: Text) -> dict[str, Any]:
+    data: dict[str, Any] = kx_of(request).packs.edit(name, text.text).as_dict()
+    return data
+
+
+@router.delete("/packs/{name}", summary="Delete a pack")
+async def pack_delete(request: Request, name: str) -> dict[str, Any]:
+    data: dict[str, Any] = kx_of(request).packs.delete(name).as_dict()
+    return data
+
+
+@router.post("/packs/promote", summary="Promote long-term chunks into a draft personal pack")
+async def pack_promote(request: Request, spec: Promote) -> dict[str, Any]:
+    data: dict[str, Any] = kx_of(request).packs.promote(spec.chunk_ids, pack=spec.pack).as_dict()
+    return data
+
+
+@router.post("/packs/{name}/publish", summary="Publish a pack to team or org")
+async def pack_publish(request: Request, name: str, spec: Publish) -> dict[str, Any]:
+    data: dict[str, Any] = kx_of(request).packs.publish(name, level=spec.level).as_dict()
+    return data
+
+
+@router.post("/packs/{name}/activate", summary="Activate (or deactivate) a pack")
+async def pack_activate(request: Request, name: str, spec: Activate) -> dict[str, Any]:
+    packs_ = kx_of(request).packs
+    data: dict[str, Any] = packs_.activate(
+        name, workspace_id=spec.workspace, active=spec.active
+    ).as_dict()
+    return data

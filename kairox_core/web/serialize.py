@@ -1,0 +1,39 @@
+"""Core objects as JSON for the API: each object's own ``as_dict`` where it has one."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "value") and not isinstance(value, (str, int, float)):
+        return value.value  # an Enum (MemoryScope)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def event_json(event: Any) -> dict[str, Any]:
+    """An event with its type, seq and payload (``Event.to_dict``)."""
+    data: dict[str, Any] = event.to_dict()
+    return data
+
+
+def proposal_json(proposal: Any) -> dict[str, Any]:
+    data: dict[str, Any] = proposal.as_dict()
+    return data
+
+
+def memory_json(record: Any) -> dict[str, Any]:
+    data: dict[str, Any] = record.as_dict()
+    return data
+
+
+def plain(value: Any) -> Any:
+    """Any dataclass (a memory version, a summary item, a session info) as JSON."""
+    return _plain(value)

@@ -1,0 +1,244 @@
+"""The HTTP API and the OpenAI-compatible endpoint of a real ``kairox serve``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from kairox_core.testing.serve import Server, start_server, stop_server
+
+CSRF = {"X-Kairox-CSRF": "1"}
+TOKEN = "t0ken-for-the-tests-0123456789"
+
+
+def turn(server: Server, sid: str, prompt: str) -> list[tuple[str, Any]]:
+    """Run a turn over SSE; the (event, data) pairs in order."""
+    events: list[tuple[str, Any]] = []
+    with httpx.stream(
+        "POST",
+        f"{server.url}/api/sessions/{sid}/turns",
+        json={"prompt": prompt},
+        headers=CSRF,
+        timeout=30,
+    ) as r:
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/event-stream")
+        name = ""
+        for line in r.iter_lines():
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                events.append((name, json.loads(line[6:])))
+    return events
+
+
+def test_turn_streams_cleaned_deltas_trace_and_proposal(serve: Server) -> None:
+    sid = serve.api("POST", "/api/sessions", {})["session_id"]
+    events = turn(serve, sid, "I use helix")
+    names = [n for n, _ in events]
+    assert names.count("delta") > 1  # streamed in pieces
+    text = "".join(d["text"] for n, d in events if n == "delta")
+    assert text.rstrip() == "Hello! I will keep that in mind."
+    assert "<memory" not in text
+    assert names[-1] == "done"
+    trace = dict(events)["trace"]
+    assert trace["layers"]["prompt"]["tokens"] > 0
+    proposal = dict(events)["proposal"]
+    assert (proposal["scope"], proposal["key"], proposal["body"]) == (
+        "user",
+        "editor",
+        "prefers helix",
+    )
+    # reject it, then the queue is empty and nothing was stored
+    serve.api("POST", f"/api/approvals/{proposal['id']}/reject", {"reason": "no"})
+    assert serve.api("GET", "/api/approvals") == []
+    assert serve.api("GET", "/api/memories") == []
+    messages = serve.api("GET", f"/api/sessions/{sid}/messages")
+    assert [m["type"] for m in messages] == ["UserMessageAdded", "AssistantMessageCompleted"]
+
+
+def test_memories_search_edit_history_delete(serve: Server) -> None:
+    m = serve.api("POST", "/api/memories", {"scope": "user", "key": "editor", "body": "vim"})
+    serve.api(
+        "POST",
+        "/api/memories",
+        {"scope": "workspace", "key": "ci", "body": "nox", "workspace": "w"},
+    )
+    assert [r["key"] for r in serve.api("GET", "/api/memories?q=NOX")] == ["ci"]
+    serve.api("PUT", f"/api/memories/{m['id']}", {"body": "helix"})
+    history = serve.api("GET", f"/api/memories/{m['id']}/history")
+    assert [v["body"] for v in history] == ["vim", "helix"]
+    serve.api("DELETE", f"/api/memories/{m['id']}")
+    r = httpx.get(f"{serve.url}/api/memories/{m['id']}")
+    assert r.status_code == 404 and "no memory" in r.json()["detail"]
+
+
+def test_compaction_range_summaries_edit_drop_pin_and_usage(serve: Server) -> None:
+    sid = serve.api("POST", "/api/sessions", {})["session_id"]
+    for prompt in ("one", "two", "three"):
+        turn(serve, sid, prompt)
+    result = serve.api("POST", f"/api/sessions/{sid}/compact", {"first_seq": 1, "last_seq": 4})
+    assert result["status"] == "completed"
+    (summary,) = serve.api("GET", f"/api/sessions/{sid}/summaries")
+    assert summary["first_seq"] <= 2 and summary["originals"][0]["payload"]["text"] == "one"
+    seq = summary["seq"]
+    serve.api("PUT", f"/api/sessions/{sid}/summaries/{seq}", {"text": "line a\nline b"})
+    serve.api("POST", f"/api/sessions/{sid}/summaries/{seq}/drop", {"chunk": 0})
+    (summary,) = serve.api("GET", f"/api/sessions/{sid}/summaries")
+    assert summary["chunks"] == ["line b"]
+    pin = serve.api("POST", f"/api/sessions/{sid}/pins", {"text": "deadline is Friday"})
+    context = serve.api("GET", f"/api/sessions/{sid}/context")
+    assert [p["text"] for p in context["pinned"]] == ["deadline is Friday"]
+    assert any("deadline is Friday" in str(m["content"]) for m in context["messages"])
+    serve.api("DELETE", f"/api/sessions/{sid}/pins/{pin['payload']['fact_id']}")
+    (usage,) = serve.api("GET", f"/api/usage?session_id={sid}")
+    assert usage["turns"] == 3 and usage["compactions"] == 1
+    assert usage["chat_prompt_tokens"] > 0 and usage["total_tokens"] > 0
+    r = httpx.post(f"{serve.url}/api/sessions/nope/compact", json={}, headers=CSRF)
+    assert r.status_code == 404
+
+
+def test_longterm_and_packs(serve: Server) -> None:
+    sid = serve.api("POST", "/api/sessions", {})["session_id"]
+    chunk = serve.api(
+        "POST",
+        "/api/longterm",
+        {"text": "the build uses nox", "scope": "project", "workspace": "default"},
+    )
+    serve.api("PUT", f"/api/longterm/{chunk['id']}", {"text": "the build uses nox sessions"})
+    hits = serve.api(
+        "GET", f"/api/longterm/search?q=nox+sessions+build&session_id={sid}&workspace=default"
+    )
+    assert hits and hits[0]["id"] == chunk["id"]
+    pack = serve.api("POST", "/api/packs/promote", {"chunk_ids": [chunk["id"]]})
+    assert pack["draft"] and "nox sessions" in pack["text"]
+    serve.api("POST", "/api/packs", {"name": "style", "text": "short answers"})
+    assert {p["name"] for p in serve.api("GET", "/api/packs")} >= {"style", pack["name"]}
+    serve.api("DELETE", f"/api/longterm/{chunk['id']}")
+    assert serve.api("GET", "/api/longterm") == []
+
+
+def test_openapi_schema_is_served(serve: Server) -> None:
+    schema = httpx.get(f"{serve.url}/openapi.json").json()
+    assert "/api/sessions/{session_id}/turns" in schema["paths"]
+    assert "/v1/chat/completions" in schema["paths"]
+
+
+def test_openai_endpoint_not_streaming(serve: Server) -> None:
+    body = {"model": "any", "messages": [{"role": "user", "content": "I use helix"}]}
+    r = httpx.post(
+        f"{serve.url}/v1/chat/completions",
+        json=body,
+        headers={"X-Kairox-Session": "chat-1"},
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text
+    data = r.json()
+    assert data["object"] == "chat.completion"
+    assert data["choices"][0]["message"]["content"].rstrip() == "Hello! I will keep that in mind."
+    assert data["kairox"]["session_id"] == "chat-1"
+    assert [p["key"] for p in data["kairox"]["proposals"]] == ["editor"]
+    assert data["usage"]["prompt_tokens"] > 0
+    # the proposal waits for a person; the same session continues through `user`
+    assert [p["id"] for p in serve.api("GET", "/api/approvals")] == [
+        data["kairox"]["proposals"][0]["id"]
+    ]
+    body = {"messages": [{"role": "user", "content": "and now?"}], "user": "chat-1"}
+    r = httpx.post(f"{serve.url}/v1/chat/completions", json=body, timeout=30)
+    assert r.json()["choices"][0]["message"]["content"] == "Noted, answering from memory."
+    messages = serve.api("GET", "/api/sessions/chat-1/messages")
+    assert [m["payload"]["text"] for m in messages if m["type"] == "UserMessageAdded"] == [
+        "I use helix",
+        "and now?",
+    ]
+
+
+def test_openai_endpoint_streaming(serve: Server) -> None:
+    body = {"messages": [{"role": "user", "content": "hi"}], "stream": True, "user": "chat-2"}
+    chunks: list[Any] = []
+    with httpx.stream("POST", f"{serve.url}/v1/chat/completions", json=body, timeout=30) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if line.startswith("data: "):
+                chunks.append(line[6:])
+    assert chunks[-1] == "[DONE]"
+    parsed = [json.loads(c) for c in chunks[:-1]]
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in parsed)
+    assert text.rstrip() == "Hello! I will keep that in mind."
+    assert parsed[-1]["choices"][0]["finish_reason"] == "stop"
+    assert parsed[-1]["kairox"]["proposals"][0]["body"] == "prefers helix"
+
+
+def test_openai_endpoint_needs_a_session(serve: Server) -> None:
+    body = {"messages": [{"role": "user", "content": "hi"}]}
+    r = httpx.post(f"{serve.url}/v1/chat/completions", json=body, timeout=30)
+    assert r.status_code == 400 and "X-Kairox-Session" in r.json()["detail"]
+
+
+def test_csrf_origin_host_and_body_limits(serve: Server) -> None:
+    url = f"{serve.url}/api/sessions"
+    assert httpx.post(url, json={}).status_code == 403  # no CSRF header
+    r = httpx.post(url, json={}, headers={**CSRF, "Origin": "http://evil.example"})
+    assert r.status_code == 403
+    assert httpx.post(url, json={}, headers={**CSRF, "Origin": serve.url}).status_code == 200
+    # a cross-site form post to the OpenAI endpoint: not JSON, refused
+    r = httpx.post(
+        f"{serve.url}/v1/chat/completions", content=b"x", headers={"Content-Type": "text/plain"}
+    )
+    assert r.status_code == 415
+    assert httpx.get(url, headers={"Host": "attacker.example:80"}).status_code == 421
+    r = httpx.post(
+        url,
+        content=b"{" + b" " * 2_000_000 + b"}",
+        headers={**CSRF, "Content-Type": "application/json"},
+    )
+    assert r.status_code == 413
+
+
+@pytest.fixture
+def token_server(tmp_path: Path) -> Any:
+    server = start_server(tmp_path, ["ok"], "--token", TOKEN)
+    yield server
+    stop_server(server)
+
+
+def test_token_is_checked_on_every_request(token_server: Server) -> None:
+    url = token_server.url
+    assert httpx.get(f"{url}/api/sessions").status_code == 401
+    assert httpx.get(f"{url}/").status_code == 401
+    assert httpx.get(f"{url}/static/app.js").status_code == 401
+    assert (
+        httpx.get(f"{url}/api/sessions", headers={"Authorization": "Bearer wrong"}).status_code
+        == 401
+    )
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    assert httpx.get(f"{url}/api/sessions", headers=auth).status_code == 200
+    # the browser's way in: /?token=... sets an HttpOnly cookie, then the app works
+    with httpx.Client(base_url=url) as browser:
+        r = browser.get(f"/?token={TOKEN}")
+        assert r.status_code == 303 and "HttpOnly" in r.headers["set-cookie"]
+        assert browser.get("/api/sessions").status_code == 200
+        assert browser.post("/api/sessions", json={}, headers=CSRF).status_code == 200
+
+
+def test_bad_tokens_are_refused_at_start(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    from kairox_core.testing.serve import kairox_cmd, write_config
+
+    config = write_config(tmp_path / "kairox.toml", ["x"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAIROX_")}
+    for token in ("short", "$env:KAIROX_TEST_UNSET_TOKEN"):
+        r = subprocess.run(
+            kairox_cmd(config, tmp_path / "k.db", "serve", "--token", token),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+        assert r.returncode == 2 and "kairox: error: --token" in r.stderr, r.stderr
