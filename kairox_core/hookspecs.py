@@ -87,3 +87,15 @@ def kairox_on_event(event: Any) -> None:
     synchronously in the appending process; an observer that raises is reported and
     never stops the session.
     """
+
+
+@hookspec
+def kairox_register_rerankers(register: Register) -> None:
+    """Register rerankers: a second, stronger ranking of the fused top-N hits.
+
+    ``register(name, factory)`` where ``factory(**options) -> Reranker`` (``name`` and
+    ``score(query, texts) -> list[float]``, higher is better); ``options`` come from
+    ``[profiles.<name>] reranker_options`` of a profile whose ``reranker`` names it.
+    Workspace search and recall of past turns reorder their first ``rerank_top_n``
+    hits by it.
+    """

@@ -33,6 +33,7 @@ CATEGORIES: dict[str, str] = {
     "retrievers": "kairox_register_retrievers",
     "compaction_strategies": "kairox_register_compaction_strategies",
     "model_providers": "kairox_register_model_providers",
+    "rerankers": "kairox_register_rerankers",
 }
 CATEGORY_NOUN = {
     "memory_stores": "memory store",
@@ -40,6 +41,7 @@ CATEGORY_NOUN = {
     "retrievers": "knowledge-base kind",
     "compaction_strategies": "compaction strategy",
     "model_providers": "model provider",
+    "rerankers": "reranker",
 }
 
 # Names provided by Kairox's own optional distributions, for "pip install ..." hints.
@@ -50,6 +52,7 @@ KNOWN_DISTRIBUTIONS: dict[tuple[str, str], str] = {
     ("retrievers", "weaviate"): "kairox-weaviate",
     ("embedding_backends", "sentence-transformers"): "kairox-sentence-transformers",
     ("model_providers", "llamacpp"): "kairox-llamacpp",
+    ("rerankers", "cross-encoder"): "kairox-sentence-transformers",
 }
 
 # Built-in plugins: modules under kairox_core.default_plugins, registered like any other.

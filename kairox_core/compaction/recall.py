@@ -43,6 +43,7 @@ from kairox_core.events import (
 )
 from kairox_core.retrieval.base import RetrievalHit
 from kairox_core.retrieval.index import DocumentInput, IndexBackendMismatch, WorkspaceRagIndex
+from kairox_core.retrieval.rerank import rerank_for_profile
 from kairox_core.store.migrations import migrate
 
 if TYPE_CHECKING:
@@ -276,7 +277,7 @@ class Recall:
                 continue
             if before_seq is None or seq < before_seq:
                 hits.append(replace(hit, source=SOURCE))
-        return hits
+        return rerank_for_profile(cfg, session.profile, prompt, hits)
 
 
 def _rebuilt_if_needed(kx: Kairox, index: WorkspaceRagIndex, call: Callable[[], T]) -> T:

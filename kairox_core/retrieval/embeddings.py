@@ -113,8 +113,10 @@ def load_embedding_backend(
 
     ``config_or_name`` is a backend name or anything with ``backend`` and
     ``backend_options`` (the ``[retrieval]`` section); ``options`` override the latter.
+    One backend per (factory, options) per process (``warm``): a model loads once.
     """
     from kairox_core.plugins import get_plugins
+    from kairox_core.retrieval.warm import options_key, warm
 
     if isinstance(config_or_name, str):
         name, opts = config_or_name, dict(options or {})
@@ -123,7 +125,10 @@ def load_embedding_backend(
         opts = {**dict(config_or_name.backend_options), **dict(options or {})}
     reg = get_plugins().get("embedding_backends", name, context="retrieval.backend")
     try:
-        backend = reg.factory(**opts)
+        backend = warm(
+            ("embedding_backends", name, reg.factory, options_key(opts)),
+            lambda: reg.factory(**opts),
+        )
     except TypeError as exc:
         raise KairoxUserError(
             f"retrieval.backend_options: embedding backend '{name}' rejected its options: {exc}"
