@@ -9,7 +9,6 @@ as for embeddings, downloads are off unless ``HF_HUB_OFFLINE=0`` is set.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from kairox_sentence_transformers.backend import (
     _looks_like_path,
     _offline,
     _pick_device,
+    prepare_runtime,
 )
 
 WHERE = "profiles.<name>.reranker_options"
@@ -65,7 +65,7 @@ class CrossEncoderReranker:
             raise EmbeddingConfigError(
                 f"{WHERE}.device must be one of {', '.join(DEVICES)} (got {device!r})"
             )
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        prepare_runtime()
         self.model_name = model
         self.name = f"cross-encoder:{model}"
         self.batch_size = batch_size
