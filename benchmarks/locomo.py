@@ -430,6 +430,10 @@ async def run(
                 if ml_rank is not None:
                     kept = fill(conv, ml_rank(question), question, budget, costs)
                     ml.add(category, evidence, kept.__contains__)
+            progress(
+                f"  so far (through {conv.name}): kairox {kairox.as_dict()}, "
+                f"minilm turns {ml.as_dict() if minilm else None}"
+            )
     return {
         "data": data,
         "budget": budget,
