@@ -20,7 +20,8 @@ turns ranked by all-MiniLM-L6-v2 cosine similarity to the question, filling the 
 turns ranked by BM25 (rank-bm25), filling the budget.
 
     python benchmarks/locomo.py --data FILE --budget 4000 [--budget 2000] --json
-        [--backend sentence-transformers|hashing] [--share 0.6] [--keep-recent 2] ...
+        [--backend sentence-transformers|hashing] [--backend-option model=all-mpnet-base-v2]
+        [--share 0.6] [--keep-recent 2] ...
 
 Needs the sentence-transformers plugin for the MiniLM baseline (and that backend):
 ``pip install torch==2.13.0 && pip install -e plugins/kairox-sentence-transformers``.
@@ -171,6 +172,7 @@ class Settings:
     target_tokens: int = 96
     summaries_share: float = 0.05
     compaction_trigger: float = 0.7
+    backend_options: dict[str, Any] = field(default_factory=dict)  # e.g. model
 
     def config(self, budget: int) -> KairoxConfig:
         return KairoxConfig.model_validate(
@@ -187,6 +189,7 @@ class Settings:
                 },
                 "retrieval": {
                     "backend": self.backend,
+                    "backend_options": dict(self.backend_options),
                     "share": self.share,
                     "mode": self.mode,
                     "keyword_weight": self.keyword_weight,
@@ -218,6 +221,12 @@ class Settings:
                 f'mode = "{self.mode}"',
                 f"keyword_weight = {self.keyword_weight}",
                 "workspace_index = false  # no workspace documents here",
+                *(
+                    ["[retrieval.backend_options]"]
+                    + [f"{k} = {json.dumps(v)}" for k, v in self.backend_options.items()]
+                    if self.backend_options
+                    else []
+                ),
                 "",
                 "[compaction]",
                 'strategy = "extractive"',
@@ -422,6 +431,10 @@ async def run(
                 if ml_rank is not None:
                     kept = fill(conv, ml_rank(question), question, budget, costs)
                     ml.add(category, evidence, kept.__contains__)
+            progress(
+                f"  so far (through {conv.name}): kairox {kairox.as_dict()}, "
+                f"minilm turns {ml.as_dict() if minilm else None}"
+            )
     return {
         "data": data,
         "budget": budget,
@@ -454,6 +467,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--json", action="store_true", help="print JSON only")
     ap.add_argument("--backend", default=d.backend, help="[retrieval] backend for Kairox")
+    ap.add_argument(
+        "--backend-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="[retrieval.backend_options] entry (JSON value), repeatable; e.g. "
+        "model=all-mpnet-base-v2",
+    )
     ap.add_argument("--share", type=float, default=d.share, help="[retrieval] share")
     ap.add_argument("--mode", default=d.mode, help="[retrieval] mode")
     ap.add_argument(
@@ -484,6 +505,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--conversations", type=int, default=None, help="only the first N")
     ap.add_argument("--no-minilm", action="store_true", help="skip the MiniLM baseline")
     args = ap.parse_args(argv)
+    options: dict[str, Any] = {}
+    for item in args.backend_option:
+        key, _, value = item.partition("=")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
     settings = Settings(
         args.backend,
         args.share,
@@ -494,6 +522,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.target_tokens,
         args.summaries_share,
         args.trigger,
+        options,
     )
     conversations = load(args.data)[: args.conversations]
     minilm = None if args.no_minilm else MiniLM()

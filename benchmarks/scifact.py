@@ -4,6 +4,13 @@ Indexes the corpus (corpus-*.jsonl concatenated in order; each document is one t
 title + abstract) and reports nDCG@10 and Recall@100 over the qrels' queries, with a
 raw FTS5 bm25 baseline measured in the same run. Tune fusion weights on train only.
 
+Speed is reported against the raw engines the index wraps, in the same run and timed
+alternately so a shared machine's changing load weighs on both alike: every
+``--raw-every``-th indexing batch (128 documents) is also embedded by the backend's own
+``embed_documents`` right after it is indexed, and each query is followed by the same
+query's raw work (the backend's ``embed_query``, plus an FTS5 bm25 query and a
+sqlite-vec k-NN query over copies of the index's text and vectors, as the mode needs).
+
     python benchmarks/scifact.py --mode hybrid --backend hashing --json
 """
 
@@ -52,6 +59,51 @@ def raw_bm25(
         run[qid] = [r[0] for r in rows]
     conn.close()
     return run
+
+
+class RawEngines:
+    """The engines the index wraps, bare: FTS5 (the index's tokenizer) and sqlite-vec,
+    filled from the index's own chunks and vectors (nothing is embedded again)."""
+
+    def __init__(self, index: Any) -> None:
+        from kairox_core.store.connection import connect
+
+        self.backend = index.backend
+        self.conn = connect(":memory:")
+        dim = int(self.backend.dimension)
+        self.conn.execute(
+            "CREATE VIRTUAL TABLE fts USING fts5(text, "
+            "tokenize='porter unicode61 remove_diacritics 2')"
+        )
+        self.conn.execute(
+            f"CREATE VIRTUAL TABLE vec USING vec0(embedding float[{dim}] distance_metric=cosine)"
+        )
+        rows = index.conn.execute(
+            "SELECT id, text FROM rag_chunks WHERE workspace_id = ?", (index.workspace_id,)
+        ).fetchall()
+        self.conn.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", rows)
+        table = f"rag_vec_{dim}"
+        vectors = index.conn.execute(
+            f"SELECT rowid, embedding FROM {table} WHERE workspace_id = ?", (index.workspace_id,)
+        ).fetchall()
+        self.conn.executemany("INSERT INTO vec(rowid, embedding) VALUES (?, ?)", vectors)
+        self.conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+
+    def query(self, text: str, mode: str, n: int) -> None:
+        from kairox_core.retrieval.fts import fts_match_expression
+        from kairox_core.retrieval.index import pack_vector
+
+        if mode in ("keyword", "hybrid"):
+            expr = fts_match_expression(text)
+            if expr:
+                self.conn.execute(
+                    "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?", (expr, n)
+                ).fetchall()
+        if mode in ("vector", "hybrid"):
+            blob = pack_vector(self.backend.embed_query(text))
+            self.conn.execute(
+                "SELECT rowid, distance FROM vec WHERE embedding MATCH ? AND k = ?", (blob, n)
+            ).fetchall()
 
 
 def sweep(
@@ -121,6 +173,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also grid-search hybrid fusion settings (tune on train only)",
     )
+    parser.add_argument(
+        "--raw-every",
+        type=int,
+        default=4,
+        help="also embed every Nth indexing batch with the bare backend (0: no baseline)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
 
@@ -165,25 +223,47 @@ def main(argv: list[str] | None = None) -> int:
         ),
         candidates=args.candidates or defaults.hybrid_candidates,
     )
+    texts = [f"{d.get('title', '')}\n{d['text']}" for d in docs]
+    index_seconds = sampled_index = sampled_raw = 0.0
+    sampled_docs = 0
+    batch = 128
+    for n, first in enumerate(range(0, len(docs), batch)):
+        part = list(zip(docs[first : first + batch], texts[first : first + batch], strict=True))
+        start = time.perf_counter()
+        index.add_documents(
+            [
+                DocumentInput(d["_id"], text, "abstract", title=d.get("title", ""))
+                for d, text in part
+            ],
+            batch_size=batch,
+        )
+        spent = time.perf_counter() - start
+        index_seconds += spent
+        if args.raw_every and n % args.raw_every == 0:
+            start = time.perf_counter()
+            backend.embed_documents([text for _, text in part])  # the same texts, bare
+            sampled_raw += time.perf_counter() - start
+            sampled_index += spent
+            sampled_docs += len(part)
     start = time.perf_counter()
-    index.add_documents(
-        (
-            DocumentInput(
-                d["_id"], f"{d.get('title', '')}\n{d['text']}", "abstract", title=d.get("title", "")
-            )
-            for d in docs
-        ),
-        batch_size=128,
-    )
     index.optimize()
-    index_seconds = time.perf_counter() - start
+    index_seconds += time.perf_counter() - start
     chunks = index.chunk_count()
 
-    start = time.perf_counter()
-    run = {
-        qid: [h.doc_id for h in index.search(text, 100, args.mode)] for qid, text in queries.items()
-    }
-    query_seconds = time.perf_counter() - start
+    raw = RawEngines(index)
+    run = {}
+    query_seconds = raw_seconds = 0.0
+    for qid, text in queries.items():  # alternately, so load changes weigh on both
+        start = time.perf_counter()
+        run[qid] = [h.doc_id for h in index.search(text, 100, args.mode)]
+        query_seconds += time.perf_counter() - start
+        start = time.perf_counter()
+        raw.query(text, args.mode, 100)
+        raw_seconds += time.perf_counter() - start
+    raw.conn.close()
+    docs_per_second = len(docs) / index_seconds if index.embedded_chunks else None
+    ms_per_query = 1000 * query_seconds / max(1, len(queries))
+    raw_ms_per_query = 1000 * raw_seconds / max(1, len(queries))
     result = {
         "mode": args.mode,
         "backend": backend.name,
@@ -198,7 +278,23 @@ def main(argv: list[str] | None = None) -> int:
         "chunks_per_second": (
             round(index.embedded_chunks / index_seconds, 1) if index.embedded_chunks else None
         ),
-        "ms_per_query": round(1000 * query_seconds / max(1, len(queries)), 2),
+        "docs_per_second": round(docs_per_second, 1) if docs_per_second else None,
+        "ms_per_query": round(ms_per_query, 2),
+        "baseline_raw_embed_documents": {
+            "documents": sampled_docs,
+            "raw_docs_per_second": round(sampled_docs / sampled_raw, 1) if sampled_raw else None,
+            "index_docs_per_second": (
+                round(sampled_docs / sampled_index, 1) if sampled_index else None
+            ),
+        },
+        "baseline_raw_ms_per_query": round(raw_ms_per_query, 2),
+        # the targets: indexing and queries within 1.3x of the raw engines
+        "indexing_slowdown_vs_raw": (
+            round(sampled_index / sampled_raw, 2) if sampled_raw and index.embedded_chunks else None
+        ),
+        "query_slowdown_vs_raw": round(ms_per_query / raw_ms_per_query, 2)
+        if raw_ms_per_query
+        else None,
         "fusion": {
             "rrf_k": index.rrf_k,
             "keyword_weight": index.keyword_weight,

@@ -148,6 +148,11 @@ class ProfileConfig(_Strict):
     compaction_trigger: float = Field(0.7, gt=0, le=1)
     instructions: str = ""
     aliases: tuple[str, ...] = ()
+    # a reranker registered through kairox_register_rerankers reorders the fused top-N
+    # of workspace search and of recall of past turns; None: fused order as it is
+    reranker: str | None = None
+    reranker_options: dict[str, Any] = Field(default_factory=dict)
+    rerank_top_n: int = Field(20, gt=0)
 
     @field_validator("reserve")
     @classmethod
@@ -600,6 +605,11 @@ def check_plugin_names(config: KairoxConfig) -> None:
     ]
     checks += [
         ("model_providers", p.kind, f"providers.{pid}.kind") for pid, p in config.providers.items()
+    ]
+    checks += [
+        ("rerankers", p.reranker, f"profiles.{name}.reranker")
+        for name, p in config.profiles.items()
+        if p.reranker
     ]
     for category, name, key in checks:
         try:

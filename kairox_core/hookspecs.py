@@ -152,3 +152,15 @@ def kairox_register_storage(register: Register) -> None:
     built-in ``sqlite`` storage is registered here. A backend passes
     ``kairox_core.testing.storage_contract.StorageContract``.
     """
+
+
+@hookspec
+def kairox_register_rerankers(register: Register) -> None:
+    """Register rerankers: a second, stronger ranking of the fused top-N hits.
+
+    ``register(name, factory)`` where ``factory(**options) -> Reranker`` (``name`` and
+    ``score(query, texts) -> list[float]``, higher is better); ``options`` come from
+    ``[profiles.<name>] reranker_options`` of a profile whose ``reranker`` names it.
+    Workspace search and recall of past turns reorder their first ``rerank_top_n``
+    hits by it.
+    """

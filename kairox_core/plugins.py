@@ -39,6 +39,7 @@ CATEGORIES: dict[str, str] = {
     "model_providers": "kairox_register_model_providers",
     "engines": "kairox_register_engines",
     "storage": "kairox_register_storage",
+    "rerankers": "kairox_register_rerankers",
 }
 CATEGORY_NOUN = {
     "memory_stores": "memory store",
@@ -48,6 +49,7 @@ CATEGORY_NOUN = {
     "model_providers": "model provider",
     "engines": "engine",
     "storage": "storage backend",
+    "rerankers": "reranker",
 }
 
 # Names provided by Kairox's own optional distributions, for "pip install ..." hints.
@@ -59,6 +61,7 @@ KNOWN_DISTRIBUTIONS: dict[tuple[str, str], str] = {
     ("embedding_backends", "sentence-transformers"): "kairox-sentence-transformers",
     ("model_providers", "llamacpp"): "kairox-llamacpp",
     ("storage", "postgresql"): "kairox-postgres",
+    ("rerankers", "cross-encoder"): "kairox-sentence-transformers",
 }
 
 # Built-in plugins: modules under kairox_core.default_plugins, registered like any other.

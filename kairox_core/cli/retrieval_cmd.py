@@ -244,15 +244,19 @@ def search_command(
     config = cli_ctx.config
     pname, _ = config.resolve_profile(profile)
     ws = workspace or config.kairox.default_workspace
+    opened = time.perf_counter()
     composite = retriever_for_profile(config, pname, cli_ctx.database, workspace_id=ws)
+    open_ms = (time.perf_counter() - opened) * 1000  # models load here, once per process
 
-    async def go() -> Any:
+    async def go() -> tuple[Any, float]:
         try:
-            return await composite.search(query, k or config.retrieval.k)
+            started = time.perf_counter()
+            found = await composite.search(query, k or config.retrieval.k)
+            return found, (time.perf_counter() - started) * 1000
         finally:
             await composite.close()
 
-    result = run_sync(go())
+    result, search_ms = run_sync(go())
     wanted = k or config.retrieval.k
     if as_json:
         click.echo(
@@ -262,6 +266,9 @@ def search_command(
                     "workspace": ws,
                     "hits": [_hit_dict(h) for h in result.hits],
                     "sources": [s.as_dict() for s in result.sources],
+                    "rerank": result.rerank.as_dict() if result.rerank else None,
+                    "elapsed_ms": round(search_ms, 2),
+                    "open_ms": round(open_ms, 2),
                 },
                 indent=2,
             )
@@ -269,6 +276,18 @@ def search_command(
     else:
         _print_hits(f"search: {query}", result.hits, wanted)
         _print_reports(result.sources)
+        if result.rerank is not None:
+            r = result.rerank
+            status = "ok" if r.ok else f"FAILED, fused order kept: {r.error}"
+            click.echo(
+                f"reranker '{r.name}': {status} ({r.reranked} reranked, {r.elapsed_ms:.0f} ms)",
+                err=True,
+            )
+        click.echo(
+            f"search time: {search_ms:.0f} ms (opening the sources, models included: "
+            f"{open_ms:.0f} ms)",
+            err=True,
+        )
     if result.failed:
         raise SystemExit(1)
 

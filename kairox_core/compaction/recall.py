@@ -45,6 +45,7 @@ from kairox_core.events import (
 from kairox_core.redaction import redact
 from kairox_core.retrieval.base import RetrievalHit
 from kairox_core.retrieval.index import DocumentInput, IndexBackendMismatch, WorkspaceRagIndex
+from kairox_core.retrieval.rerank import rerank_for_profile
 from kairox_core.store.event_store import CONVERSATION_TYPES
 
 if TYPE_CHECKING:
@@ -244,7 +245,7 @@ class Recall(Engine):
                 continue
             if before_seq is None or seq < before_seq:  # redact: indexed before redaction
                 hits.append(replace(hit, source=SOURCE, text=redact(hit.text)))
-        return hits
+        return rerank_for_profile(cfg, session.profile, prompt, hits)
 
 
 def _rebuilt_if_needed(kx: Kairox, index: WorkspaceRagIndex, call: Callable[[], T]) -> T:

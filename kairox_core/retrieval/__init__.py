@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         WorkspaceIndexRetriever,
         WorkspaceRagIndex,
     )
+    from kairox_core.retrieval.rerank import Reranker, load_reranker, rerank
     from kairox_core.retrieval.selection import retriever_for_profile
     from kairox_core.retrieval.sqlite_fts import SqliteFtsRetriever
 
@@ -54,6 +55,9 @@ _LAZY = {
     "HashingEmbedding": "kairox_core.retrieval.embeddings",
     "load_embedding_backend": "kairox_core.retrieval.embeddings",
     "retriever_for_profile": "kairox_core.retrieval.selection",
+    "Reranker": "kairox_core.retrieval.rerank",
+    "rerank": "kairox_core.retrieval.rerank",
+    "load_reranker": "kairox_core.retrieval.rerank",
     "SqliteFtsRetriever": "kairox_core.retrieval.sqlite_fts",
     "rrf_fuse": "kairox_core.retrieval.fusion",
 }
@@ -68,6 +72,7 @@ __all__ = [
     "IndexProgress",
     "IndexReport",
     "IndexableRetriever",
+    "Reranker",
     "RetrievalHit",
     "RetrieverAuthError",
     "RetrieverConfigError",
@@ -81,6 +86,8 @@ __all__ = [
     "WorkspaceRagIndex",
     "WorkspaceRetriever",
     "load_embedding_backend",
+    "load_reranker",
+    "rerank",
     "retriever_for_profile",
     "rrf_fuse",
     "run_blocking",

@@ -18,6 +18,7 @@ from typing import Any
 
 from kairox_core.retrieval.base import RetrievalHit, WorkspaceRetriever
 from kairox_core.retrieval.fusion import RRF_K, rrf_fuse
+from kairox_core.retrieval.rerank import DEFAULT_TOP_N, Reranker, rerank
 from kairox_core.retrieval.threads import LoopClock
 
 DEFAULT_TIMEOUT = 10.0
@@ -73,9 +74,30 @@ class SourceReport:
 
 
 @dataclass(frozen=True)
+class RerankReport:
+    """How the reranker did for one query; on failure the fused order was kept."""
+
+    name: str
+    ok: bool
+    error: str | None
+    elapsed_ms: float
+    reranked: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "ok": self.ok,
+            "error": self.error,
+            "elapsed_ms": round(self.elapsed_ms, 2),
+            "reranked": self.reranked,
+        }
+
+
+@dataclass(frozen=True)
 class CompositeResult:
     hits: list[RetrievalHit]
     sources: list[SourceReport] = field(default_factory=list)
+    rerank: RerankReport | None = None
 
     @property
     def failed(self) -> list[SourceReport]:
@@ -87,7 +109,9 @@ class CompositeWorkspaceRetriever:
 
     ``retrievers`` are ``RetrieverSource`` entries or bare retrievers (kind is
     "workspace" when the name is "workspace"); ``weights`` and ``timeouts`` map source
-    names to overrides; ``timeout`` is the default per-source timeout in seconds.
+    names to overrides; ``timeout`` is the default per-source timeout in seconds. With a
+    ``reranker``, each source is asked for at least ``rerank_top_n`` hits and the fused
+    top ``rerank_top_n`` are reordered by it before the first ``k`` are returned.
     """
 
     name = "composite"
@@ -101,6 +125,8 @@ class CompositeWorkspaceRetriever:
         timeout: float = DEFAULT_TIMEOUT,
         rrf_k: int = RRF_K,
         per_source_k: int | None = None,
+        reranker: Reranker | None = None,
+        rerank_top_n: int = DEFAULT_TOP_N,
     ) -> None:
         self.sources: list[RetrieverSource] = []
         for item in retrievers:
@@ -126,6 +152,9 @@ class CompositeWorkspaceRetriever:
             self.sources.append(src)
         self.rrf_k = rrf_k
         self.per_source_k = per_source_k
+        self.reranker = reranker
+        self.rerank_top_n = rerank_top_n
+        self.rerank_timeout = timeout
 
     @property
     def names(self) -> list[str]:
@@ -180,7 +209,8 @@ class CompositeWorkspaceRetriever:
         """Fused hits from every source, plus a report per source."""
         if k <= 0 or not self.sources:
             return CompositeResult([], [])
-        per_k = self.per_source_k or k
+        pool = max(k, self.rerank_top_n) if self.reranker is not None else k
+        per_k = max(self.per_source_k or k, pool)
         results = list(
             await asyncio.gather(*(self._one(src, query, per_k, filters) for src in self.sources))
         )
@@ -189,7 +219,7 @@ class CompositeWorkspaceRetriever:
             rankings = {
                 src.name: hits for src, (hits, _) in zip(self.sources, results, strict=True)
             }
-            hits = rrf_fuse(rankings, weights, k=self.rrf_k, limit=k)
+            hits = rrf_fuse(rankings, weights, k=self.rrf_k, limit=pool)
             # Passages that several documents share collapse into one hit: ask the
             # sources that filled their lists (they may hold more) for a deeper list,
             # within what is left of their timeouts, until k hits or nothing more.
@@ -199,7 +229,7 @@ class CompositeWorkspaceRetriever:
                 if _may_hold_more(self.sources[i], found, report, per_k)
             ]
             if len(hits) >= k or not refill:
-                return CompositeResult(hits, [report for _, report in results])
+                break
             per_k = per_k * 2 + 4
             again = await asyncio.gather(
                 *(self._one(self._rest(i, results[i][1]), query, per_k, filters) for i in refill)
@@ -211,9 +241,41 @@ class CompositeWorkspaceRetriever:
                     if report.ok
                     else (results[i][0], replace(results[i][1], elapsed_ms=spent))
                 )
-        rankings = {src.name: hits for src, (hits, _) in zip(self.sources, results, strict=True)}
-        hits = rrf_fuse(rankings, weights, k=self.rrf_k, limit=k)
-        return CompositeResult(hits, [report for _, report in results])
+        else:
+            rankings = {
+                src.name: hits for src, (hits, _) in zip(self.sources, results, strict=True)
+            }
+            hits = rrf_fuse(rankings, weights, k=self.rrf_k, limit=pool)
+        hits, rerank_report = await self._rerank(query, hits)
+        return CompositeResult(hits[:k], [report for _, report in results], rerank_report)
+
+    async def _rerank(
+        self, query: str, hits: list[RetrievalHit]
+    ) -> tuple[list[RetrievalHit], RerankReport | None]:
+        """The fused hits reordered by the reranker, off the event loop and under the
+        composite's timeout; a failure keeps the fused order and is reported."""
+        reranker = self.reranker
+        if reranker is None or len(hits) < 2:
+            return hits, None
+        start = time.perf_counter()
+        top_n = self.rerank_top_n
+        try:
+            reranked = await asyncio.wait_for(
+                asyncio.to_thread(rerank, reranker, query, hits, top_n),
+                timeout=self.rerank_timeout,
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a broken reranker degrades the ranking, never the turn
+            ms = (time.perf_counter() - start) * 1000
+            error = (
+                f"timed out after {self.rerank_timeout:g}s"
+                if isinstance(exc, asyncio.TimeoutError)
+                else f"{type(exc).__name__}: {exc}"
+            )
+            return hits, RerankReport(reranker.name, False, error, ms, 0)
+        ms = (time.perf_counter() - start) * 1000
+        return reranked, RerankReport(reranker.name, True, None, ms, min(top_n, len(hits)))
 
     def _rest(self, i: int, report: SourceReport) -> RetrieverSource:
         """Source ``i`` with what is left of its timeout after ``report``."""

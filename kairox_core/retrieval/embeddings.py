@@ -118,8 +118,11 @@ def load_embedding_backend(
     ``backend_options`` (the ``[retrieval]`` section); ``options`` override the latter.
     ``options_key`` is where the options come from, for errors (a knowledge base's
     ``embedding_options``, say).
+    One backend per (factory, options) per process (``warm``): a model loads once.
     """
     from kairox_core.plugins import get_plugins
+    from kairox_core.retrieval.warm import options_key as warm_key
+    from kairox_core.retrieval.warm import warm
 
     if isinstance(config_or_name, str):
         name, opts = config_or_name, dict(options or {})
@@ -129,12 +132,18 @@ def load_embedding_backend(
     reg = get_plugins().get("embedding_backends", name, context="retrieval.backend")
     try:
         if reg.options is None:
-            backend = reg.factory(**opts)
+            backend = warm(
+                ("embedding_backends", name, reg.factory, warm_key(opts)),
+                lambda: reg.factory(**opts),
+            )
         else:
             from kairox_core.plugin_options import validate_options
 
             validated = validate_options(reg.options, opts, key=options_key)
-            backend = reg.factory(options=validated)
+            backend = warm(
+                ("embedding_backends", name, reg.factory, warm_key(opts)),
+                lambda: reg.factory(options=validated),
+            )
     except TypeError as exc:
         raise KairoxUserError(
             f"{options_key}: embedding backend '{name}' rejected its options: {exc}"

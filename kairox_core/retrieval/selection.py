@@ -37,14 +37,17 @@ def retriever_for_profile(
 
     Only knowledge bases whose ``profiles`` list the profile or one of its aliases
     (or list none) are included, plus the workspace index unless
-    ``[retrieval] workspace_index = false``. ``database_path`` may also be an open
+    ``[retrieval] workspace_index = false``; the profile's ``reranker`` (if any)
+    reorders the fused top ``rerank_top_n``. ``database_path`` may also be an open
     connection, or a ``Storage`` (its own retrieval index is used).
     """
     from kairox_core.retrieval.index import WorkspaceRagIndex
+    from kairox_core.retrieval.rerank import reranker_for_profile
     from kairox_core.store.protocol import Storage
 
     r = config.retrieval
     name = profile or config.kairox.default_profile
+    reranker, top_n = reranker_for_profile(config, name)
     sources: list[RetrieverSource] = []
     try:
         if r.workspace_index:
@@ -72,4 +75,6 @@ def retriever_for_profile(
             if close is not None:
                 close()
         raise
-    return CompositeWorkspaceRetriever(sources, rrf_k=r.rrf_k)
+    return CompositeWorkspaceRetriever(
+        sources, rrf_k=r.rrf_k, reranker=reranker, rerank_top_n=top_n
+    )

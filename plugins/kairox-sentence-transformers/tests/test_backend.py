@@ -116,5 +116,27 @@ def test_plugin_import_is_light_and_kairox_plugins_lists_it() -> None:
     )
     infos = {info["distribution"]: info for info in json.loads(listed.stdout)}
     entry = infos["kairox-sentence-transformers"]
-    assert entry["registers"] == {"embedding_backends": ["sentence-transformers"]}
+    assert entry["registers"] == {
+        "embedding_backends": ["sentence-transformers"],
+        "rerankers": ["cross-encoder"],
+    }
     assert entry["error"] is None
+
+
+def test_openmp_threads_sleep_while_waiting_unless_told_otherwise() -> None:
+    """Spinning OpenMP threads made a query 40x slower on a shared machine (backend.py)."""
+    code = (
+        "import os, sys; from kairox_sentence_transformers.backend import "
+        "SentenceTransformerEmbedding as S; S(batch_size=1); "
+        "print(os.environ['OMP_WAIT_POLICY'], 'torch' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.split() == ["PASSIVE", "True"]
+    env["OMP_WAIT_POLICY"] = "ACTIVE"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.split() == ["ACTIVE", "True"]

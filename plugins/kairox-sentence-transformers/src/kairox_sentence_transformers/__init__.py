@@ -1,8 +1,9 @@
-"""Kairox embedding backend ``sentence-transformers``; torch loads only when it is used."""
+"""Kairox embedding backend ``sentence-transformers`` and reranker ``cross-encoder``;
+torch loads only when one is used."""
 
 from __future__ import annotations
 
-__all__ = ["SentenceTransformerEmbedding"]
+__all__ = ["CrossEncoderReranker", "SentenceTransformerEmbedding"]
 
 
 def __getattr__(name: str) -> object:  # lazy: importing the package must not load torch
@@ -10,4 +11,8 @@ def __getattr__(name: str) -> object:  # lazy: importing the package must not lo
         from kairox_sentence_transformers.backend import SentenceTransformerEmbedding
 
         return SentenceTransformerEmbedding
+    if name == "CrossEncoderReranker":
+        from kairox_sentence_transformers.reranker import CrossEncoderReranker
+
+        return CrossEncoderReranker
     raise AttributeError(name)

@@ -1,4 +1,5 @@
-"""Registers the embedding backend ``sentence-transformers``; torch loads in the factory."""
+"""Registers the embedding backend ``sentence-transformers`` and the reranker
+``cross-encoder``; torch loads in the factories."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from kairox_core.hookspecs import Register, hookimpl
 
 if TYPE_CHECKING:
     from kairox_sentence_transformers.backend import SentenceTransformerEmbedding
+    from kairox_sentence_transformers.reranker import CrossEncoderReranker
 
 
 def make_backend(**options: Any) -> SentenceTransformerEmbedding:
@@ -20,3 +22,15 @@ def make_backend(**options: Any) -> SentenceTransformerEmbedding:
 @hookimpl
 def kairox_register_embedding_backends(register: Register) -> None:
     register("sentence-transformers", make_backend)
+
+
+def make_reranker(**options: Any) -> CrossEncoderReranker:
+    """``[profiles.<name>] reranker_options`` -> a loaded cross-encoder (README: the keys)."""
+    from kairox_sentence_transformers.reranker import CrossEncoderReranker
+
+    return CrossEncoderReranker(**options)
+
+
+@hookimpl
+def kairox_register_rerankers(register: Register) -> None:
+    register("cross-encoder", make_reranker)
