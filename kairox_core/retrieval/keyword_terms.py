@@ -4,15 +4,16 @@ FTS5 reads the whole doclist of every term in a query and scores every row it
 matches, so a long prompt of common words over a long session cost ~60 ms at 10k
 turns. Yet its bm25 gives a term found in half the rows or more an idf of 1e-6
 (``idf <= 0`` is clamped): such a term barely changes a ranking and costs the most.
-So before a keyword query the index looks up each term's document frequency, drops
-the weightless terms (unless no other term is left: then it keeps the rarest one if
-it is in at most ``FALLBACK_ROWS`` rows, a cheap read) and keeps the ``MAX_TERMS``
-rarest of the rest, in the prompt's order. The cost of a keyword query is then bounded
-by how rare its words are, not by the length of the prompt or the session.
+So before a keyword query the index looks up each term's document frequency. A term
+in at most ``CHEAP_ROWS`` rows is always searched (its doclist is short: a small
+index's queries are unchanged); of the others, the weightless ones are dropped and
+the rarest are kept up to ``MAX_TERMS`` terms in all, in the prompt's order. A keyword
+query's cost is then bounded by how rare its words are, not by the length of the
+prompt or of the session.
 
 Frequencies are the ones bm25 itself uses: global to the FTS table, per stem (the
 table's own tokenizer stems a word through a small temporary FTS5 table). Counting a
-term reads its doclist too, so counts are cached per connection and counted again
+term reads its doclist too, so counts are cached (per index) and counted again
 once the table has grown by a quarter since (a word found nowhere is counted every
 time: it may be the one the last turn just added); a cached count can only be stale
 near the 50% line, where a term's idf is ~0 either side of it.
@@ -25,13 +26,13 @@ from collections.abc import Sequence
 from typing import Any
 
 MAX_TERMS = 16  # a long prompt's keyword query keeps its rarest terms
-FALLBACK_ROWS = 2048  # a prompt of weightless terms only: its rarest, if in at most this many
+CHEAP_ROWS = 2048  # a term in at most this many rows is always read (a short doclist)
 REFRESH_GROWTH = 1.25  # a cached count is stale once the table grew by this factor
-_CACHE_LIMIT = 50_000  # words (and stems) remembered per connection
+_CACHE_LIMIT = 50_000  # words (and stems) remembered
 
 
 class TermSelector:
-    """Chooses a query's keyword terms on one connection (holds its caches)."""
+    """Chooses the keyword terms of queries on one connection (and caches counts)."""
 
     def __init__(self, conn: Any, table: str, content: str, tokenize: str) -> None:
         self.conn = conn
@@ -56,16 +57,17 @@ class TermSelector:
         frequency: dict[str, int] = {}
         for term in terms:
             own = [counts.get(s, 0) for s in stems[term]]
-            # a word the tokenizer splits ("foo_bar") is a phrase: never weightless here
             frequency[term] = min(own) if own else 0
-        found = [t for t in terms if frequency[t] > 0]  # the others match no row at all
-        if not found:
-            return list(terms[:1])
-        weighty = [t for t in found if len(stems[t]) > 1 or 2 * frequency[t] < rows]
-        if not weighty:  # all weightless: the rarest still orders rows, if it reads cheaply
-            rarest = min(found, key=lambda t: frequency[t])
-            weighty = [rarest] if frequency[rarest] <= FALLBACK_ROWS else []
-        keep = set(sorted(weighty, key=lambda t: frequency[t])[:MAX_TERMS])
+        # a short doclist is cheap: always read, so a small index searches every word
+        cheap = [t for t in terms if frequency[t] <= CHEAP_ROWS]
+        # a word the tokenizer splits ("foo_bar") is a phrase: never weightless here
+        costly = [
+            t
+            for t in terms
+            if frequency[t] > CHEAP_ROWS and (len(stems[t]) > 1 or 2 * frequency[t] < rows)
+        ]
+        room = max(0, MAX_TERMS - len(cheap))
+        keep = set(cheap) | set(sorted(costly, key=lambda t: frequency[t])[:room])
         return [t for t in terms if t in keep]
 
     def _setup(self) -> None:
