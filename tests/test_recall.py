@@ -278,6 +278,7 @@ def test_turn_documents_and_spaces() -> None:
         "speaker": "user",
         "date": "2023-05-08",
         "turn_id": "t",
+        "redacted": True,
     }
     assert turn_document(UserMessageAdded(session_id="s1", turn_id="t", text="  ", seq=6)) is None
     assert recall_space("w", "s1") != recall_space("w", "s2") != "w"

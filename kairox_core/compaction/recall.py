@@ -12,8 +12,11 @@ construction (the ``session_id`` filter is applied as well). Each turn is embedd
 the turn before it as context (``DocumentInput.context``): "Yes, last May!" is found by
 the question it answers.
 
-Indexing is incremental and idempotent: before each search, ``catch_up`` indexes the
-events written since the last one it saw, whichever process wrote them, and at most
+Indexing is off the turn's critical path: ``after_turn`` indexes the finished turn in
+a worker thread while the caller goes on (the model's next reply hides it). It is
+incremental and idempotent: before each search, ``catch_up`` (waiting for that
+background work, one per session at a time) indexes the events written since the last
+one it saw, whichever process wrote them, and at most
 ``BACKLOG_STEP`` older ones, newest first, that were written before recall was on (a
 long session's first search would otherwise embed thousands of turns at once).
 The event store records the indexed stretch (``indexed_stretch``); a doc id per seq
@@ -28,6 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -50,11 +55,13 @@ from kairox_core.store.event_store import CONVERSATION_TYPES
 
 if TYPE_CHECKING:
     from kairox_core.facade import Kairox
-    from kairox_core.session import Session
+    from kairox_core.session import Session, TurnResult
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 CONTEXT_CHARS = 600  # the previous turn's tail embedded with a turn (the model reads ~256 tokens)
 BACKLOG_STEP = 128  # older turns indexed per catch-up, newest first
+BULK_STEP = 4096  # seqs read per slice by ``index_all`` (bounded memory at 100k turns)
 
 
 def recall_space(workspace_id: str, session_id: str) -> str:
@@ -93,6 +100,7 @@ def turn_document(event: Event, previous: Event | None = None) -> DocumentInput 
         "speaker": speaker,
         "date": turn_date(event),
         "turn_id": event.turn_id,
+        "redacted": True,  # the text below is redacted: no second pass when recalled
     }
     return DocumentInput(
         doc_id=f"turn:{event.session_id}:{event.seq}",
@@ -114,6 +122,8 @@ class Recall(Engine):
         self._backend: Any = None
         self._indexes: dict[str, WorkspaceRagIndex] = {}
         self._lock = threading.RLock()
+        self._session_locks: dict[str, threading.Lock] = {}
+        self._pending: set[asyncio.Task[int]] = set()
 
     async def before_assembly(
         self, session: Session, request: AssemblyRequest
@@ -125,9 +135,39 @@ class Recall(Engine):
         )
         return [Contribution(self.name, "recalled", label="recalled turns", hits=tuple(hits))]
 
+    async def after_turn(self, session: Session, result: TurnResult) -> None:
+        """Index the finished turn in the background, off the turn's critical path: the
+        caller gets ``complete()`` back at once, the model's next reply hides the work,
+        and the next search's ``catch_up`` waits for it (same session lock) and indexes
+        whatever is still missing, so every earlier turn is found, from any process."""
+        if not self.enabled:
+            return
+        task = asyncio.create_task(asyncio.to_thread(self._catch_up_quietly, session))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    def _catch_up_quietly(self, session: Session) -> int:
+        """``catch_up`` for the background: a failure is logged, never raised (nobody
+        awaits it; the next search's catch-up retries, indexing is idempotent)."""
+        try:
+            return self.catch_up(session)
+        except Exception:  # retried by the next search
+            log.warning("recall: background indexing failed; retried next turn", exc_info=True)
+            return 0
+
+    async def aclose(self) -> None:
+        """Wait for background indexing (the storage closes after the engines)."""
+        pending = [t for t in self._pending if t.get_loop() is asyncio.get_running_loop()]
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
     @property
     def enabled(self) -> bool:
         return bool(self.kx.config.compaction.recall)
+
+    def _session_lock(self, session_id: str) -> threading.Lock:
+        with self._lock:
+            return self._session_locks.setdefault(session_id, threading.Lock())
 
     # --- indexing ----------------------------------------------------------------------
 
@@ -160,7 +200,27 @@ class Recall(Engine):
     def catch_up(self, session: Session) -> int:
         """Index the turns written since the last call (all of them) and up to
         ``BACKLOG_STEP`` older ones not indexed yet (newest first); returns how many
-        documents were added or updated."""
+        documents were added or updated. One at a time per session (the background
+        indexing of the last turn and the next search's catch-up)."""
+        with self._session_lock(session.id):
+            return self._catch_up(session)
+
+    def index_all(self, session: Session) -> int:
+        """Index every turn of the session not indexed yet, in large batches, oldest
+        first: a bulk load (an import, a benchmark's session) instead of a backlog
+        spread over many searches. Returns how many documents were added or updated."""
+        with self._session_lock(session.id):
+            top = self.kx.events_store.last_seq(session.id)
+            changed = 0
+            for first in range(0, top + 1, BULK_STEP):
+                last = min(first + BULK_STEP - 1, top)
+                context = self.kx.events_store.conversation_seqs(session.id, first, 1)
+                changed += self._index_range(session, first, last, context, batch_size=512)
+            if top > 0:
+                self.kx.events_store.set_indexed_stretch(session.id, 0, top)
+            return changed
+
+    def _catch_up(self, session: Session) -> int:
         known = self.progress(session.id)
         changed = 0
         if known is None:
@@ -192,7 +252,15 @@ class Recall(Engine):
         step's worth and the one before it (the oldest turn's context)."""
         return self.kx.events_store.conversation_seqs(session_id, below, BACKLOG_STEP + 1)
 
-    def _index_range(self, session: Session, first: int, last: int, around: Sequence[int]) -> int:
+    def _index_range(
+        self,
+        session: Session,
+        first: int,
+        last: int,
+        around: Sequence[int],
+        *,
+        batch_size: int = 64,
+    ) -> int:
         """Index the conversation events in [first, last], each with the one before it
         as context (read from the highest of ``around`` below ``first``)."""
         before = [s for s in around if s < first]
@@ -210,13 +278,15 @@ class Recall(Engine):
                 if doc is not None:
                     docs.append(doc)
             previous = event
-        return sum(1 for s in self._add(session, docs) if s != "unchanged")
+        return sum(1 for s in self._add(session, docs, batch_size) if s != "unchanged")
 
-    def _add(self, session: Session, docs: list[DocumentInput]) -> list[str]:
+    def _add(self, session: Session, docs: list[DocumentInput], batch_size: int = 64) -> list[str]:
         if not docs:
             return []
         index = self.index(session)
-        return _rebuilt_if_needed(self.kx, index, lambda: index.add_documents(docs))
+        return _rebuilt_if_needed(
+            self.kx, index, lambda: index.add_documents(docs, batch_size=batch_size)
+        )
 
     # --- recalling ---------------------------------------------------------------------
 
@@ -243,9 +313,18 @@ class Recall(Engine):
             seq = turn_seq(hit)
             if hit.metadata.get("session_id") != session.id or seq is None:
                 continue
-            if before_seq is None or seq < before_seq:  # redact: indexed before redaction
-                hits.append(replace(hit, source=SOURCE, text=redact(hit.text)))
+            if before_seq is None or seq < before_seq:
+                # a turn indexed before redaction (no "redacted" mark) is redacted now
+                text = hit.text if hit.metadata.get("redacted") is True else _redacted(hit.text)
+                hits.append(replace(hit, source=SOURCE, text=text))
         return rerank_for_profile(cfg, session.profile, prompt, hits)
+
+
+@functools.lru_cache(maxsize=4096)
+def _redacted(text: str) -> str:
+    """``redact`` for a recalled turn, remembered: the same turns come back turn after
+    turn, and redaction (a dozen regexes) cost ~25 ms for 32 hits."""
+    return redact(text)
 
 
 def _rebuilt_if_needed(kx: Kairox, index: WorkspaceRagIndex, call: Callable[[], T]) -> T:

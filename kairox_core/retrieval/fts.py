@@ -8,6 +8,7 @@ the query is a plain OR of terms ranked by bm25.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 64
@@ -25,7 +26,11 @@ def query_terms(text: str, *, max_terms: int = MAX_TERMS) -> list[str]:
 
 def fts_match_expression(text: str, *, columns: list[str] | None = None) -> str | None:
     """A safe FTS5 MATCH expression (an OR of quoted terms); None when there is no word."""
-    terms = query_terms(text)
+    return terms_expression(query_terms(text), columns=columns)
+
+
+def terms_expression(terms: Sequence[str], *, columns: list[str] | None = None) -> str | None:
+    """The MATCH expression for ``terms`` (from ``query_terms``); None when empty."""
     if not terms:
         return None
     body = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

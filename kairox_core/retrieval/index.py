@@ -24,7 +24,8 @@ from typing import Any
 from kairox_core.errors import KairoxUserError
 from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit, RetrieverError
 from kairox_core.retrieval.chunking import Chunk, Chunker, content_hash
-from kairox_core.retrieval.fts import fts_match_expression
+from kairox_core.retrieval.fts import query_terms, terms_expression
+from kairox_core.retrieval.keyword_terms import TermSelector
 from kairox_core.store.connection import connect, transaction
 from kairox_core.store.database import lock_for
 from kairox_core.store.migrations import migrate
@@ -33,6 +34,7 @@ COMPONENT = "retrieval"
 SOURCE = "workspace"
 MODES = ("hybrid", "vector", "keyword")
 VEC_MAX_K = 4096  # sqlite-vec's limit on k
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"  # rag_fts's tokenizer (migrations)
 
 MIGRATIONS = [
     """
@@ -282,6 +284,7 @@ class WorkspaceRagIndex:
         self.candidates = candidates
         self.embed_calls = 0
         self.embedded_chunks = 0
+        self._term_selector: TermSelector | None = None
         # One lock per connection: the shared database's when the index is on it.
         self._lock = lock_for(self.conn) if not self._owns_conn else threading.RLock()
         migrate(self.conn, COMPONENT, MIGRATIONS)
@@ -791,7 +794,8 @@ class WorkspaceRagIndex:
     def _keyword(
         self, query: str, k: int, where: str, args: list[Any]
     ) -> list[tuple[int, int, float]]:
-        terms = fts_match_expression(query)
+        words = self._keyword_terms(query)
+        terms = terms_expression(words)
         if terms is None:
             return []
         # the workspace is a term in its own column (weight 0 in bm25): FTS5 intersects
@@ -805,7 +809,7 @@ class WorkspaceRagIndex:
             token = self.conn.execute(
                 "SELECT 'kxws' || lower(hex(?))", (self.workspace_id,)
             ).fetchone()[0]
-            cols = fts_match_expression(query, columns=["text", "heading"])
+            cols = terms_expression(words, columns=["text", "heading"])
             expr = f'{cols} AND ws_token : "{token}"'
         rank = "bm25(rag_fts, 1.0, 1.0, 0.0)"
         if where:  # other filters need the document row of every match
@@ -838,6 +842,13 @@ class WorkspaceRagIndex:
             return [(r[0], docs[r[0]], -float(r[1])) for r in rows]
 
         return self._collapse(fetch, k)
+
+    def _keyword_terms(self, query: str) -> list[str]:
+        """The query's terms worth a doclist read (keyword_terms.py: the weightless
+        ones dropped, the rarest ``MAX_TERMS`` kept); the counts are cached per index."""
+        if self._term_selector is None:
+            self._term_selector = TermSelector(self.conn, "rag_fts", "rag_chunks", FTS_TOKENIZE)
+        return self._term_selector.select(query_terms(query))
 
     def _vector(
         self, query: str, k: int, where: str, args: list[Any], push: tuple[str, list[Any]] | None

@@ -1,0 +1,141 @@
+"""Which words of a prompt the keyword search reads: the ones that can rank.
+
+FTS5 reads the whole doclist of every term in a query and scores every row it
+matches, so a long prompt of common words over a long session cost ~60 ms at 10k
+turns. Yet its bm25 gives a term found in half the rows or more an idf of 1e-6
+(``idf <= 0`` is clamped): such a term barely changes a ranking and costs the most.
+So before a keyword query the index looks up each term's document frequency. A term
+in at most ``CHEAP_ROWS`` rows is always searched (its doclist is short: a small
+index's queries are unchanged); of the others, the weightless ones are dropped and
+the rarest are kept up to ``MAX_TERMS`` terms in all, in the prompt's order. A keyword
+query's cost is then bounded by how rare its words are, not by the length of the
+prompt or of the session.
+
+Frequencies are the ones bm25 itself uses: global to the FTS table, per stem (the
+table's own tokenizer stems a word through a small temporary FTS5 table). Counting a
+term reads its doclist too, so counts are cached (per index) and counted again
+once the table has grown by a quarter since (a word found nowhere is counted every
+time: it may be the one the last turn just added); a cached count can only be stale
+near the 50% line, where a term's idf is ~0 either side of it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+MAX_TERMS = 16  # a long prompt's keyword query keeps its rarest terms
+CHEAP_ROWS = 2048  # a term in at most this many rows is always read (a short doclist)
+REFRESH_GROWTH = 1.25  # a cached count is stale once the table grew by this factor
+_CACHE_LIMIT = 50_000  # words (and stems) remembered
+
+
+class TermSelector:
+    """Chooses the keyword terms of queries on one connection (and caches counts)."""
+
+    def __init__(self, conn: Any, table: str, content: str, tokenize: str) -> None:
+        self.conn = conn
+        self.table = table
+        self.content = content
+        self.tokenize = tokenize
+        self._ready = False
+        self._stems: dict[str, tuple[str, ...]] = {}
+        self._counts: dict[str, tuple[int, int]] = {}  # stem -> (rows with it, rows then)
+        self._lock = threading.Lock()
+
+    def select(self, terms: Sequence[str]) -> list[str]:
+        """The terms worth reading (``terms`` from ``query_terms``), in their order."""
+        if len(terms) <= 1:
+            return list(terms)
+        with self._lock:
+            rows = self._rows()
+            if rows == 0:
+                return list(terms)
+            stems = self._stems_of(terms)
+            counts = self._counts_of({s for t in terms for s in stems[t]}, rows)
+        frequency: dict[str, int] = {}
+        for term in terms:
+            own = [counts.get(s, 0) for s in stems[term]]
+            frequency[term] = min(own) if own else 0
+        # a short doclist is cheap: always read, so a small index searches every word
+        cheap = [t for t in terms if frequency[t] <= CHEAP_ROWS]
+        # a word the tokenizer splits ("foo_bar") is a phrase: never weightless here
+        costly = [
+            t
+            for t in terms
+            if frequency[t] > CHEAP_ROWS and (len(stems[t]) > 1 or 2 * frequency[t] < rows)
+        ]
+        room = max(0, MAX_TERMS - len(cheap))
+        keep = set(cheap) | set(sorted(costly, key=lambda t: frequency[t])[:room])
+        return [t for t in terms if t in keep]
+
+    def _setup(self) -> None:
+        if self._ready:
+            return
+        self.conn.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.kx_query_words USING fts5("
+            f"word, tokenize='{self.tokenize}')"
+        )
+        self.conn.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.kx_query_stems "
+            "USING fts5vocab(temp, kx_query_words, 'instance')"
+        )
+        self.conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.kx_{self.table}_rows "
+            f"USING fts5vocab(main, {self.table}, 'row')"
+        )
+        self._ready = True
+
+    def _rows(self) -> int:
+        """An upper bound of the table's row count (its content's largest rowid)."""
+        row = self.conn.execute(f"SELECT max(rowid) FROM {self.content}").fetchone()
+        return int(row[0] or 0)
+
+    def _stems_of(self, terms: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        missing = [t for t in terms if t not in self._stems]
+        if missing:
+            self._setup()
+            if len(self._stems) > _CACHE_LIMIT:
+                self._stems.clear()
+            self.conn.execute("DELETE FROM temp.kx_query_words")
+            self.conn.executemany(
+                "INSERT INTO temp.kx_query_words(rowid, word) VALUES (?, ?)",
+                list(enumerate(missing, start=1)),
+            )
+            found: dict[int, list[str]] = {}
+            for doc, term in self.conn.execute(
+                "SELECT doc, term FROM temp.kx_query_stems ORDER BY doc, offset"
+            ):
+                found.setdefault(int(doc), []).append(str(term))
+            for i, word in enumerate(missing, start=1):
+                self._stems[word] = tuple(found.get(i, ()))
+        return {t: self._stems[t] for t in terms}
+
+    def _counts_of(self, stems: set[str], rows: int) -> dict[str, int]:
+        stale = [
+            s
+            for s in stems
+            # an absent word is counted again every time: it costs nothing and may be
+            # the one the last turn just added
+            if s not in self._counts
+            or self._counts[s][0] == 0
+            or rows > self._counts[s][1] * REFRESH_GROWTH
+        ]
+        if stale:
+            self._setup()
+            if len(self._counts) > _CACHE_LIMIT:
+                self._counts.clear()
+            fresh = dict.fromkeys(stale, 0)
+            marks = ",".join("?" * len(stale))
+            for term, doc in self.conn.execute(
+                f"SELECT term, doc FROM temp.kx_{self.table}_rows WHERE term IN ({marks})",
+                stale,
+            ):
+                fresh[str(term)] = int(doc)
+            for stem, count in fresh.items():
+                self._counts[stem] = (count, rows)
+        return {s: self._counts[s][0] for s in stems}
+
+
+__all__ = ["MAX_TERMS", "TermSelector"]

@@ -1,0 +1,153 @@
+"""A fast default turn (issue 18 item 3): recall indexes off the turn's critical path,
+a bulk load indexes a whole session, and the keyword query reads only the terms that
+can rank. Correctness only: speed is benchmarks/bench_context.py's job."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from kairox_core.compaction import recall as recall_module
+from kairox_core.compaction.recall import recall_of
+from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig, RetrievalSection
+from kairox_core.events import AssistantMessageCompleted, UserMessageAdded
+from kairox_core.facade import Kairox
+from kairox_core.retrieval import keyword_terms
+from kairox_core.retrieval.embeddings import HashingEmbedding
+from kairox_core.retrieval.fts import query_terms
+from kairox_core.retrieval.index import WorkspaceRagIndex
+
+
+def config(recall: bool = True) -> KairoxConfig:
+    return KairoxConfig(
+        profiles={
+            "default": ProfileConfig(
+                model="gpt-4o", encoding="o200k_base", context_window=4000, reserve=200
+            )
+        },
+        retrieval=RetrievalSection(backend="hashing"),
+        compaction=CompactionSection(enabled=False, recall=recall),
+    )
+
+
+def test_the_next_turn_finds_the_turn_indexed_in_the_background(tmp_path: Path) -> None:
+    """``complete()`` returns before its turn is indexed; the next search still finds
+    it (it waits for the background work or indexes the turn itself)."""
+
+    async def drive() -> tuple[list[str], tuple[int, int] | None, int]:
+        kx = Kairox.open(tmp_path / "kx.db", config())
+        session = kx.session()
+        recall = recall_of(kx)
+        turn = await session.begin_turn("The spare key is under the blue flowerpot.")
+        await turn.complete("Noted: blue flowerpot.")
+        pending = len(recall._pending)
+        hits = await asyncio.to_thread(recall.turns, session, "where is the flowerpot key?")
+        progress = recall.progress(session.id)
+        await kx.aclose()  # waits for background indexing before the storage closes
+        return [h.text for h in hits], progress, pending
+
+    texts, progress, pending = asyncio.run(drive())
+    assert pending <= 1
+    assert "The spare key is under the blue flowerpot." in texts
+    assert "Noted: blue flowerpot." in texts
+    assert progress is not None and progress[0] == 0
+
+
+def test_a_failed_background_index_is_retried_by_the_next_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Kairox.open(tmp_path / "kx.db", config()) as kx:
+        session = kx.session()
+        recall = recall_of(kx)
+        real = recall._catch_up
+        failing = {"on": False, "raised": 0}
+
+        def flaky(s: object) -> int:
+            if failing["on"]:
+                failing["on"] = False
+                failing["raised"] += 1
+                raise RuntimeError("disk hiccup")
+            return real(session)
+
+        monkeypatch.setattr(recall, "_catch_up", flaky)
+        turn = session.begin_turn_sync("The boat is called Marlinspike.")
+        failing["on"] = True
+        turn.complete_sync("A fine name.")  # its background indexing fails, quietly
+        deadline = time.monotonic() + 10
+        while recall._pending and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert failing["raised"] == 1
+        hits = recall.turns(session, "what is the boat called?")
+        assert any("Marlinspike" in h.text for h in hits)
+
+
+def test_index_all_indexes_a_bulk_loaded_session_in_one_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recall_module, "BULK_STEP", 7)  # several slices, context across them
+    db = tmp_path / "kx.db"
+    with Kairox.open(db, config(recall=False)) as kx:
+        sid = kx.session().id
+        events = []
+        for i in range(20):
+            events.append(UserMessageAdded(session_id=sid, turn_id=f"t{i}", text=f"question {i}"))
+            events.append(
+                AssistantMessageCompleted(session_id=sid, turn_id=f"t{i}", text=f"answer {i}")
+            )
+        kx.events_store.append_many(events)
+    with Kairox.open(db, config()) as kx:
+        session = kx.session(session_id=sid)
+        recall = recall_of(kx)
+        assert recall.index_all(session) == 40
+        assert recall.progress(sid) == (0, kx.events_store.last_seq(sid))
+        assert recall.catch_up(session) == 0  # nothing left for the next search
+        docs = recall.index(session).documents()
+        assert len(docs) == 40
+        # every turn but the first is embedded with the one before it, across slices
+        rows = recall.index(session).conn.execute(
+            "SELECT count(*) FROM rag_chunks WHERE workspace_id = ? AND context != ''",
+            (recall.index(session).workspace_id,),
+        )
+        assert rows.fetchone()[0] == 39
+
+
+@pytest.fixture
+def common_index(tmp_path: Path) -> WorkspaceRagIndex:
+    index = WorkspaceRagIndex(tmp_path / "kx.db", "ws", HashingEmbedding(32))
+    docs = [(f"d{i}", f"the project meeting notes number {i}") for i in range(40)]
+    docs.append(("rare", "the walrus project"))
+    for doc_id, text in docs:
+        index.add_text(doc_id, text)
+    return index
+
+
+def test_a_small_index_searches_every_word(common_index: WorkspaceRagIndex) -> None:
+    words = query_terms("the walrus project meeting notes")
+    assert common_index._keyword_terms("the walrus project meeting notes") == words
+
+
+def test_weightless_long_doclists_are_skipped_rare_words_kept(
+    common_index: WorkspaceRagIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(keyword_terms, "CHEAP_ROWS", 5)  # every doclist here is "long"
+    # "the" and "project" are in every row (weightless), "walrus" in one, "zebra" in none
+    assert common_index._keyword_terms("the walrus project zebra") == ["walrus", "zebra"]
+    hits = common_index.search("the walrus project", 3, "keyword")
+    assert hits[0].doc_id == "rare"
+    # a word counted when absent is counted again: the next document may bring it
+    common_index.add_text("z", "a zebra crossing")
+    assert common_index.search("the zebra project", 1, "keyword")[0].doc_id == "z"
+
+
+def test_a_long_prompt_keeps_its_rarest_terms(
+    common_index: WorkspaceRagIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(keyword_terms, "CHEAP_ROWS", 0)
+    monkeypatch.setattr(keyword_terms, "MAX_TERMS", 2)
+    for i in range(3):
+        common_index.add_text(f"x{i}", "kiwi kiwi" if i else "kiwi mango papaya")
+    # rows: 44; mango and papaya in 1, kiwi in 3, meeting in 40 (weightless)
+    assert common_index._keyword_terms("kiwi meeting mango papaya") == ["mango", "papaya"]
