@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "kairox_core.cli.compaction_cmd",
     "kairox_core.cli.longterm_cmd",
     "kairox_core.cli.pack_cmd",
+    "kairox_core.cli.mcp_cmd",
 )
 
 

@@ -110,7 +110,10 @@ class McpServer:
             raise
         except BaseException as exc:  # the SDK raises exception groups
             if self.error is None:
-                self.error = f"{_describe(exc)}{self._stderr_tail()}"
+                cause = _describe(exc)
+                if "Connection closed" in cause and not self._ready.is_set():
+                    cause = "the server closed the connection while starting (did it exit?)"
+                self.error = f"{cause}{self._stderr_tail()}"
         finally:
             self._session = None
             self._ready.set()
