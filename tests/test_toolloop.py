@@ -184,3 +184,31 @@ async def test_plain_chat_shows_one_line_per_call_and_result(
     assert any(line.startswith("kairox: -> 42 (2 chars") for line in lines)
     assert "kairox: mcp server x unavailable: gone" in lines
     await chat.close()
+
+
+async def test_tui_shows_tool_lines_above_the_answer(
+    tmp_path: Path, kairox_home: Path, server: FakeOpenAIServer
+) -> None:
+    from textual.widgets import Input
+
+    from kairox_core.chat.app import ChatApp
+    from kairox_core.chat.widgets import ChatMessage
+
+    server.script(Action(tool_calls=(("add", '{"a": 1, "b": 2}'),)))
+    chat = engine(tmp_path, server, Box(ADD))
+    app = ChatApp(chat)
+    async with app.run_test(size=(120, 40)) as pilot:
+        prompt = app.query_one("#prompt", Input)
+        prompt.focus()
+        prompt.value = "one plus two"
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        messages = [(m.role, m.text) for m in app.query(ChatMessage)]
+        roles = [r for r, _ in messages]
+        tool_text = next(t for r, t in messages if r == "tool")
+        assert tool_text.splitlines()[0] == 'tool add({"a": 1, "b": 2})'
+        assert tool_text.splitlines()[1].startswith("-> 3 (1 chars")
+        assert roles.index("tool") < roles.index("assistant")
+        assert ("assistant", "Answer using: 3") in messages
+    await chat.close()

@@ -163,7 +163,9 @@ class ChatApp(App[str]):
             self.chat.scroll_end(animate=False)
 
         def on_tool(step: ToolStep) -> None:  # one line for the call, one for its result
-            self.note(f"{step.call_line()}\n{step.result_line()}", "tool")
+            line = ChatMessage("tool", f"{step.call_line()}\n{step.result_line()}")
+            self.chat.mount(line, before=answer)  # above the answer they lead to
+            self.chat.scroll_end(animate=False)
 
         try:
             outcome = await self.engine.run_turn(prompt, on_text, on_tool)

@@ -59,6 +59,7 @@ class McpServer:
         self._stop = asyncio.Event()
         self._errlog: TextIO | None = None
         self._started = False
+        self._cancelling = False
 
     @property
     def id(self) -> str:
@@ -87,7 +88,7 @@ class McpServer:
                 f"did not answer within {self.config.timeout:g} s "
                 f"([mcp_servers.{self.id}] timeout){self._stderr_tail()}"
             )
-            await self.aclose()
+            self._cancel()  # the SDK stops the process in the background; aclose waits
         except KairoxError as exc:
             self.error = str(exc)
         self.started_ms = (time.perf_counter() - begun) * 1000
@@ -213,17 +214,28 @@ class McpServer:
             return ""
         return f"; stderr: {text[-STDERR_TAIL:]}" if text else ""
 
+    def _cancel(self, task: asyncio.Task[None] | None = None) -> None:
+        task = task or self._task
+        if task is not None and not self._cancelling:
+            self._cancelling = True
+            task.cancel()
+
     async def aclose(self) -> None:
         """Stop the server (closing stdio ends it; the SDK terminates one that lingers)."""
         self._stop.set()
         task, self._task = self._task, None
         if task is not None and not task.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(task), STOP_WAIT)
-            except (TimeoutError, Exception):
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await asyncio.wait_for(task, STOP_WAIT)
+            # A server still starting (hung) is cancelled at once; a running one first
+            # gets its stdin closed. One cancel only: a second would interrupt the SDK
+            # while it terminates the process, leaving the process behind.
+            if self._session is None:
+                self._cancel(task)
+            done, _ = await asyncio.wait({task}, timeout=STOP_WAIT)
+            if not done:
+                self._cancel(task)
+                await asyncio.wait({task}, timeout=STOP_WAIT)
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: never "exception was never retrieved"
         if self._errlog is not None:
             with contextlib.suppress(OSError):
                 self._errlog.close()
