@@ -158,3 +158,29 @@ async def test_broken_servers_are_trace_notes_and_the_turn_completes(
     trace_notes = outcome.trace.layers["tools"].notes
     assert any("mcp:stub" in n for n in trace_notes) and any("mute" in n for n in trace_notes)
     assert len([e for e in events if isinstance(e, ToolInvocationCompleted)]) == 2
+
+
+async def test_a_profile_switch_swaps_the_servers(
+    tmp_path: Path, kairox_home: Path, model: FakeOpenAIServer
+) -> None:
+    config = parse_config(
+        {
+            "profiles": {"a": {}, "b": {}},
+            "kairox": {"default_profile": "a"},
+            "mcp_servers": {"stub": {**stdio(mcp_servers.stub()), "profiles": ["b"]}},
+        }
+    )
+    provider = create(
+        ProviderConfig(id="fake", kind="openai", model="fake-model", base_url=model.base_url)
+    )
+    chat = ChatEngine.open(config, tmp_path / "k.db", provider=provider)
+    try:
+        assert chat.toolbox is None
+        await chat.run_turn("hi", lambda _: None)
+        assert "tools" not in model.requests[-1].body
+        await chat.session.switch_profile("b")
+        await chat.run_turn("hi again", lambda _: None)
+        offered = {t["function"]["name"] for t in model.requests[-1].body["tools"]}
+        assert offered == {"stub__echo", "stub__big", "stub__sleep"}
+    finally:
+        await chat.close()

@@ -90,6 +90,8 @@ class ChatEngine:
         self.provider_note = provider_note
         # offers tools to the model: ``await toolbox.tools() -> (tools, notes)``, ``aclose()``
         self.toolbox = toolbox
+        self._toolbox_profile = session.profile
+        self._own_toolbox = False  # True: built from [mcp_servers] for the session's profile
 
     @classmethod
     def open(
@@ -122,7 +124,20 @@ class ChatEngine:
             from kairox_core.mcp.client import McpToolbox  # the SDK loads on the first turn
 
             toolbox = McpToolbox.for_profile(config, profile_name)
-        return cls(kx, session, config, provider=provider, provider_note=note, toolbox=toolbox)
+        engine = cls(kx, session, config, provider=provider, provider_note=note, toolbox=toolbox)
+        engine._own_toolbox = True
+        return engine
+
+    async def _switch_toolbox(self) -> None:
+        """Stop the old profile's MCP servers; the new profile's start on first use."""
+        if self.toolbox is not None:
+            await self.toolbox.aclose()
+        self.toolbox = None
+        self._toolbox_profile = self.profile
+        if self.config.mcp_servers_for(self.profile):
+            from kairox_core.mcp.client import McpToolbox
+
+            self.toolbox = McpToolbox.for_profile(self.config, self.profile)
 
     # --- facts the front ends show ----------------------------------------------------
 
@@ -186,6 +201,8 @@ class ChatEngine:
 
     async def _tools(self) -> tuple[list[Tool], list[str]]:
         """The toolbox's tools; a toolbox that cannot work is a note, never a failed turn."""
+        if self._toolbox_profile != self.profile and self._own_toolbox:
+            await self._switch_toolbox()  # /profile: the new profile's servers
         if self.toolbox is None:
             return [], []
         try:
