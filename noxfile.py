@@ -84,7 +84,7 @@ def tests(session: nox.Session) -> None:
     env = {"HF_HUB_OFFLINE": "1"}
     npm = shutil.which("npm")
     if npm:  # without npm the server-memory tests skip, saying why
-        npm_dir = Path(session.create_tmp()) / "npm"
+        npm_dir = Path(session.create_tmp()).resolve() / "npm"
         npm_dir.mkdir(exist_ok=True)
         entry = npm_dir / "node_modules" / MCP_NPM_PACKAGES[0] / "dist" / "index.js"
         if not entry.exists():

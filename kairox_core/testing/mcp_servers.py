@@ -26,7 +26,7 @@ def node_missing() -> str | None:
 
 def server_memory_command(folder: Path) -> list[str]:
     """``[node, .../dist/index.js]`` of server-memory, installing it when needed."""
-    base = Path(os.environ.get("KAIROX_MCP_NPM_DIR") or folder)
+    base = Path(os.environ.get("KAIROX_MCP_NPM_DIR") or folder).resolve()
     entry = base / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
     if not entry.exists():
         base.mkdir(parents=True, exist_ok=True)
