@@ -81,6 +81,20 @@ class ToolStep:
     ms: float
     truncated: bool = False
 
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready, for an HTTP front end."""
+        return {
+            "round": self.round,
+            "call_id": self.call_id,
+            "name": self.name,
+            "arguments": self.arguments,
+            "result": self.result,
+            "source": self.source,
+            "ok": self.ok,
+            "ms": round(self.ms, 1),
+            "truncated": self.truncated,
+        }
+
     def call_line(self, width: int = 100) -> str:
         return _one_line(f"tool {self.name}({self.arguments})", width)
 

@@ -212,3 +212,26 @@ async def test_tui_shows_tool_lines_above_the_answer(
         assert roles.index("tool") < roles.index("assistant")
         assert ("assistant", "Answer using: 3") in messages
     await chat.close()
+
+
+async def test_results_that_overflow_the_budget_end_the_loop_with_a_clear_error(
+    tmp_path: Path, kairox_home: Path, server: FakeOpenAIServer
+) -> None:
+    async def flood(args: dict[str, Any]) -> str:
+        return "word " * 3000
+
+    server.script(Action(tool_calls=(("flood", "{}"),)))
+    config = parse_config({"profiles": {"default": {"context_window": 2048, "reserve": 512}}})
+    provider = create(
+        ProviderConfig(id="fake", kind="openai", model="fake-model", base_url=server.base_url)
+    )
+    chat = ChatEngine.open(config, tmp_path / "k.db", provider=provider)
+    chat.toolbox = Box(Tool("flood", "", {}, flood))
+    outcome = await chat.run_turn("flood me", lambda _: None)
+    assert outcome.error and "no longer fit the context" in outcome.error
+    assert len(server.requests) == 1  # nothing over budget was sent
+    assert outcome.tool_steps[0].as_dict()["ok"] is True
+    assert not chat.session.busy
+    events = chat.kx.events(chat.session_id)
+    assert any(isinstance(e, AssistantMessageCompleted) for e in events)
+    await chat.close()
