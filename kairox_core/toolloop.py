@@ -18,6 +18,7 @@ model a short error or a cut result, and the trace a note: the turn always goes 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import json
 import time
@@ -80,6 +81,8 @@ class ToolStep:
     ok: bool
     ms: float
     truncated: bool = False
+    tokens: int = 0  # what the call and its result cost in the context
+    seq: int | None = None  # the ToolInvocationCompleted event
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, for an HTTP front end."""
@@ -93,6 +96,8 @@ class ToolStep:
             "ok": self.ok,
             "ms": round(self.ms, 1),
             "truncated": self.truncated,
+            "tokens": self.tokens,
+            "seq": self.seq,
         }
 
     def call_line(self, width: int = 100) -> str:
@@ -185,7 +190,8 @@ async def run_model_turn(
         out.rounds += 1
         for call in calls:
             step = await _run_call(call, by_name, out.rounds, timeout, max_result_chars)
-            turn.add_tool_result(call.id, call.name, call.arguments, step.result)
+            stored = turn.add_tool_result(call.id, call.name, call.arguments, step.result)
+            step = dataclasses.replace(step, tokens=stored.tokens or 0, seq=stored.seq)
             out.steps.append(step)
             if not step.ok:
                 out.notes.append(f"tool {call.name} ({step.source}) failed: {step.result}")
@@ -245,7 +251,12 @@ def _annotate(turn: Turn, out: ToolLoopResult, offered: Sequence[Tool]) -> None:
         return
     layer = trace.layers.setdefault(TRACE_LAYER, LayerTrace(TRACE_LAYER))
     layer.included = [
-        TraceItem(s.call_id, _one_line(f"{s.name}: {s.result}", 80), 0, source=s.source)
+        TraceItem(
+            f"seq {s.seq}" if s.seq else s.call_id,
+            _one_line(f"{s.name}: {s.result}", 80),
+            s.tokens,
+            source=s.source,
+        )
         for s in out.steps
     ]
     sources = sorted({t.source for t in offered})

@@ -90,6 +90,7 @@ async def test_streamed_tool_calls_run_and_the_model_answers_with_the_results(
     assert [e.text for e in events if isinstance(e, AssistantMessageCompleted)] == [outcome.text]
     layer = outcome.trace.layers["tools"]
     assert [i.source for i in layer.included] == ["test", "test"]
+    assert all(i.tokens > 0 and i.id.startswith("seq ") for i in layer.included)
     await chat.close()
     assert chat.toolbox.closed
 
