@@ -12,6 +12,7 @@ Not run by default: ``bench`` (benchmarks) and ``fuzz`` (atheris over the marker
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import nox
@@ -75,10 +76,33 @@ def typecheck(session: nox.Session) -> None:
     session.run("mypy", "--strict", *[_plugin_package(p) for p in PLUGINS])
 
 
+# The real MCP memory server the client tests drive (npm; node and npm from the system).
+MCP_NPM_PACKAGES = ("@modelcontextprotocol/server-memory",)
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    session.install("-e", ".[test]")
-    session.run("pytest", "-q", *session.posargs, env={"HF_HUB_OFFLINE": "1"})
+    session.install("-e", ".[test]")  # [test] includes the [mcp] extra (the MCP SDK)
+    env = {"HF_HUB_OFFLINE": "1"}
+    npm = shutil.which("npm")
+    if npm:  # without npm the server-memory tests skip, saying why
+        npm_dir = Path(session.create_tmp()).resolve() / "npm"
+        npm_dir.mkdir(exist_ok=True)
+        entry = npm_dir / "node_modules" / MCP_NPM_PACKAGES[0] / "dist" / "index.js"
+        if not entry.exists():
+            session.run(
+                npm,
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--silent",
+                "--prefix",
+                str(npm_dir),
+                *MCP_NPM_PACKAGES,
+                external=True,
+            )
+        env["KAIROX_MCP_NPM_DIR"] = str(npm_dir)
+    session.run("pytest", "-q", *session.posargs, env=env)
 
 
 def _plugin_session(name: str) -> None:

@@ -359,6 +359,58 @@ class PacksSection(_Strict):
         return base / "packs"
 
 
+class ToolsSection(_Strict):
+    """``[tools]``: the tool loop of a turn (kairox_core/toolloop.py)."""
+
+    max_rounds: int = Field(8, ge=0)  # model calls that may run tools, per turn
+    max_result_chars: int = Field(16_000, gt=0)  # a longer result is cut (it is mandatory)
+    timeout: float = Field(30.0, gt=0)  # seconds one tool call may take
+
+
+class McpServerConfig(_Strict):
+    """``[mcp_servers.<id>]``: an MCP server whose tools the model may call; ``command``
+    (stdio) or ``url`` (streamable HTTP)."""
+
+    id: str = ""
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)  # values may be "$env:NAME"
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)  # values may be "$env:NAME"
+    enabled: bool = True
+    profiles: tuple[str, ...] = ()  # empty: every profile sees it
+    tools: tuple[str, ...] | None = None  # an allow-list of the server's tool names
+    timeout: float = Field(30.0, gt=0)  # seconds to start, and for each call
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(
+                f"mcp_servers.{self.id} needs exactly one of 'command' (a program run over "
+                f"stdio) or 'url' (streamable HTTP, e.g. 'http://127.0.0.1:8000/mcp')"
+            )
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise _key_error("url", "must start with http:// or https://")
+        if "__" in self.id:
+            raise ValueError(f"mcp_servers.{self.id}: an id may not contain '__' (tool names)")
+        return self
+
+    def resolved_env(self) -> dict[str, str]:
+        """``env`` with ``$env:NAME`` values read now (at start, never stored)."""
+        return _resolve_all(self.env, f"mcp_servers.{self.id}.env")
+
+    def resolved_headers(self) -> dict[str, str]:
+        return _resolve_all(self.headers, f"mcp_servers.{self.id}.headers")
+
+
+def _resolve_all(values: Mapping[str, str], where: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, value in values.items():
+        secret = resolve_secret(value, where=f"{where}.{name}")
+        out[name] = secret.get_secret_value() if secret is not None else ""
+    return out
+
+
 class KairoxConfig(_Strict):
     """The whole configuration."""
 
@@ -371,6 +423,8 @@ class KairoxConfig(_Strict):
     compaction: CompactionSection = Field(default_factory=CompactionSection)
     longterm: LongTermSection = Field(default_factory=LongTermSection)
     packs: PacksSection = Field(default_factory=PacksSection)
+    tools: ToolsSection = Field(default_factory=ToolsSection)
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
 
     source: str | None = Field(default=None, exclude=True)
 
@@ -378,7 +432,7 @@ class KairoxConfig(_Strict):
     @classmethod
     def _fill_ids(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            for section in ("knowledge_bases", "providers"):
+            for section in ("knowledge_bases", "providers", "mcp_servers"):
                 entries = data.get(section)
                 if isinstance(entries, dict):
                     data[section] = {
@@ -440,6 +494,13 @@ class KairoxConfig(_Strict):
                         f"knowledge_bases.{kb_id}.profiles names '{label}', which is not a "
                         f"profile or alias"
                     )
+        for server_id, server in self.mcp_servers.items():
+            for label in server.profiles:
+                if label not in owners:
+                    raise ValueError(
+                        f"mcp_servers.{server_id}.profiles names '{label}', which is not a "
+                        f"profile or alias"
+                    )
         return self
 
     # --- lookups -----------------------------------------------------------------
@@ -472,6 +533,16 @@ class KairoxConfig(_Strict):
             kb
             for _, kb in sorted(self.knowledge_bases.items())
             if kb.enabled and (not kb.profiles or labels.intersection(kb.profiles))
+        ]
+
+    def mcp_servers_for(self, profile: str) -> list[McpServerConfig]:
+        """Enabled MCP servers the profile (or one of its aliases) sees, in id order."""
+        pname, prof = self.resolve_profile(profile)
+        labels = {pname, *prof.aliases}
+        return [
+            server
+            for _, server in sorted(self.mcp_servers.items())
+            if server.enabled and (not server.profiles or labels.intersection(server.profiles))
         ]
 
     def database_path(self) -> Path:

@@ -44,6 +44,8 @@ def test_every_config_key_is_documented() -> None:
         "compaction": config.CompactionSection,
         "longterm": config.LongTermSection,
         "packs": config.PacksSection,
+        "tools": config.ToolsSection,
+        "mcp_servers.<id>": config.McpServerConfig,
     }
     missing = [
         f"{prefix}.{field}"

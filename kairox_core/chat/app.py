@@ -26,6 +26,7 @@ from kairox_core.chat.slash import (
 from kairox_core.chat.widgets import ChatMessage, MemoryCard, render_trace
 from kairox_core.errors import KairoxError
 from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted, UserMessageAdded
+from kairox_core.toolloop import ToolStep
 
 KEYS_HELP = """\
 Keys:
@@ -161,8 +162,13 @@ class ChatApp(App[str]):
             answer.append(delta)
             self.chat.scroll_end(animate=False)
 
+        def on_tool(step: ToolStep) -> None:  # one line for the call, one for its result
+            line = ChatMessage("tool", f"{step.call_line()}\n{step.result_line()}")
+            self.chat.mount(line, before=answer)  # above the answer they lead to
+            self.chat.scroll_end(animate=False)
+
         try:
-            outcome = await self.engine.run_turn(prompt, on_text)
+            outcome = await self.engine.run_turn(prompt, on_text, on_tool)
         except KairoxError as exc:  # the budget guard, a provider that cannot start...
             answer.remove()
             self.note(str(exc), "error")
@@ -178,6 +184,12 @@ class ChatApp(App[str]):
             self.trace_panel.add_trace(self.turns, outcome.trace)
         if outcome.error:
             self.note(outcome.error, "error")
+        for step in outcome.tool_steps:
+            self.trace_panel.add_line(
+                f"{step.source}: {step.call_line(80)}", "cyan" if step.ok else "red"
+            )
+        for line in outcome.tool_notes:
+            self.trace_panel.add_line(line, "yellow")
         for bad in outcome.invalid:
             self.trace_panel.add_line(
                 f"invalid marker ignored: {getattr(bad, 'reason', bad)}", "yellow"

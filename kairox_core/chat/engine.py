@@ -29,6 +29,7 @@ from kairox_core.events import (
 from kairox_core.prompt import front_end_system_prompt
 from kairox_core.providers.base import ModelProvider
 from kairox_core.providers.resolve import build_provider, choose_provider
+from kairox_core.toolloop import Tool, ToolStep, run_model_turn
 
 COMPACTION_EVENTS = (
     ContextCompactionStarted,
@@ -51,6 +52,8 @@ class TurnOutcome:
     compaction: list[Event] = field(default_factory=list)
     error: str | None = None
     acknowledgement: str = ""  # shown when the reply was memory tags and nothing else
+    tool_steps: list[ToolStep] = field(default_factory=list)  # tool calls and results
+    tool_notes: list[str] = field(default_factory=list)  # servers down, bounds reached
 
 
 def acknowledgement(outcome: TurnOutcome) -> str:
@@ -78,12 +81,17 @@ class ChatEngine:
         *,
         provider: ModelProvider,
         provider_note: str,
+        toolbox: Any = None,
     ) -> None:
         self.kx = kx
         self.session = session
         self.config = config
         self.provider = provider
         self.provider_note = provider_note
+        # offers tools to the model: ``await toolbox.tools() -> (tools, notes)``, ``aclose()``
+        self.toolbox = toolbox
+        self._toolbox_profile = session.profile
+        self._own_toolbox = False  # True: built from [mcp_servers] for the session's profile
 
     @classmethod
     def open(
@@ -111,7 +119,25 @@ class ChatEngine:
             session_id=session_id,
             system_prompt=front_end_system_prompt(config),  # as `kairox context` shows it
         )
-        return cls(kx, session, config, provider=provider, provider_note=note)
+        toolbox = None
+        if config.mcp_servers_for(profile_name):
+            from kairox_core.mcp.client import McpToolbox  # the SDK loads on the first turn
+
+            toolbox = McpToolbox.for_profile(config, profile_name)
+        engine = cls(kx, session, config, provider=provider, provider_note=note, toolbox=toolbox)
+        engine._own_toolbox = True
+        return engine
+
+    async def _switch_toolbox(self) -> None:
+        """Stop the old profile's MCP servers; the new profile's start on first use."""
+        if self.toolbox is not None:
+            await self.toolbox.aclose()
+        self.toolbox = None
+        self._toolbox_profile = self.profile
+        if self.config.mcp_servers_for(self.profile):
+            from kairox_core.mcp.client import McpToolbox
+
+            self.toolbox = McpToolbox.for_profile(self.config, self.profile)
 
     # --- facts the front ends show ----------------------------------------------------
 
@@ -132,34 +158,38 @@ class ChatEngine:
 
     # --- a turn ----------------------------------------------------------------------------
 
-    async def run_turn(self, prompt: str, on_text: Callable[[str], None]) -> TurnOutcome:
+    async def run_turn(
+        self,
+        prompt: str,
+        on_text: Callable[[str], None],
+        on_tool: Callable[[ToolStep], None] | None = None,
+    ) -> TurnOutcome:
         outcome = TurnOutcome(prompt=prompt)
+        tools, notes = await self._tools()
         turn = await self.session.begin_turn(prompt)  # ContextBudgetExceeded: nothing sent
-        outcome.trace = turn.trace
         _, profile = self.config.resolve_profile(self.profile)
-        fed = False
-        usage: dict[str, int] | None = None
+        limits = self.config.tools
         async with turn:  # cancelled (Ctrl-C, app closed): the turn aborts, the session is free
-            try:
-                async for chunk in self.provider.stream(turn.messages, max_tokens=profile.reserve):
-                    if chunk.usage is not None:  # a local count says so (kairox usage)
-                        usage = chunk.usage.as_dict() | (
-                            {"estimated": 1} if chunk.usage.estimated else {}
-                        )
-                    if chunk.text:
-                        fed = True
-                        visible = turn.feed(chunk.text)
-                        if visible:
-                            on_text(visible)
-            except KairoxError as exc:
-                outcome.error = str(exc)
-            except Exception as exc:  # a provider bug must not lose the turn's record
-                outcome.error = f"model call failed: {type(exc).__name__}: {exc}"
-            if outcome.error and not fed:
+            loop = await run_model_turn(
+                turn,
+                self.provider,
+                tools=tools,
+                max_rounds=limits.max_rounds,
+                max_result_chars=limits.max_result_chars,
+                timeout=limits.timeout,
+                max_tokens=profile.reserve,
+                on_text=on_text,
+                on_tool=on_tool,
+                notes=notes,
+            )
+            outcome.trace = turn.trace
+            outcome.tool_steps, outcome.tool_notes = loop.steps, loop.notes
+            outcome.error = loop.error
+            if loop.error and not loop.fed and not loop.steps:
                 await turn.abort()  # the prompt stays in the audit; no empty reply recorded
                 return outcome
             result = await turn.complete(
-                model=self.provider.model, provider=self.provider.name, usage=usage
+                model=self.provider.model, provider=self.provider.name, usage=loop.usage
             )
         outcome.text = result.text
         outcome.invalid = list(result.invalid)
@@ -168,6 +198,18 @@ class ChatEngine:
         if outcome.acknowledgement:
             on_text(outcome.acknowledgement)
         return outcome
+
+    async def _tools(self) -> tuple[list[Tool], list[str]]:
+        """The toolbox's tools; a toolbox that cannot work is a note, never a failed turn."""
+        if self._toolbox_profile != self.profile and self._own_toolbox:
+            await self._switch_toolbox()  # /profile: the new profile's servers
+        if self.toolbox is None:
+            return [], []
+        try:
+            tools, notes = await self.toolbox.tools()
+        except KairoxError as exc:
+            return [], [f"tools unavailable: {exc}"]
+        return list(tools), list(notes)
 
     def _collect_turn_events(self, turn_id: str, first_seq: int, outcome: TurnOutcome) -> None:
         for event in self.kx.events_store.read(self.session_id, first_seq=first_seq):
@@ -190,6 +232,8 @@ class ChatEngine:
         return self.kx.approvals.reject(proposal_id, reason=reason)
 
     async def close(self) -> None:
+        if self.toolbox is not None:
+            await self.toolbox.aclose()  # stops the MCP servers
         await self.provider.close()
         await self.kx.aclose()
 

@@ -23,6 +23,7 @@ from kairox_core.chat.slash import (
     parse_slash,
 )
 from kairox_core.errors import KairoxError
+from kairox_core.toolloop import ToolStep
 
 
 def valid_text(line: str) -> tuple[str, bool]:
@@ -94,7 +95,11 @@ class PlainChat:
             self.stdout.write(text)
             self.stdout.flush()
 
-        outcome = await self.engine.run_turn(prompt, show)
+        def tool(step: ToolStep) -> None:  # on stderr: stdout carries only answers
+            self.say(step.call_line())
+            self.say(step.result_line())
+
+        outcome = await self.engine.run_turn(prompt, show, tool)
         self.stdout.write("\n")
         self.stdout.flush()
         self.report(outcome)
@@ -103,6 +108,8 @@ class PlainChat:
         if outcome.error:
             self.failures += 1
             self.say(f"error: {outcome.error}")
+        for line in outcome.tool_notes:
+            self.say(line)
         for bad in outcome.invalid:
             self.say(f"invalid memory marker ignored: {getattr(bad, 'reason', bad)}")
         for accepted in outcome.accepted:

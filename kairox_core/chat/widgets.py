@@ -27,6 +27,7 @@ class ChatMessage(Static):
     ChatMessage.assistant { color: $text; }
     ChatMessage.error { color: $error; }
     ChatMessage.note { color: $text-muted; }
+    ChatMessage.tool { color: $text-muted; margin: 0; }
     """
 
     def __init__(self, role: str, text: str = "", **kwargs: Any) -> None:

@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "kairox_core.cli.pack_cmd",
     "kairox_core.cli.usage_cmd",
     "kairox_core.cli.serve_cmd",
+    "kairox_core.cli.mcp_cmd",
 )
 
 

@@ -327,6 +327,40 @@ class ApprovalService:
 
     # --- a person's own changes --------------------------------------------------------------
 
+    def propose_external(
+        self,
+        scope: MemoryScope | str,
+        key: str,
+        body: str,
+        *,
+        workspace_id: str | None = None,
+        source: str = "mcp",
+    ) -> Proposal | None:
+        """A memory proposed from outside a session (an MCP client): it waits for a
+        person's approval like the model's own, so no ``session`` scope (which would be
+        accepted at once). Events go to the maintenance session of the workspace (or of
+        the user). None when it would change nothing."""
+        scope = parse_scope(scope)
+        if scope == "session":
+            raise KairoxUserError(
+                "a proposal from outside a session must be scope 'user' or 'workspace' "
+                "(session memories are accepted at once, without review)"
+            )
+        owner_of(scope, workspace_id=workspace_id, session_id=None)  # ids present?
+        self._check_body(body)
+        return self._propose(
+            scope,
+            key,
+            body,
+            session_id=maintenance_session_id(workspace_id if scope == "workspace" else None),
+            workspace_id=workspace_id,
+            turn_id=None,
+            raw="",
+            tainted=False,
+            source=source,
+            auto_accept=False,
+        )
+
     def remember(
         self,
         scope: MemoryScope | str,

@@ -1,0 +1,255 @@
+"""``kairox mcp serve``: Kairox as an MCP server for Claude Desktop, Cursor, Codex...
+
+Tools (all read-only but ``propose_memory``, whose proposal waits for a person's
+approval in ``kairox memory pending`` like the model's own: an MCP client never writes
+a durable memory by itself):
+
+- ``list_memories(scope, workspace)`` and ``search_memories(query, scope, workspace)``:
+  approved memories (user, the workspace's);
+- ``propose_memory(scope, key, body, workspace)``: a ``user`` or ``workspace`` proposal;
+- ``search_workspace(query, workspace, profile, k)``: the workspace index and the
+  profile's knowledge bases, fused as a turn would see them;
+- ``search_longterm(query, workspace, session, k)``: long-term chunks above the threshold;
+- ``preview_context(prompt, workspace, profile, session)``: the layers and token counts a
+  turn with that prompt would get; writes nothing.
+
+Every answer is JSON text. Built on the SDK's ``MCPServer`` (stdio, or streamable HTTP
+on 127.0.0.1 with ``--http``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from kairox_core.config import KairoxConfig
+from kairox_core.errors import KairoxError, KairoxUserError
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from kairox_core.facade import Kairox
+    from kairox_core.session import Session
+
+SCOPES = ("user", "workspace")
+MAX_K = 50
+INSTRUCTIONS = (
+    "Kairox holds this person's durable memories, workspace documents and long-term "
+    "notes. Search before asking them to repeat themselves. propose_memory only proposes: "
+    "the person approves it later (kairox memory pending); never claim it is saved."
+)
+
+
+def _dump(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=1, default=str)
+
+
+def _terms(text: str) -> set[str]:
+    return {t for t in re.findall(r"\w+", text.casefold()) if len(t) > 1}
+
+
+class KairoxTools:
+    """The tools' implementations over one open ``Kairox`` (one per served process)."""
+
+    def __init__(self, kx: Kairox, config: KairoxConfig) -> None:
+        self.kx = kx
+        self.config = config
+        self._previews: dict[tuple[str, str], Session] = {}
+
+    def _workspace(self, workspace: str | None) -> str:
+        return workspace or self.config.kairox.default_workspace
+
+    def _scope(self, scope: str | None, *, allow_none: bool = True) -> str | None:
+        if scope is None and allow_none:
+            return None
+        if scope not in SCOPES:
+            raise KairoxUserError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
+        return scope
+
+    def list_memories(self, scope: str | None = None, workspace: str | None = None) -> str:
+        wanted = self._scope(scope)
+        records = self.kx.memories.list(wanted, workspace_id=self._workspace(workspace))
+        rows = [r.as_dict() for r in records if r.scope.value in SCOPES]
+        return _dump({"memories": rows, "count": len(rows)})
+
+    def search_memories(
+        self, query: str, scope: str | None = None, workspace: str | None = None, k: int = 10
+    ) -> str:
+        """Memories sharing words with the query, most shared first (memories are few and
+        short: a word match over key and body is what a person expects)."""
+        wanted = _terms(query)
+        if not wanted:
+            raise KairoxUserError("query has no words to search for")
+        records = self.kx.memories.list(self._scope(scope), workspace_id=self._workspace(workspace))
+        scored = []
+        for r in records:
+            if r.scope.value not in SCOPES:
+                continue
+            shared = len(wanted & _terms(f"{r.key or ''} {r.body}"))
+            if shared:
+                scored.append((shared, r.updated_at, r))
+        scored.sort(key=lambda t: (-t[0], -t[1]))
+        rows = [{**r.as_dict(), "matched_words": n} for n, _, r in scored[: _k(k)]]
+        return _dump({"memories": rows, "count": len(rows)})
+
+    def propose_memory(self, scope: str, key: str, body: str, workspace: str | None = None) -> str:
+        checked = self._scope(scope, allow_none=False)
+        if not key.strip():
+            raise KairoxUserError("a memory needs a key (a short name such as 'editor')")
+        proposal = self.kx.approvals.propose_external(
+            checked or "user", key.strip(), body, workspace_id=self._workspace(workspace)
+        )
+        if proposal is None:
+            return _dump({"status": "unchanged", "detail": "already remembered or pending"})
+        return _dump(
+            {
+                "status": "pending",
+                "proposal_id": proposal.id,
+                "detail": "waits for the person's approval (kairox memory pending); "
+                "it is not saved until then",
+            }
+        )
+
+    async def search_workspace(
+        self,
+        query: str,
+        workspace: str | None = None,
+        profile: str | None = None,
+        k: int | None = None,
+    ) -> str:
+        name, _ = self.config.resolve_profile(profile)
+        retriever = self.kx.retriever_for(name, self._workspace(workspace))
+        try:
+            result = await retriever.search(query, _k(k or self.config.retrieval.k))
+        finally:
+            await retriever.close()
+        hits = [
+            {"text": h.text, "score": h.score, "source": h.source, "doc_id": h.doc_id}
+            for h in result.hits
+        ]
+        failed = [{"source": s.name, "error": s.error} for s in result.failed]
+        return _dump({"hits": hits, "failed_sources": failed})
+
+    def search_longterm(
+        self,
+        query: str,
+        workspace: str | None = None,
+        session: str | None = None,
+        k: int | None = None,
+    ) -> str:
+        hits = self.kx.longterm.search(
+            query,
+            session_id=session,
+            workspace_id=self._workspace(workspace),
+            k=_k(k) if k else None,
+        )
+        return _dump({"chunks": [{**h.chunk.as_dict(), "similarity": h.similarity} for h in hits]})
+
+    async def preview_context(
+        self,
+        prompt: str,
+        workspace: str | None = None,
+        profile: str | None = None,
+        session: str | None = None,
+    ) -> str:
+        from kairox_core.prompt import front_end_system_prompt
+        from kairox_core.session import Session
+
+        system = front_end_system_prompt(self.config)
+        if session is not None:
+            handle = self.kx.get_session(session)
+            handle.system_prompt = system
+        else:  # a handle on no stored session: its history is empty and nothing is written
+            ws, (pname, _) = self._workspace(workspace), self.config.resolve_profile(profile)
+            cached = self._previews.get((ws, pname))
+            if cached is None:
+                cached = Session(
+                    self.kx,
+                    f"_mcp:preview:{ws}",
+                    workspace_id=ws,
+                    profile=pname,
+                    system_prompt=system,
+                )
+                self._previews[(ws, pname)] = cached
+            handle = cached
+        context = await handle.preview(prompt, profile=profile)
+        return _dump({"trace": context.trace.as_dict(), "messages": context.messages})
+
+
+def _k(k: int | None) -> int:
+    return max(1, min(int(k or 10), MAX_K))
+
+
+@contextlib.contextmanager
+def _as_tool_error() -> Iterator[None]:
+    """A Kairox error (bad scope, unknown session...) as the SDK's ``ToolError``, whose
+    message reaches the client; other exceptions stay crashes the SDK hides."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        yield
+    except (KairoxError, ValueError) as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def build_server(kx: Kairox, config: KairoxConfig) -> MCPServer:
+    """The MCP server with Kairox's tools (the SDK is imported here, not before)."""
+    from mcp.server.mcpserver import MCPServer
+
+    tools = KairoxTools(kx, config)
+    server: MCPServer = MCPServer("kairox", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    @server.tool()
+    def list_memories(scope: str | None = None, workspace: str | None = None) -> str:
+        """Approved memories: scope 'user' (the person's), 'workspace' (the workspace's,
+        default workspace unless given), or both when scope is omitted."""
+        with _as_tool_error():
+            return tools.list_memories(scope, workspace)
+
+    @server.tool()
+    def search_memories(
+        query: str, scope: str | None = None, workspace: str | None = None, k: int = 10
+    ) -> str:
+        """Approved memories that share words with the query, best first."""
+        with _as_tool_error():
+            return tools.search_memories(query, scope, workspace, k)
+
+    @server.tool()
+    def propose_memory(scope: str, key: str, body: str, workspace: str | None = None) -> str:
+        """Propose a memory (scope 'user' or 'workspace', a short key, the fact). It is NOT
+        saved: it waits for the person's approval (kairox memory pending)."""
+        with _as_tool_error():
+            return tools.propose_memory(scope, key, body, workspace)
+
+    @server.tool()
+    async def search_workspace(
+        query: str, workspace: str | None = None, profile: str | None = None, k: int | None = None
+    ) -> str:
+        """Search the workspace's indexed documents and the profile's knowledge bases."""
+        with _as_tool_error():
+            return await tools.search_workspace(query, workspace, profile, k)
+
+    @server.tool()
+    def search_longterm(
+        query: str, workspace: str | None = None, session: str | None = None, k: int | None = None
+    ) -> str:
+        """Long-term memory chunks similar to the query (above the configured threshold)."""
+        with _as_tool_error():
+            return tools.search_longterm(query, workspace, session, k)
+
+    @server.tool()
+    async def preview_context(
+        prompt: str,
+        workspace: str | None = None,
+        profile: str | None = None,
+        session: str | None = None,
+    ) -> str:
+        """The context a turn with this prompt would get: layers, token counts, what was
+        left out, and the messages. Writes nothing."""
+        with _as_tool_error():
+            return await tools.preview_context(prompt, workspace, profile, session)
+
+    return server

@@ -1,0 +1,57 @@
+"""Real MCP servers for tests: the npm ``@modelcontextprotocol/server-memory`` and
+misbehaving commands (one that exits at once, one that never answers).
+
+``server_memory_command(folder)`` installs the npm package into ``folder`` (once) and
+returns the command that runs it; ``KAIROX_MCP_NPM_DIR`` names a folder where it is
+already installed (CI or a developer's cache), so a test run needs no ``npm install``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+SERVER_MEMORY = "@modelcontextprotocol/server-memory"
+NPM_TIMEOUT = 300
+
+
+def node_missing() -> str | None:
+    """Why the npm server cannot run here (None: node and npm are on PATH)."""
+    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
+    return f"{' and '.join(missing)} not on PATH (apt-get install nodejs npm)" if missing else None
+
+
+def server_memory_command(folder: Path) -> list[str]:
+    """``[node, .../dist/index.js]`` of server-memory, installing it when needed."""
+    base = Path(os.environ.get("KAIROX_MCP_NPM_DIR") or folder).resolve()
+    entry = base / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
+    if not entry.exists():
+        base.mkdir(parents=True, exist_ok=True)
+        npm = shutil.which("npm") or "npm"
+        subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--silent", SERVER_MEMORY],
+            cwd=base,
+            check=True,
+            timeout=NPM_TIMEOUT,
+        )
+    return [shutil.which("node") or "node", str(entry)]
+
+
+def exits_at_once() -> list[str]:
+    return [
+        sys.executable,
+        "-c",
+        "import sys; print('no config, bye', file=sys.stderr); sys.exit(3)",
+    ]
+
+
+def never_answers() -> list[str]:
+    return [sys.executable, "-c", "import time; time.sleep(120)"]
+
+
+def stub() -> list[str]:
+    """The SDK-built stub server (kairox_core/testing/mcp_stub.py)."""
+    return [sys.executable, "-m", "kairox_core.testing.mcp_stub"]

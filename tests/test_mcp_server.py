@@ -1,0 +1,196 @@
+"""``kairox mcp serve`` driven by the official MCP client over stdio: initialize, list
+the tools, call each; a proposal made over MCP waits in ``kairox memory pending``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp", reason="the MCP SDK is the extra kairox-core[mcp]")
+
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+TOOLS = {
+    "list_memories",
+    "search_memories",
+    "propose_memory",
+    "search_workspace",
+    "search_longterm",
+    "preview_context",
+}
+
+
+def kairox(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "kairox_core", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def text_of(result: Any) -> Any:
+    assert not result.is_error, result.content
+    return json.loads(result.content[0].text)
+
+
+async def test_every_tool_over_stdio_and_proposals_wait_for_approval(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    config = tmp_path / "kairox.toml"
+    config.write_text(f'[kairox]\ndatabase = "{tmp_path / "k.db"}"\n')
+    env = {**os.environ, "KAIROX_CONFIG": str(config)}
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "deploy.md").write_text("Deploys go out on Tuesdays through the blue pipeline.\n")
+    kairox(env, "memory", "add", "uses the helix editor", "--scope", "user", "--key", "editor")
+    kairox(env, "longterm", "add", "The quarterly report is due in March.", "--scope", "global")
+    kairox(env, "index", str(docs))
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "kairox_core", "mcp", "serve"], env=env
+    )
+    async with asyncio.timeout(90):
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as mcp:
+            init = await mcp.initialize()
+            assert init.server_info.name == "kairox"
+            listed = await mcp.list_tools()
+            assert {t.name for t in listed.tools} == TOOLS
+
+            memories = text_of(await mcp.call_tool("list_memories", {"scope": "user"}))
+            assert [m["body"] for m in memories["memories"]] == ["uses the helix editor"]
+            found = text_of(await mcp.call_tool("search_memories", {"query": "which editor?"}))
+            assert found["memories"][0]["key"] == "editor"
+
+            hits = text_of(await mcp.call_tool("search_workspace", {"query": "deploys tuesday"}))
+            assert any("blue pipeline" in h["text"] for h in hits["hits"])
+            chunks = text_of(
+                await mcp.call_tool(
+                    "search_longterm", {"query": "when is the quarterly report due"}
+                )
+            )
+            assert any("March" in c["text"] for c in chunks["chunks"])
+            preview = text_of(await mcp.call_tool("preview_context", {"prompt": "my editor?"}))
+            assert preview["trace"]["budget"] > 0
+            assert "helix" in json.dumps(preview["messages"])
+
+            proposed = text_of(
+                await mcp.call_tool(
+                    "propose_memory", {"scope": "user", "key": "tea", "body": "drinks green tea"}
+                )
+            )
+            assert proposed["status"] == "pending"
+            bad = await mcp.call_tool(
+                "propose_memory", {"scope": "session", "key": "x", "body": "sneaky"}
+            )
+            assert bad.is_error and "scope must be one of user, workspace" in bad.content[0].text
+
+            pending = json.loads(kairox(env, "memory", "pending", "--json"))
+            assert [(p["id"], p["body"]) for p in pending] == [
+                (proposed["proposal_id"], "drinks green tea")
+            ]
+            # nothing durable until a person approves it
+            memories = text_of(await mcp.call_tool("list_memories", {}))
+            assert "drinks green tea" not in json.dumps(memories)
+            kairox(env, "memory", "approve", proposed["proposal_id"])
+            memories = text_of(await mcp.call_tool("list_memories", {"scope": "user"}))
+            assert "drinks green tea" in [m["body"] for m in memories["memories"]]
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_http_serve_is_reachable_by_the_kairox_client(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    from kairox_core.config import parse_config
+    from kairox_core.mcp.client import McpToolbox
+
+    config = tmp_path / "kairox.toml"
+    config.write_text(f'[kairox]\ndatabase = "{tmp_path / "k.db"}"\n')
+    env = {**os.environ, "KAIROX_CONFIG": str(config)}
+    kairox(env, "memory", "add", "prefers dark roast", "--scope", "user", "--key", "coffee")
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kairox_core", "mcp", "serve", "--http", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    box = McpToolbox.for_profile(
+        parse_config({"mcp_servers": {"kx": {"url": url, "timeout": 5}}}), "default"
+    )
+    try:
+        for _ in range(100):  # until uvicorn listens (bounded: 20 s)
+            try:
+                import socket
+
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                await asyncio.sleep(0.2)
+        tools, notes = await box.tools()
+        assert not notes, notes
+        by_name = {t.name: t for t in tools}
+        assert set(by_name) == {f"kx__{name}" for name in TOOLS}
+        assert by_name["kx__list_memories"].source == "mcp:kx"
+        listed = json.loads(await by_name["kx__list_memories"].call({"scope": "user"}))
+        assert [m["body"] for m in listed["memories"]] == ["prefers dark roast"]
+    finally:
+        await box.aclose()
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def test_mcp_tools_lists_servers_and_fails_for_a_broken_one(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    from kairox_core.testing import mcp_servers
+
+    stub = mcp_servers.stub()
+    config = tmp_path / "kairox.toml"
+    config.write_text(
+        f"[mcp_servers.stub]\ncommand = {json.dumps(stub[0])}\nargs = {json.dumps(stub[1:])}\n"
+    )
+    env = {**os.environ, "KAIROX_CONFIG": str(config)}
+    out = kairox(env, "mcp", "tools")
+    assert "stub (stdio" in out and "stub__echo" in out and "stub__big" in out
+    config.write_text(config.read_text() + '[mcp_servers.dead]\ncommand = "false"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "kairox_core", "mcp", "tools", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    rows = {r["server"]: r for r in json.loads(done.stdout)}
+    assert rows["stub"]["ok"] and not rows["dead"]["ok"]
+    assert "did it exit" in rows["dead"]["error"]
+    usage = subprocess.run(
+        [sys.executable, "-m", "kairox_core", "mcp", "serve", "--port", "9"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert usage.returncode == 2 and "--port needs --http" in usage.stderr
