@@ -36,9 +36,20 @@ def _loops() -> int:
     return sum(isinstance(o, asyncio.AbstractEventLoop) for o in gc.get_objects())
 
 
+SOURCE_THREAD = "kairox-source"  # one short-lived daemon per blocking source call
+
+
 def _threads() -> set[str]:
-    """The live threads, worker threads of the background loop's pool left out."""
-    return {t.name for t in threading.enumerate() if not t.name.startswith(WORKER_PREFIX)}
+    """The live threads, worker threads of the background loop's pool left out, once the
+    short-lived source threads (of this test or an earlier one) have finished."""
+    for t in threading.enumerate():
+        if t.name == SOURCE_THREAD:
+            t.join(timeout=10)
+    return {
+        t.name
+        for t in threading.enumerate()
+        if not t.name.startswith(WORKER_PREFIX) and t.name != SOURCE_THREAD
+    }
 
 
 def _fds() -> int:
