@@ -23,8 +23,10 @@ from kairox_core.memory.records import Proposal
 from kairox_core.store.event_store import Row, SessionInfo
 
 if TYPE_CHECKING:
-    from kairox_core.retrieval.base import EmbeddingBackend
-    from kairox_core.retrieval.index import WorkspaceRagIndex
+    import threading
+
+    from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit
+    from kairox_core.retrieval.index import DocumentInput, WorkspaceIndexRetriever
 
 
 @runtime_checkable
@@ -92,6 +94,26 @@ class ProposalStore(Protocol):
 
 
 @runtime_checkable
+class WorkspaceIndex(Protocol):
+    """One space's retrieval index, as the core uses it (``WorkspaceRagIndex`` on SQLite;
+    a backend brings its own). ``search`` modes: ``hybrid``, ``vector``, ``keyword``;
+    a space embedded with another backend raises ``IndexBackendMismatch`` until
+    ``rebuild``. ``lock`` guards the index's connection (re-entrant)."""
+
+    @property
+    def lock(self) -> threading.RLock: ...
+    def add_documents(self, docs: Iterable[DocumentInput]) -> list[str]: ...
+    def search(
+        self, query: str, k: int = 8, mode: str = "hybrid", filters: Any = None
+    ) -> list[RetrievalHit]: ...
+    def delete_many(self, doc_ids: Iterable[str]) -> int: ...
+    def chunk_count(self) -> int: ...
+    def rebuild(self) -> int: ...
+    def as_retriever(self, name: str = ..., mode: str = ...) -> WorkspaceIndexRetriever: ...
+    def close(self) -> None: ...
+
+
+@runtime_checkable
 class Storage(Protocol):
     """One database: events, memories, proposals and the retrieval index."""
 
@@ -111,11 +133,11 @@ class Storage(Protocol):
 
     def workspace_index(
         self, config: Any, space: str, *, backend: EmbeddingBackend | None = None
-    ) -> WorkspaceRagIndex:
+    ) -> WorkspaceIndex:
         """The retrieval index of one space (a workspace, or a session's recall)."""
         ...
 
     def close(self) -> None: ...
 
 
-__all__ = ["EventLog", "ProposalStore", "Storage"]
+__all__ = ["EventLog", "ProposalStore", "Storage", "WorkspaceIndex"]

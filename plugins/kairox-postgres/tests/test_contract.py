@@ -13,10 +13,6 @@ from kairox_core.testing.storage_contract import StorageContract
 from kairox_postgres.storage import PostgresStorage
 from kairox_postgres.testing import PgTestServer
 
-_NO_INDEX = pytest.mark.xfail(
-    reason="the workspace retrieval index is not on PostgreSQL yet", strict=True
-)
-
 
 class TestPostgresStorage(StorageContract):
     @pytest.fixture(autouse=True)
@@ -25,14 +21,6 @@ class TestPostgresStorage(StorageContract):
 
     def make_storage(self, tmp_path: Path) -> Storage:
         return PostgresStorage(self.server.fresh_database())
-
-    @_NO_INDEX
-    def test_the_retrieval_index_keeps_spaces_apart(self, storage: Storage) -> None:
-        super().test_the_retrieval_index_keeps_spaces_apart(storage)
-
-    @_NO_INDEX
-    def test_a_whole_turn_through_kairox(self, storage: Storage) -> None:
-        super().test_a_whole_turn_through_kairox(storage)
 
 
 class TestPostgresMemoryStore(MemoryStoreContract):

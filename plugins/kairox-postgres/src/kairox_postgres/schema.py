@@ -136,11 +136,56 @@ LEASES: tuple[str, ...] = (
     """,
 )
 
+RETRIEVAL: tuple[str, ...] = (
+    """
+    CREATE EXTENSION IF NOT EXISTS vector;
+    CREATE TABLE rag_spaces (
+        workspace_id TEXT PRIMARY KEY,
+        backend TEXT NOT NULL,
+        dimension INTEGER NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL
+    );
+    CREATE TABLE rag_documents (
+        id BIGSERIAL PRIMARY KEY,
+        workspace_id TEXT NOT NULL,
+        doc_id TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        doc_type TEXT NOT NULL,
+        path TEXT NOT NULL DEFAULT '',
+        title TEXT NOT NULL DEFAULT '',
+        metadata JSONB NOT NULL DEFAULT '{}',
+        content_hash TEXT NOT NULL,
+        mtime DOUBLE PRECISION,
+        size BIGINT,
+        updated_at DOUBLE PRECISION NOT NULL,
+        UNIQUE (workspace_id, doc_id)
+    );
+    -- the space's dimension is its backend's: an untyped vector column, exact k-NN
+    CREATE TABLE rag_chunks (
+        id BIGSERIAL PRIMARY KEY,
+        document_id BIGINT NOT NULL REFERENCES rag_documents(id) ON DELETE CASCADE,
+        workspace_id TEXT NOT NULL,
+        ord INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        heading TEXT NOT NULL DEFAULT '',
+        tokens INTEGER NOT NULL,
+        content_hash TEXT NOT NULL,
+        context TEXT NOT NULL DEFAULT '',
+        tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', heading || ' ' || text)) STORED,
+        embedding VECTOR
+    );
+    CREATE INDEX rag_chunks_document ON rag_chunks (document_id);
+    CREATE INDEX rag_chunks_hash ON rag_chunks (workspace_id, content_hash);
+    CREATE INDEX rag_chunks_tsv ON rag_chunks USING gin (tsv);
+    """,
+)
+
 COMPONENTS: dict[str, tuple[str, ...]] = {
     "events": EVENTS,
     "memory": MEMORY,
     "memory_proposals": PROPOSALS,
     "compaction_leases": LEASES,
+    "retrieval": RETRIEVAL,
 }
 
 

@@ -12,7 +12,6 @@ import time
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from kairox_core.errors import KairoxUserError
 from kairox_postgres.db import PgDatabase
 from kairox_postgres.events import PgEventLog
 from kairox_postgres.memories import PgMemoryStore
@@ -21,13 +20,9 @@ from kairox_postgres.schema import migrate
 
 if TYPE_CHECKING:
     from kairox_core.retrieval.base import EmbeddingBackend
-    from kairox_core.retrieval.index import WorkspaceRagIndex
+    from kairox_postgres.index import PgWorkspaceIndex
 
 DEFAULT_LEASE_SECONDS = 600.0  # the event store's STALE_RUN_SECONDS: the same patience
-
-
-class WorkspaceIndexUnavailable(KairoxUserError):
-    """The retrieval index is not on PostgreSQL yet."""
 
 
 class PostgresStorage:
@@ -65,11 +60,10 @@ class PostgresStorage:
 
     def workspace_index(
         self, config: Any, space: str, *, backend: EmbeddingBackend | None = None
-    ) -> WorkspaceRagIndex:
-        raise WorkspaceIndexUnavailable(
-            f"the workspace retrieval index is not available on {self.location} yet; "
-            "set [retrieval] workspace_index = false (knowledge bases still work)"
-        )
+    ) -> PgWorkspaceIndex:
+        from kairox_postgres.index import PgWorkspaceIndex
+
+        return PgWorkspaceIndex.from_config(config, self.db, space, backend)
 
     # --- one compaction per session ------------------------------------------------------
 
