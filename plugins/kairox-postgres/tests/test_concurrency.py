@@ -17,10 +17,8 @@ TURNS = int(os.environ.get("KAIROX_PG_TURNS", "25"))  # the issue's 200: set it 
 
 
 def _config() -> KairoxConfig:
-    # The workspace index is not on PostgreSQL yet: turns run without it (and recall).
-    return KairoxConfig.model_validate(
-        {"retrieval": {"workspace_index": False}, "compaction": {"recall": False}}
-    )
+    """The defaults: workspace retrieval and recall (every turn indexed) on PostgreSQL too."""
+    return KairoxConfig()
 
 
 def _turns(url: str, session_id: str, worker: int, turns: int, start: Any) -> tuple[int, int]:
