@@ -375,36 +375,58 @@ class PgWorkspaceIndex:
         where, args = _filter_sql(filters or {})
         return self._keyword(query, n, where, args), self._vector(query, n, where, args)
 
+    @staticmethod
+    def _collapse(fetch: Callable[[int], Ranked], k: int) -> Ranked:
+        """Best chunk per document from the top chunks, over-fetching until ``k``
+        documents are found or the chunks run out (the raw query, then a dedupe)."""
+        limit = k * 2 + 4
+        while True:
+            rows = fetch(limit)
+            seen: dict[int, tuple[int, int, float]] = {}
+            for cid, doc, score in rows:
+                seen.setdefault(doc, (cid, doc, score))
+            if len(seen) >= k or len(rows) < limit:
+                return list(seen.values())[:k]
+            limit *= 4
+
     def _keyword(self, query: str, k: int, where: str, args: list[Any]) -> Ranked:
         terms = query_terms(query)
         if not terms:
             return []
-        rows = self.db.execute(
-            "SELECT DISTINCT ON (c.document_id) c.id, c.document_id, ts_rank(c.tsv, q) AS s "
-            f"FROM rag_chunks c JOIN rag_documents d ON d.id = c.document_id, {_TSQUERY} AS q "
-            f"WHERE c.workspace_id = %s AND c.tsv @@ q{where} "
-            "ORDER BY c.document_id, s DESC, c.id",
-            (list(terms), self.workspace_id, *args),
+        join = " JOIN rag_documents d ON d.id = c.document_id" if where else ""
+        sql = (
+            f"SELECT c.id, c.document_id, ts_rank(c.tsv, q) AS s FROM rag_chunks c{join}, "
+            f"{_TSQUERY} AS q WHERE c.workspace_id = %s AND c.tsv @@ q{where} "
+            "ORDER BY s DESC, c.id LIMIT %s"
         )
-        ranked = sorted(
-            ((int(r["id"]), int(r["document_id"]), float(r["s"])) for r in rows),
-            key=lambda t: (-t[2], t[0]),
-        )
-        return ranked[:k]
+
+        def fetch(limit: int) -> Ranked:
+            rows = self.db.execute(sql, (list(terms), self.workspace_id, *args, limit))
+            return [(int(r["id"]), int(r["document_id"]), float(r["s"])) for r in rows]
+
+        return self._collapse(fetch, k)
 
     def _vector(self, query: str, k: int, where: str, args: list[Any]) -> Ranked:
         qvec = self.backend.embed_query(query)
         if not any(qvec):  # no feature at all: cosine is undefined
             return []
-        rows = self.db.execute(
-            "SELECT id, document_id, dist FROM (SELECT DISTINCT ON (c.document_id) c.id, "
-            "c.document_id, c.embedding <=> %s::vector AS dist FROM rag_chunks c "
-            "JOIN rag_documents d ON d.id = c.document_id WHERE c.workspace_id = %s "
-            f"AND c.embedding IS NOT NULL{where} ORDER BY c.document_id, dist, c.id) best "
-            "WHERE dist <> 'NaN'::float8 ORDER BY dist, id LIMIT %s",  # NaN: a zero vector
-            (_vector_text(qvec), self.workspace_id, *args, k),
+        vec = _vector_text(qvec)
+        join = " JOIN rag_documents d ON d.id = c.document_id" if where else ""
+        sql = (
+            f"SELECT c.id, c.document_id, c.embedding <=> %s::vector AS dist FROM rag_chunks c"
+            f"{join} WHERE c.workspace_id = %s AND c.embedding IS NOT NULL{where} "
+            "ORDER BY dist, c.id LIMIT %s"
         )
-        return [(int(r["id"]), int(r["document_id"]), 1.0 - float(r["dist"])) for r in rows]
+
+        def fetch(limit: int) -> Ranked:
+            rows = self.db.execute(sql, (vec, self.workspace_id, *args, limit))
+            return [
+                (int(r["id"]), int(r["document_id"]), 1.0 - float(r["dist"]))
+                for r in rows
+                if r["dist"] == r["dist"]  # NaN: a chunk with an all-zero vector
+            ]
+
+        return self._collapse(fetch, k)
 
     def _hits(self, ranked: Sequence[tuple[int, int, float]]) -> list[RetrievalHit]:
         if not ranked:
