@@ -5,6 +5,8 @@ Measured side by side in one run (ratios; absolute times are context only):
 - appends/s with 1, 4 and 8 writer processes, each appending single events (one
   transaction each, the way turns write) to ONE shared session (all writers queue on
   its counter row) and to a session of their own (no contention);
+- a whole turn (``run_turn_sync``) over a session of M messages, PostgreSQL against
+  SQLite side by side (recall off for both, as in bench_context.py; goal: within 2x);
 - workspace search over N chunks (hashing embeddings, 384 dimensions): Kairox's
   ``search(..., "vector")`` against the raw pgvector query it wraps (``ORDER BY
   embedding <=> q LIMIT k`` with the query vector ready), and ``search(..., "keyword")``
@@ -12,7 +14,7 @@ Measured side by side in one run (ratios; absolute times are context only):
 
 Needs ``pip install -e plugins/kairox-postgres[test]``. Run it ``nice``: it loads 2 cores.
 
-    python benchmarks/bench_postgres.py [--chunks 20000] [--events 300] [--json]
+    python benchmarks/bench_postgres.py [--chunks 20000] [--events 300] [--messages 10000]
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import argparse
 import json
 import multiprocessing as mp
 import statistics
+import tempfile
 import time
 from typing import Any
 
@@ -110,6 +113,37 @@ def appends(server: PgTestServer, writers: int, n: int, shared: bool) -> dict[st
     }
 
 
+def _session_events(sid: str, messages: int) -> list[Any]:
+    from kairox_core.events import AssistantMessageCompleted, SessionStarted
+
+    events: list[Any] = [SessionStarted(session_id=sid, workspace_id="w", profile="default")]
+    for i in range(messages // 2):
+        text = " ".join(WORDS[(i + j) % len(WORDS)] for j in range(12))
+        events.append(UserMessageAdded(session_id=sid, turn_id=f"t{i}", text=text))
+        events.append(AssistantMessageCompleted(session_id=sid, turn_id=f"t{i}", text=text))
+    return events
+
+
+def turns(server: PgTestServer, messages: int, repeat: int, tmp: str) -> dict[str, Any]:
+    from kairox_core.facade import Kairox
+
+    config = KairoxConfig.model_validate({"compaction": {"recall": False}})
+    out: dict[str, Any] = {"messages": messages}
+    for name, target in (("sqlite", f"{tmp}/turns.db"), ("postgresql", None)):
+        url = target or server.fresh_database("bench")
+        with Kairox.open(url, config) as kx:
+            kx.events_store.append_many(_session_events("big", messages))
+            session = kx.session(workspace="w", session_id="big")
+            first = time.perf_counter()
+            session.run_turn_sync("what did we decide about the rollout?", "ok")
+            out[f"{name}_first_turn_ms"] = round((time.perf_counter() - first) * 1000, 1)
+            out[f"{name}_turn_ms"] = round(
+                _median_ms(lambda s=session: s.run_turn_sync("and the lease?", "fine"), repeat), 1
+            )
+    out["turn_ratio"] = round(out["postgresql_turn_ms"] / out["sqlite_turn_ms"], 2)
+    return out
+
+
 def _median_ms(call: Any, repeat: int) -> float:
     call()  # warm
     times = []
@@ -169,6 +203,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=20000)
     parser.add_argument("--events", type=int, default=300, help="appends per writer")
+    parser.add_argument("--messages", type=int, default=10000)
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -182,6 +217,8 @@ def main() -> None:
             ],
             "search": search(server, args.chunks, args.repeat),
         }
+        with tempfile.TemporaryDirectory() as tmp:
+            results["turns"] = turns(server, args.messages, args.repeat, tmp)
     finally:
         server.close()
     if args.json:
@@ -199,6 +236,13 @@ def main() -> None:
         f"(x{s['knn_ratio']}), keyword {s['keyword_kairox_ms']:.2f} ms vs raw "
         f"{s['keyword_raw_ms']:.2f} ms (x{s['keyword_ratio']}), "
         f"hybrid {s['hybrid_kairox_ms']:.2f} ms"
+    )
+
+    t = results["turns"]
+    print(
+        f"turn over {t['messages']} messages: PostgreSQL {t['postgresql_turn_ms']} ms vs "
+        f"SQLite {t['sqlite_turn_ms']} ms (x{t['turn_ratio']}); first turn "
+        f"{t['postgresql_first_turn_ms']} vs {t['sqlite_first_turn_ms']} ms"
     )
 
 

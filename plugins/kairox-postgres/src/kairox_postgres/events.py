@@ -1,9 +1,10 @@
 """The append-only event log on PostgreSQL (the ``EventLog`` protocol).
 
-A seq is assigned under the row lock of the session's ``sessions`` row, taken with
-``SELECT ... FOR UPDATE`` in the appending transaction: writers to one session queue on
-that row (on any host), each reads the head its predecessor committed, and a crash
-before ``COMMIT`` releases the lock with nothing written. Writers to different sessions
+A seq is assigned under the row lock of the session's ``sessions`` row, taken by an
+``INSERT ... ON CONFLICT DO UPDATE`` in the appending transaction (the upsert of the
+counter row, which locks it like ``SELECT ... FOR UPDATE``): writers to one session
+queue on that row (on any host), each reads the head its predecessor committed, and a
+crash before ``COMMIT`` releases the lock with nothing written. Writers to different sessions
 never wait for each other. Rows are ``(session_id, seq)`` unique and triggers refuse
 UPDATE, DELETE and TRUNCATE: history is never rewritten.
 """
@@ -82,52 +83,39 @@ class PgEventLog:
                 raise ValueError("an event needs a non-empty session_id")
         stored: list[Event] = []
         with self.db.atomic() as conn:
-            heads: dict[str, int] = {}
             first_at: dict[str, float] = {}
+            counts: dict[str, int] = {}
             for event in batch:
                 first_at.setdefault(event.session_id, event.created_at)
-            # Locks in a fixed order, so two batches spanning the same sessions never deadlock.
+                counts[event.session_id] = counts.get(event.session_id, 0) + 1
+            heads: dict[str, int] = {}
+            # One statement per session creates or locks its counter row, reserves the
+            # batch's seqs and returns the head before them. Sorted: batches spanning
+            # the same sessions lock them in one order, so they never deadlock.
             for sid in sorted(first_at):
-                conn.execute(
-                    "INSERT INTO sessions (session_id, created_at) VALUES (%s, %s) "
-                    "ON CONFLICT (session_id) DO NOTHING",
-                    (sid, first_at[sid]),
-                )
                 row = conn.execute(
-                    "SELECT last_seq FROM sessions WHERE session_id = %s FOR UPDATE", (sid,)
+                    "INSERT INTO sessions AS s (session_id, created_at, last_seq, event_count) "
+                    "VALUES (%(sid)s, %(at)s, %(n)s, %(n)s) ON CONFLICT (session_id) DO UPDATE "
+                    "SET last_seq = s.last_seq + %(n)s, event_count = s.event_count + %(n)s "
+                    "RETURNING s.last_seq - %(n)s AS head",
+                    {"sid": sid, "at": first_at[sid], "n": counts[sid]},
                 ).fetchone()
-                assert row is not None  # inserted just above, or already there
-                heads[sid] = int(row["last_seq"])
-            counts = dict.fromkeys(heads, 0)
+                assert row is not None  # RETURNING always yields the row
+                heads[sid] = int(row["head"])
             rows: list[tuple[Any, ...]] = []
             for event in batch:
                 sid = event.session_id
                 heads[sid] += 1
-                counts[sid] += 1
                 event = event.with_seq(heads[sid])
                 data = event.to_dict()
-                rows.append(
-                    (
-                        sid,
-                        event.seq,
-                        event.type,
-                        int(data["version"]),
-                        event.created_at,
-                        Jsonb(data),
-                    )
-                )
+                version = int(data["version"])
+                rows.append((sid, event.seq, event.type, version, event.created_at, Jsonb(data)))
                 stored.append(event)
             with conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO events (session_id, seq, type, version, created_at, data) "
                     "VALUES (%s, %s, %s, %s, %s, %s)",
                     rows,
-                )
-            for sid, n in counts.items():
-                conn.execute(
-                    "UPDATE sessions SET last_seq = %s, event_count = event_count + %s "
-                    "WHERE session_id = %s",
-                    (heads[sid], n, sid),
                 )
             for event in stored:
                 if isinstance(event, SessionStarted | ProfileSwitched | SessionArchived):
