@@ -113,8 +113,9 @@ class PgWorkspaceIndex:
         )
         return (str(rows[0]["backend"]), int(rows[0]["dimension"])) if rows else None
 
-    def check_backend(self) -> None:
-        recorded = self.recorded_backend()
+    def check_backend(self, recorded: tuple[str, int] | None = None) -> None:
+        """Raise ``IndexBackendMismatch`` if the space was embedded with another backend."""
+        recorded = recorded or self.recorded_backend()
         current = (self.backend.name, int(self.backend.dimension))
         if recorded is not None and recorded != current:
             raise IndexBackendMismatch(
@@ -357,7 +358,10 @@ class PgWorkspaceIndex:
         where, args = _filter_sql(filters or {})
         if mode == "keyword":
             return self._hits(self._keyword(query, k, where, args))
-        self.check_backend()
+        recorded = self.recorded_backend()
+        if recorded is None:  # nothing was ever written to this space
+            return []
+        self.check_backend(recorded)
         if mode == "vector":
             return self._hits(self._vector(query, k, where, args))
         keyword, vector = self.rankings(query, max(k, self.candidates), filters)
