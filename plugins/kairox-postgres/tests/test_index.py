@@ -100,3 +100,11 @@ def test_same_top_hits_as_sqlite(storage: PostgresStorage, tmp_path: Path) -> No
                 h.doc_id for h in lite.search(query, 1, mode)
             ], (query, mode)
     lite.close()
+
+
+def test_keywords_are_stemmed_like_fts5_porter(storage: PostgresStorage) -> None:
+    index = storage.workspace_index(KairoxConfig(), "w")
+    index.add_documents([DocumentInput("r", "Rolling out the deployments"), *DOCS])
+    # "rolled" ~ "Rolling", "deployment" ~ "deployments" and "Deploys": one stem each
+    assert [h.doc_id for h in index.search("deployment rolled", 3, "keyword")] == ["r", "b"]
+    assert "r" in {h.doc_id for h in index.search("the", 5, "keyword")}  # no stop words

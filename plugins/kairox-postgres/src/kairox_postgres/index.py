@@ -2,8 +2,9 @@
 
 Documents are chunked and embedded exactly as ``WorkspaceRagIndex`` does (the core's
 ``Chunker``, the configured embedding backend, a turn's context mixed into its vector);
-keywords rank with ``ts_rank`` over a generated ``tsvector`` (the ``simple``
-configuration: no stemming or stop words, like FTS5's default tokenizer), vectors by
+keywords rank with ``ts_rank`` over a generated ``tsvector`` (``kx_english``: English
+snowball stemming and no stop words, like the FTS5 ``porter unicode61`` tokenizer the
+SQLite index uses), vectors by
 pgvector's cosine distance, and hybrid search fuses the two rankings with the core's
 ``fuse_rankings`` (weighted reciprocal rank), best chunk per document. Every query is
 confined to its space by a column. Vectors sit in an untyped ``vector`` column, so a
@@ -39,7 +40,7 @@ from kairox_postgres.db import PgDatabase
 
 Ranked = list[tuple[int, int, float]]  # (chunk id, document id, score), best first
 _TSQUERY = (
-    "to_tsquery('simple', array_to_string(ARRAY(SELECT quote_literal(t) "
+    "to_tsquery('kx_english', array_to_string(ARRAY(SELECT quote_literal(t) "
     "FROM unnest(%s::text[]) AS t), ' | '))"
 )
 

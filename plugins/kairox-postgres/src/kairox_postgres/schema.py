@@ -139,6 +139,12 @@ LEASES: tuple[str, ...] = (
 RETRIEVAL: tuple[str, ...] = (
     """
     CREATE EXTENSION IF NOT EXISTS vector;
+    -- SQLite's FTS5 tokenizer is 'porter unicode61': English stemming, no stop words.
+    -- The same here: a snowball dictionary without a stop-word list.
+    CREATE TEXT SEARCH DICTIONARY kx_stem (TEMPLATE = snowball, Language = english);
+    CREATE TEXT SEARCH CONFIGURATION kx_english (COPY = simple);
+    ALTER TEXT SEARCH CONFIGURATION kx_english ALTER MAPPING
+        FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part WITH kx_stem;
     CREATE TABLE rag_spaces (
         workspace_id TEXT PRIMARY KEY,
         backend TEXT NOT NULL,
@@ -171,7 +177,8 @@ RETRIEVAL: tuple[str, ...] = (
         tokens INTEGER NOT NULL,
         content_hash TEXT NOT NULL,
         context TEXT NOT NULL DEFAULT '',
-        tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', heading || ' ' || text)) STORED,
+        tsv TSVECTOR GENERATED ALWAYS AS
+            (to_tsvector('kx_english'::regconfig, heading || ' ' || text)) STORED,
         embedding VECTOR
     );
     CREATE INDEX rag_chunks_document ON rag_chunks (document_id);
