@@ -87,6 +87,21 @@ def expand_path(value: str) -> Path:
         raise ValueError(f"cannot expand '~{user}': {who}; write the full path") from None
 
 
+def is_database_url(value: str | os.PathLike[str]) -> bool:
+    """A storage URL (``postgresql://...``), opened by its plugin, rather than a path.
+    ``sqlite:///path`` counts as a path: a file that may or may not exist yet."""
+    text = os.fspath(value)
+    return "://" in text and not text.startswith("sqlite:///")
+
+
+def resolve_database_setting(value: str, *, key: str, file: str | None = None) -> Path | str:
+    """A database given as a path (``~`` expanded) or a storage URL (kept as written:
+    a ``$env:NAME`` password in it is resolved by the storage, at connect time)."""
+    if is_database_url(value):
+        return value
+    return resolve_path_setting(value, key=key, file=file)
+
+
 def resolve_path_setting(value: str, *, key: str, file: str | None = None) -> Path:
     """``expand_path`` for a path given outside a config file (``--db``, ``KAIROX_DB``)."""
     try:
@@ -131,7 +146,7 @@ class KairoxSection(_Strict):
     @field_validator("database")
     @classmethod
     def _database_is_a_path(cls, database: str | None) -> str | None:
-        if database is not None:
+        if database is not None and not is_database_url(database):
             expand_path(database)  # resolved at use (relative to the file), checked now
         return database
 
@@ -545,11 +560,14 @@ class KairoxConfig(_Strict):
             if server.enabled and (not server.profiles or labels.intersection(server.profiles))
         ]
 
-    def database_path(self) -> Path:
+    def database_path(self) -> Path | str:
+        """The configured database: a path, or a storage URL (``postgresql://...``)."""
         env = os.environ.get("KAIROX_DB")
         if env:
-            return resolve_path_setting(env, key="KAIROX_DB")
+            return resolve_database_setting(env, key="KAIROX_DB")
         if self.kairox.database:
+            if is_database_url(self.kairox.database):
+                return self.kairox.database
             path = resolve_path_setting(
                 self.kairox.database, key="kairox.database", file=self.source
             )

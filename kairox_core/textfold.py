@@ -58,6 +58,11 @@ _TABLE = str.maketrans(_LOOKALIKES)
 def fold(text: str) -> str:
     """The comparable form of ``text`` (see the module docstring)."""
     text = unicodedata.normalize("NFKC", text)
-    if not text.isascii():
+    previous = None
+    while not text.isascii() and text != previous:
+        # to a fixed point: casefolding can yield a look-alike (U+0345 -> Greek iota)
+        # the table folds, so one pass would leave a text a second fold changes
+        previous = text
         text = _invisible().sub("", text).translate(_TABLE)
+        text = unicodedata.normalize("NFKC", text.casefold())
     return _WS.sub(" ", text.casefold()).strip()

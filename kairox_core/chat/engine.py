@@ -97,7 +97,7 @@ class ChatEngine:
     def open(
         cls,
         config: KairoxConfig,
-        database: Path,
+        database: Path | str,
         *,
         profile: str | None = None,
         workspace: str | None = None,

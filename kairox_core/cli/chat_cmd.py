@@ -120,7 +120,7 @@ def _require_session(cli_ctx: CliContext, session_id: str) -> None:
 
     database = cli_ctx.database
     found = False
-    if database.exists():
+    if cli_ctx.database_exists:
         with Kairox.open(database, cli_ctx.config) as kx:
             found = kx.events_store.get_session(session_id) is not None
     if not found:

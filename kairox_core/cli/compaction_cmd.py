@@ -19,7 +19,7 @@ from kairox_core.errors import KairoxUserError
 def _session(cli_ctx: CliContext, session_id: str) -> Iterator[Any]:
     from kairox_core.facade import Kairox, UnknownSessionError
 
-    if not cli_ctx.database.exists():
+    if not cli_ctx.database_exists:
         raise UnknownSessionError(
             f"no session '{session_id}': the database {cli_ctx.database} does not exist yet"
         )

@@ -12,8 +12,9 @@ import click
 from kairox_core.config import (
     KairoxConfig,
     check_plugin_names,
+    is_database_url,
     load_config,
-    resolve_path_setting,
+    resolve_database_setting,
 )
 from kairox_core.errors import ConfigError
 
@@ -53,10 +54,28 @@ class CliContext:
         return self._config
 
     @property
-    def database(self) -> Path:
+    def database(self) -> Path | str:
+        """A path (the SQLite file) or a storage URL such as ``postgresql://...``."""
         if self.db_path:
-            return resolve_path_setting(self.db_path, key="--db (or KAIROX_DB)")
+            return resolve_database_setting(self.db_path, key="--db (or KAIROX_DB)")
         return self.config.database_path()
+
+    @property
+    def database_exists(self) -> bool:
+        """Whether there is a database to read (a server behind a URL: assumed so)."""
+        target = self.database
+        return isinstance(target, str) or target.exists()
+
+    def sqlite_database(self, command: str) -> Path:
+        """The database file for a command that works on SQLite only (for now)."""
+        target = self.database
+        if isinstance(target, str) or is_database_url(target):
+            from kairox_core.errors import KairoxUserError
+
+            raise KairoxUserError(
+                f"`kairox {command}` works on a SQLite database only, not {target}"
+            )
+        return target
 
 
 def _get_cli(ctx: click.Context) -> CliContext:

@@ -58,7 +58,7 @@ def context_command(
     """
     from kairox_core.facade import UnknownSessionError
 
-    if not cli_ctx.database.exists():
+    if not cli_ctx.database_exists:
         raise UnknownSessionError(
             f"no session '{session_id}': the database {cli_ctx.database} does not exist yet"
         )
@@ -176,7 +176,7 @@ def _print_items(console: Any, name: str, layer: LayerTrace) -> None:
 def sessions_command(cli_ctx: CliContext, workspace: str | None, as_json: bool) -> None:
     """List the sessions in the database, oldest first."""
     rows: list[dict[str, Any]] = []
-    if cli_ctx.database.exists():
+    if cli_ctx.database_exists:
         with _open(cli_ctx) as kx:
             rows = [s.as_dict() for s in kx.sessions(workspace=workspace)]
     if as_json:

@@ -56,7 +56,26 @@ def _open(cli_ctx: CliContext) -> Iterator[_Memory]:
     from kairox_core.store.event_store import EventStore
 
     config = cli_ctx.config
-    db = Database.open(cli_ctx.database)
+    target = cli_ctx.database
+    if isinstance(target, str):  # a storage URL: its plugin's stores, in its transactions
+        from kairox_core.facade import open_storage
+
+        storage = open_storage(target)
+        try:
+            yield _Memory(
+                storage.memories,
+                ApprovalService(
+                    storage.events,
+                    storage.memories,
+                    proposals=storage.proposals,
+                    shared=True,
+                    max_body_chars=config.memory.max_body_chars,
+                ),
+            )
+        finally:
+            storage.close()
+        return
+    db = Database.open(target)
     events = EventStore(db)
     memories = open_memory_store(config.memory.store, db)
     try:

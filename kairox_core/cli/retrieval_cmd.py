@@ -135,7 +135,7 @@ def run_index(
     ws = workspace or config.kairox.default_workspace
     started = time.perf_counter()
     report = IndexReport()
-    index = WorkspaceRagIndex.from_config(config, cli_ctx.database, ws)
+    index = WorkspaceRagIndex.from_config(config, cli_ctx.sqlite_database("index"), ws)
     try:
         if rebuild:
             with _Steps("re-embedding", index.chunk_count()) as steps:
@@ -244,8 +244,11 @@ def search_command(
     config = cli_ctx.config
     pname, _ = config.resolve_profile(profile)
     ws = workspace or config.kairox.default_workspace
+    database = (
+        cli_ctx.sqlite_database("search") if config.retrieval.workspace_index else cli_ctx.database
+    )
     opened = time.perf_counter()
-    composite = retriever_for_profile(config, pname, cli_ctx.database, workspace_id=ws)
+    composite = retriever_for_profile(config, pname, database, workspace_id=ws)
     open_ms = (time.perf_counter() - opened) * 1000  # models load here, once per process
 
     async def go() -> tuple[Any, float]:

@@ -33,7 +33,7 @@ def usage_command(cli_ctx: CliContext, session_id: str | None, as_json: bool) ->
     from kairox_core.facade import Kairox, UnknownSessionError
     from kairox_core.usage import usage
 
-    if not cli_ctx.database.exists():
+    if not cli_ctx.database_exists:
         if session_id is not None:
             raise UnknownSessionError(
                 f"no session '{session_id}': the database {cli_ctx.database} does not exist "

@@ -49,13 +49,14 @@ from kairox_core.events import (
 )
 from kairox_core.redaction import redact
 from kairox_core.retrieval.base import RetrievalHit
-from kairox_core.retrieval.index import DocumentInput, IndexBackendMismatch, WorkspaceRagIndex
+from kairox_core.retrieval.index import DocumentInput, IndexBackendMismatch
 from kairox_core.retrieval.rerank import rerank_for_profile
 from kairox_core.store.event_store import CONVERSATION_TYPES
 
 if TYPE_CHECKING:
     from kairox_core.facade import Kairox
     from kairox_core.session import Session, TurnResult
+    from kairox_core.store.protocol import WorkspaceIndex
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -120,7 +121,7 @@ class Recall(Engine):
     def __init__(self, kx: Kairox) -> None:
         self.kx = kx
         self._backend: Any = None
-        self._indexes: dict[str, WorkspaceRagIndex] = {}
+        self._indexes: dict[str, WorkspaceIndex] = {}
         self._lock = threading.RLock()
         self._session_locks: dict[str, threading.Lock] = {}
         self._pending: set[asyncio.Task[int]] = set()
@@ -171,7 +172,7 @@ class Recall(Engine):
 
     # --- indexing ----------------------------------------------------------------------
 
-    def index(self, session: Session) -> WorkspaceRagIndex:
+    def index(self, session: Session) -> WorkspaceIndex:
         """The session's recall space (one embedding backend shared by all spaces)."""
         space = recall_space(session.workspace_id, session.id)
         with self._lock:
@@ -327,7 +328,7 @@ def _redacted(text: str) -> str:
     return redact(text)
 
 
-def _rebuilt_if_needed(kx: Kairox, index: WorkspaceRagIndex, call: Callable[[], T]) -> T:
+def _rebuilt_if_needed(kx: Kairox, index: WorkspaceIndex, call: Callable[[], T]) -> T:
     """``call()`` on the index; if ``[retrieval] backend`` changed since the session's
     turns were embedded, re-embed them (they are our own) and call again. Under the
     index's lock (its connection's), so no other thread sees the rebuild half done."""

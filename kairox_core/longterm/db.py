@@ -16,6 +16,12 @@ if TYPE_CHECKING:
     from kairox_core.facade import Kairox
 
 
+def has_database(kx: Kairox) -> bool:
+    """Whether ``kx``'s storage has the SQLite database these tables live in (a storage
+    without one, e.g. ``postgresql``, runs without long-term memory and packs for now)."""
+    return isinstance(getattr(kx.storage, "db", None), Database)
+
+
 def database(kx: Kairox) -> Database:
     """``kx``'s SQLite database (long-term chunks and packs share it with the events)."""
     db = getattr(kx.storage, "db", None)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kairox_core.errors import KairoxUserError
-from kairox_core.longterm.db import database
+from kairox_core.longterm.db import database, has_database
 from kairox_core.longterm.events import (
     PACKS_SESSION,
     PackActivated,
@@ -106,6 +106,11 @@ class Packs:
 
     def __init__(self, kx: Kairox) -> None:
         self.kx = kx
+        if not has_database(kx):  # otherwise every use raises, naming the storage
+            self.directory = PackDirectory(
+                kx.config.packs.directory(kx.config.source, Path.cwd() / "kairox.db")
+            )
+            return
         db = database(kx)
         db_path = Path(db.path) if db.path else Path.cwd() / "kairox.db"
         self.directory = PackDirectory(kx.config.packs.directory(kx.config.source, db_path))

@@ -21,7 +21,7 @@ from kairox_core.longterm.chunks import (
     owner_of,
     visible_owners,
 )
-from kairox_core.longterm.db import database
+from kairox_core.longterm.db import database, has_database
 from kairox_core.longterm.events import (
     LongTermChunkAdded,
     LongTermChunkDeleted,
@@ -42,7 +42,8 @@ class LongTerm:
     def __init__(self, kx: Kairox) -> None:
         self.kx = kx
         self._store: ChunkStore | None = None
-        ensure_schema(database(kx))
+        if has_database(kx):  # otherwise every use raises, naming the storage
+            ensure_schema(database(kx))
 
     @property
     def store(self) -> ChunkStore:

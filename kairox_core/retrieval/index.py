@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairox_core.errors import KairoxUserError
 from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit, RetrieverError
@@ -29,6 +29,9 @@ from kairox_core.retrieval.keyword_terms import TermSelector
 from kairox_core.store.connection import connect, transaction
 from kairox_core.store.database import lock_for
 from kairox_core.store.migrations import migrate
+
+if TYPE_CHECKING:
+    from kairox_core.store.protocol import WorkspaceIndex
 
 COMPONENT = "retrieval"
 SOURCE = "workspace"
@@ -977,13 +980,11 @@ def _filter_sql(filters: Mapping[str, Any]) -> tuple[str, list[Any], tuple[str, 
 
 
 class WorkspaceIndexRetriever:
-    """The workspace index as a ``WorkspaceRetriever`` (named "workspace")."""
+    """A space's index (any ``WorkspaceIndex``) as a ``WorkspaceRetriever``."""
 
     kind = "workspace"
 
-    def __init__(
-        self, index: WorkspaceRagIndex, *, name: str = SOURCE, mode: str = "hybrid"
-    ) -> None:
+    def __init__(self, index: WorkspaceIndex, *, name: str = SOURCE, mode: str = "hybrid") -> None:
         self.index = index
         self.name = name
         self.mode = mode

