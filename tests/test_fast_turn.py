@@ -45,6 +45,7 @@ def test_the_next_turn_finds_the_turn_indexed_in_the_background(tmp_path: Path) 
         await turn.complete("Noted: blue flowerpot.")
         pending = len(recall._pending)
         hits = await asyncio.to_thread(recall.turns, session, "where is the flowerpot key?")
+        await asyncio.gather(*list(recall._pending))  # the background catch-up, if later
         progress = recall.progress(session.id)
         await kx.aclose()  # waits for background indexing before the storage closes
         return [h.text for h in hits], progress, pending

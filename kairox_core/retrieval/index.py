@@ -290,7 +290,8 @@ class WorkspaceRagIndex:
         self._term_selector: TermSelector | None = None
         # One lock per connection: the shared database's when the index is on it.
         self._lock = lock_for(self.conn) if not self._owns_conn else threading.RLock()
-        migrate(self.conn, COMPONENT, MIGRATIONS)
+        with self._lock:  # its BEGIN must not land inside another thread's transaction
+            migrate(self.conn, COMPONENT, MIGRATIONS)
 
     @property
     def lock(self) -> threading.RLock:
