@@ -344,10 +344,16 @@ def _openai_client(
                 "seed": options.seed,
                 "top_p": options.top_p,
                 "repeat_penalty": options.repeat_penalty,
+                # a small model given the system prompt's two-turn example may go on
+                # writing the dialogue ("User: ..."): that is never its answer
+                "stop": list(DIALOGUE_STOPS),
             },
         }
     )
     return build_provider(section)
+
+
+DIALOGUE_STOPS = ("\nUser:", "\nAssistant:")
 
 
 def _pick_local(name: str, requested: str | None) -> LocalModel:
