@@ -87,7 +87,7 @@ class SqliteProposalStore(DatabaseStore):
             row = self.db.conn.execute(
                 "SELECT * FROM memory_proposals WHERE id = ?", (proposal_id,)
             ).fetchone()
-        return _proposal(row) if row is not None else None
+        return proposal_from_row(row) if row is not None else None
 
     def pending_for(self, scope: MemoryScope, owner: str, key: str) -> Proposal | None:
         with self.db.lock:
@@ -96,7 +96,7 @@ class SqliteProposalStore(DatabaseStore):
                 "AND status = 'pending'",
                 (scope.value, owner, key),
             ).fetchone()
-        return _proposal(row) if row is not None else None
+        return proposal_from_row(row) if row is not None else None
 
     def list(
         self,
@@ -117,7 +117,7 @@ class SqliteProposalStore(DatabaseStore):
                 params.append(value)
         with self.db.lock:
             rows = self.db.conn.execute(sql + " ORDER BY created_at, rowid", params).fetchall()
-        return [_proposal(r) for r in rows]
+        return [proposal_from_row(r) for r in rows]
 
 
 def _insert(conn: Any, p: Proposal, owner: str) -> None:
@@ -147,7 +147,8 @@ def _insert(conn: Any, p: Proposal, owner: str) -> None:
     )
 
 
-def _proposal(row: Any) -> Proposal:
+def proposal_from_row(row: Any) -> Proposal:
+    """A ``Proposal`` from a row with its columns by name (any backend's)."""
     return Proposal(
         id=row["id"],
         scope=MemoryScope(row["scope"]),

@@ -12,6 +12,7 @@ from typing import Any
 
 from kairox_core.markers import MemoryScope
 from kairox_core.memory.records import Proposal
+from kairox_core.store.proposal_store import proposal_from_row
 from kairox_postgres.db import PgDatabase
 
 
@@ -66,7 +67,7 @@ class PgProposalStore:
             row = conn.execute(
                 "SELECT * FROM memory_proposals WHERE id = %s", (proposal_id,)
             ).fetchone()
-        return _proposal(row) if row is not None else None
+        return proposal_from_row(row) if row is not None else None
 
     def pending_for(self, scope: MemoryScope, owner: str, key: str) -> Proposal | None:
         with self.db.connection() as conn:
@@ -75,7 +76,7 @@ class PgProposalStore:
                 "AND status = 'pending'",
                 (scope.value, owner, key),
             ).fetchone()
-        return _proposal(row) if row is not None else None
+        return proposal_from_row(row) if row is not None else None
 
     def list(
         self,
@@ -96,7 +97,7 @@ class PgProposalStore:
                 params.append(value)
         with self.db.connection() as conn:
             rows = conn.execute(sql + " ORDER BY created_at, n", params).fetchall()
-        return [_proposal(r) for r in rows]
+        return [proposal_from_row(r) for r in rows]
 
 
 def _insert(conn: Any, p: Proposal, owner: str) -> None:
@@ -124,29 +125,3 @@ def _insert(conn: Any, p: Proposal, owner: str) -> None:
             p.final_body,
         ),
     )
-
-
-def _proposal(row: Any) -> Proposal:
-    return Proposal(
-        id=row["id"],
-        scope=MemoryScope(row["scope"]),
-        key=row["key"],
-        body=row["body"],
-        tainted=bool(row["tainted"]),
-        session_id=row["session_id"],
-        workspace_id=row["workspace_id"],
-        turn_id=row["turn_id"],
-        raw=row["raw"],
-        created_at=row["created_at"],
-        status=row["status"],
-        source=row["source"],
-        resolved_at=row["resolved_at"],
-        reason=row["reason"],
-        supersedes=row["supersedes"],
-        superseded_by=row["superseded_by"],
-        memory_id=row["memory_id"],
-        final_body=row["final_body"],
-    )
-
-
-__all__ = ["PgProposalStore"]
