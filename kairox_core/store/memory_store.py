@@ -123,7 +123,7 @@ class SqliteMemoryStore(DatabaseStore):
                 ).fetchone()
             if row is not None:
                 if row["body"] == body:
-                    return _record(row)
+                    return record_from_row(row)
                 self._archive_version(conn, row, now, "replaced")
                 conn.execute(
                     "UPDATE memories SET body = ?, updated_at = ?, approved_at = ?, "
@@ -184,7 +184,7 @@ class SqliteMemoryStore(DatabaseStore):
             if row is None:
                 raise MemoryNotFoundError(f"no memory with id '{memory_id}'")
             if row["body"] == body:
-                return _record(row)
+                return record_from_row(row)
             now = self.clock()
             self._archive_version(conn, row, now, "edited")
             approved_at = None if row["scope"] == "session" else now
@@ -238,7 +238,7 @@ class SqliteMemoryStore(DatabaseStore):
 
     def _fetch(self, conn: Any, memory_id: str) -> MemoryRecord:
         row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
-        return _record(row)
+        return record_from_row(row)
 
     # --- reads -----------------------------------------------------------------------
 
@@ -257,14 +257,14 @@ class SqliteMemoryStore(DatabaseStore):
                 f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND owner = ? AND key = ?",
                 (scope.value, owner, key),
             ).fetchone()
-        return _record(row) if row is not None else None
+        return record_from_row(row) if row is not None else None
 
     def get_by_id(self, memory_id: str) -> MemoryRecord | None:
         with self.db.lock:
             row = self.db.conn.execute(
                 f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
             ).fetchone()
-        return _record(row) if row is not None else None
+        return record_from_row(row) if row is not None else None
 
     def list(
         self,
@@ -299,7 +299,7 @@ class SqliteMemoryStore(DatabaseStore):
         )
         with self.db.lock:
             rows = self.db.conn.execute(sql, params).fetchall()
-        return [_record(row) for row in rows]
+        return [record_from_row(row) for row in rows]
 
     def history(
         self,
@@ -331,7 +331,7 @@ class SqliteMemoryStore(DatabaseStore):
                 replaced_at=r["replaced_at"],
                 ended=r["ended"],
                 approved_at=r["approved_at"],
-                provenance=_provenance(r),
+                provenance=provenance_from_row(r),
             )
             for r in rows
         ]
@@ -346,19 +346,21 @@ class SqliteMemoryStore(DatabaseStore):
                     replaced_at=None,
                     ended=None,
                     approved_at=current["approved_at"],
-                    provenance=_provenance(current),
+                    provenance=provenance_from_row(current),
                 )
             )
         return versions
 
 
-def _provenance(row: Any) -> Provenance:
+def provenance_from_row(row: Any) -> Provenance:
+    """A memory row's ``Provenance`` (its ``prov_*`` columns, by name: any backend's)."""
     return Provenance(
         session_id=row["prov_session_id"], turn_id=row["prov_turn_id"], raw=row["prov_raw"] or ""
     )
 
 
-def _record(row: Any) -> MemoryRecord:
+def record_from_row(row: Any) -> MemoryRecord:
+    """A ``MemoryRecord`` from a ``memories`` row with its columns by name (any backend's)."""
     return MemoryRecord(
         id=row["id"],
         scope=_SCOPES[row["scope"]],
@@ -369,5 +371,5 @@ def _record(row: Any) -> MemoryRecord:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         approved_at=row["approved_at"],
-        provenance=_provenance(row),
+        provenance=provenance_from_row(row),
     )

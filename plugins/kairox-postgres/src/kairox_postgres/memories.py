@@ -23,9 +23,9 @@ from kairox_core.memory.records import (
     owner_of,
     parse_scope,
 )
+from kairox_core.store.memory_store import provenance_from_row, record_from_row
 from kairox_postgres.db import PgDatabase
 
-_SCOPES = {s.value: s for s in MemoryScope}
 _COLUMNS = (
     "id, scope, owner, key, body, workspace_id, session_id, created_at, updated_at, "
     "approved_at, prov_session_id, prov_turn_id, prov_raw"
@@ -86,7 +86,7 @@ class PgMemoryStore:
                 ).fetchone()
             if row is not None:
                 if row["body"] == body:
-                    return _record(row)
+                    return record_from_row(row)
                 self._archive_version(conn, row, now, "replaced")
                 conn.execute(
                     "UPDATE memories SET body = %s, updated_at = %s, approved_at = %s, "
@@ -147,7 +147,7 @@ class PgMemoryStore:
             if row is None:
                 raise MemoryNotFoundError(f"no memory with id '{memory_id}'")
             if row["body"] == body:
-                return _record(row)
+                return record_from_row(row)
             now = self.clock()
             self._archive_version(conn, row, now, "edited")
             approved_at = None if row["scope"] == "session" else now
@@ -203,7 +203,7 @@ class PgMemoryStore:
         row = conn.execute(
             f"SELECT {_COLUMNS} FROM memories WHERE id = %s", (memory_id,)
         ).fetchone()
-        return _record(row)
+        return record_from_row(row)
 
     # --- reads -----------------------------------------------------------------------
 
@@ -222,14 +222,14 @@ class PgMemoryStore:
                 f"SELECT {_COLUMNS} FROM memories WHERE scope = %s AND owner = %s AND key = %s",
                 (scope.value, owner, key),
             ).fetchone()
-        return _record(row) if row is not None else None
+        return record_from_row(row) if row is not None else None
 
     def get_by_id(self, memory_id: str) -> MemoryRecord | None:
         with self.db.connection() as conn:
             row = conn.execute(
                 f"SELECT {_COLUMNS} FROM memories WHERE id = %s", (memory_id,)
             ).fetchone()
-        return _record(row) if row is not None else None
+        return record_from_row(row) if row is not None else None
 
     def list(
         self,
@@ -264,7 +264,7 @@ class PgMemoryStore:
         )
         with self.db.connection() as conn:
             rows = conn.execute(sql, params).fetchall()
-        return [_record(row) for row in rows]
+        return [record_from_row(row) for row in rows]
 
     def history(
         self,
@@ -296,7 +296,7 @@ class PgMemoryStore:
                 replaced_at=r["replaced_at"],
                 ended=r["ended"],
                 approved_at=r["approved_at"],
-                provenance=_provenance(r),
+                provenance=provenance_from_row(r),
             )
             for r in rows
         ]
@@ -311,31 +311,10 @@ class PgMemoryStore:
                     replaced_at=None,
                     ended=None,
                     approved_at=current["approved_at"],
-                    provenance=_provenance(current),
+                    provenance=provenance_from_row(current),
                 )
             )
         return versions
-
-
-def _provenance(row: Any) -> Provenance:
-    return Provenance(
-        session_id=row["prov_session_id"], turn_id=row["prov_turn_id"], raw=row["prov_raw"] or ""
-    )
-
-
-def _record(row: Any) -> MemoryRecord:
-    return MemoryRecord(
-        id=row["id"],
-        scope=_SCOPES[row["scope"]],
-        key=row["key"],
-        body=row["body"],
-        workspace_id=row["workspace_id"],
-        session_id=row["session_id"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        approved_at=row["approved_at"],
-        provenance=_provenance(row),
-    )
 
 
 __all__ = ["PgMemoryStore"]
