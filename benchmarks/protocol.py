@@ -12,7 +12,9 @@ memory (VmHWM) is its own.
   holds the fact (not an example copied from the system prompt).
 - 10 prompts that ask for nothing to be remembered: any ``<memory`` tag is a false tag.
 - 10 recall questions: a memory approved beforehand ("the user's dog is called
-  Biscuit") is in the context; the reply must hold the fact ("biscuit"), not a tag.
+  Biscuit") is in the context; the visible reply must hold the fact ("biscuit").
+  Replies that also tag the fact again are counted apart (``recall_retagged``: a
+  proposal a person has to reject when the body differs).
 
 Each set's first five tuned the built-in prompt; the last five were held out (reported
 apart as ``held_out``). Also reported: replies whose visible text (tags stripped) is
@@ -161,8 +163,7 @@ async def run_model(name: str, system: str | None = None) -> dict[str, Any]:
         for r, (_, want, word) in zip(remember, REMEMBER, strict=True)
     ]
     recall_hits = [
-        word in r["visible"].lower() and not r["tags"]
-        for r, (_, _, word) in zip(recall, RECALL, strict=True)
+        word in r["visible"].lower() for r, (_, _, word) in zip(recall, RECALL, strict=True)
     ]
     false_tags = [r["tags"] for r in plain]
     everything = [*remember, *plain, *recall]
@@ -175,6 +176,7 @@ async def run_model(name: str, system: str | None = None) -> dict[str, Any]:
         "false_tags": sum(false_tags),
         "recall_ok": sum(recall_hits),
         "recall_asked": len(RECALL),
+        "recall_retagged": sum(bool(r["tags"]) for r in recall),  # stored it again
         "held_out": {
             "tags_ok": sum(tag_hits[TUNED:]),
             "false_tags": sum(false_tags[TUNED:]),
@@ -239,13 +241,14 @@ def main() -> None:
         print(json.dumps(results, indent=2))
         return
     print(
-        f"{'model':30} {'tags':>5} {'false':>5} {'recall':>6} {'held out t/f/r':>14} {'empty':>5} "
+        f"{'model':30} {'tags':>5} {'false':>5} {'recall':>6} {'retag':>5} {'held out t/f/r':>14} "
+        f"{'empty':>5} "
         f"{'tok/s':>6} {'1st s':>6} {'load s':>6} {'RSS MB':>6}"
     )
     for r in results:
         print(
             f"{r['model']:30} {r['tags_ok']:>2}/{r['tags_asked']:<2} {r['false_tags']:>5} "
-            f"{r['recall_ok']:>3}/{r['recall_asked']:<2} "
+            f"{r['recall_ok']:>3}/{r['recall_asked']:<2} {r['recall_retagged']:>5} "
             f"{'{tags_ok}/{false_tags}/{recall_ok} of {of}'.format(**r['held_out']):>14} "
             f"{r['empty_visible_when_remembering']:>5} {r['tokens_per_s'] or 0:>6} "
             f"{r['first_token_s'] or 0:>6} {r['load_s']:>6} {r['peak_rss_mb'] or 0:>6}"

@@ -18,7 +18,8 @@ from typing import Any
 # remembered fact answered from it: without that last turn the 0.5B model replied
 # "Noted." and stored the memory again when asked about one. It also wrote scope
 # "project" for project facts, hence "never project". On the benchmark's 10/10/10
-# prompts: tags 8 -> 7, false 0 -> 0, recall 4 -> 9 (held-out halves 4/0/2 -> 3/0/5).
+# prompts, 0.5B: tags 8 -> 7, false 0 -> 0, recall 4 -> 10 (stored again 6 -> 1);
+# 1.5B: tags 8 -> 8, false 3 -> 2, recall 4 -> 9.
 MEMORY_PROTOCOL = """\
 You are a helpful assistant with durable memory, provided by Kairox.
 
