@@ -124,6 +124,9 @@ class LongTermStoreContract:
         with pytest.raises(Exception):  # noqa: B017
             store.insert_chunks([(_chunk(), "w:w", [1.0, 0.0])])
         assert store.chunk_counts() == (0, 0)
+        store.insert_chunks([(_chunk(), "w:w", [1.0, 0.0, 0.0])])
+        with pytest.raises(Exception):  # noqa: B017
+            store.nearest_chunks([1.0, 0.0], ["w:w"], 3)
 
     def test_update_and_delete(self, store: LongTermStore) -> None:
         c = _chunk("lt-1", text="before")

@@ -17,6 +17,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+import psycopg
+
 from kairox_core.errors import KairoxUserError
 from kairox_core.longterm.chunks import Chunk
 from kairox_core.longterm.store import Activation, Embed, PackRow, StoredChunk
@@ -198,15 +200,18 @@ class PgLongTermStore:
     ) -> list[tuple[Chunk, float]]:
         if k <= 0 or not owners:
             return []
-        with self.db.connection() as conn:
-            qvec = self._checked(vector, self._dimension(conn))
-            rows = conn.execute(
+        try:  # one round trip: pgvector itself refuses a query of another dimension
+            rows = self.db.execute(
                 f"SELECT {_COLUMNS}, distance FROM ("
                 f" SELECT n, {_COLUMNS}, embedding <=> %s::vector AS distance"
                 f" FROM longterm_chunks WHERE owner = ANY(%s) AND embedding IS NOT NULL"
                 f") AS near WHERE distance <> 'NaN'::float8 ORDER BY distance, n LIMIT %s",
-                (qvec, list(owners), k),
-            ).fetchall()
+                (vector_text(vector), list(owners), k),
+            )
+        except psycopg.errors.DataException as exc:
+            raise KairoxUserError(
+                f"a long-term query vector does not fit the space: {exc}"
+            ) from exc
         return [(_chunk(r), 1.0 - float(r["distance"])) for r in rows]
 
     def export_chunks(self) -> Iterator[StoredChunk]:
