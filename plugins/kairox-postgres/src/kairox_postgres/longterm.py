@@ -27,6 +27,17 @@ from kairox_postgres.db import PgDatabase
 _SPACE_LOCK = 0x6B78_4C74  # "kxLt": the advisory lock key for a change of vector space
 _COLUMNS = "id, scope, text, session_id, workspace_id, created_at, updated_at, source_seq"
 _BATCH = 256
+# rank (n, distance) only, then read the k winners' rows: the sort carries no text. NaN
+# (a zero vector) sorts after every number, so dropping it after the LIMIT keeps the
+# same non-NaN rows as dropping it before.
+_NEAREST = (
+    "WITH near AS ("
+    " SELECT n, embedding <=> %s::vector AS distance FROM longterm_chunks"
+    " WHERE owner = ANY(%s) AND embedding IS NOT NULL ORDER BY distance, n LIMIT %s) "
+    f"SELECT {', '.join('c.' + c for c in _COLUMNS.split(', '))}, near.distance "
+    "FROM near JOIN longterm_chunks c ON c.n = near.n "
+    "WHERE near.distance <> 'NaN'::float8 ORDER BY near.distance, near.n"
+)
 
 
 def vector_text(vector: Sequence[float]) -> str:
@@ -201,13 +212,7 @@ class PgLongTermStore:
         if k <= 0 or not owners:
             return []
         try:  # one round trip: pgvector itself refuses a query of another dimension
-            rows = self.db.execute(
-                f"SELECT {_COLUMNS}, distance FROM ("
-                f" SELECT n, {_COLUMNS}, embedding <=> %s::vector AS distance"
-                f" FROM longterm_chunks WHERE owner = ANY(%s) AND embedding IS NOT NULL"
-                f") AS near WHERE distance <> 'NaN'::float8 ORDER BY distance, n LIMIT %s",
-                (vector_text(vector), list(owners), k),
-            )
+            rows = self.db.execute(_NEAREST, (vector_text(vector), list(owners), k))
         except psycopg.errors.DataException as exc:
             raise KairoxUserError(
                 f"a long-term query vector does not fit the space: {exc}"
