@@ -75,6 +75,15 @@ vectors = st.lists(st.integers(-3, 3), min_size=DIM, max_size=DIM).map(
 )
 nonzero = vectors.filter(any)
 placed = st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), vectors), max_size=12)
+pack_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["put", "delete", "activate", "deactivate"]),
+        st.sampled_from(["rules", "Style", "style", "née", "a-b"]),
+        st.sampled_from(["", "w1", "w2"]),  # the text, or the workspace of an activation
+        st.integers(0, 9).map(float),
+    ),
+    max_size=20,
+)
 
 
 class LongTermStoreContract:
@@ -280,6 +289,52 @@ class LongTermStoreContract:
         lt.deactivate_pack("w1", "style")
         lt.delete_activations("rules")
         assert lt.activations() == [Activation("w2", "other", 1.0)]
+
+    @settings(
+        max_examples=30,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(ops=pack_ops)
+    def test_packs_and_activations_match_a_model(
+        self, storage: Storage, ops: list[tuple[str, str, str, float]]
+    ) -> None:
+        lt = storage.longterm
+        for row in lt.list_packs():  # the storage lives across examples: start empty
+            lt.delete_pack(row.name)
+            lt.delete_activations(row.name)
+        for a in lt.activations():
+            lt.delete_activations(a.name)
+        packs: dict[str, PackRow] = {}
+        active: dict[tuple[str, str], float] = {}
+        for op, name, text, at in ops:
+            if op == "put" and name not in packs:
+                packs[name] = PackRow(name, text, at > 5, at, at)
+                lt.insert_pack(packs[name])
+            elif op == "put":
+                assert lt.update_pack(name, text, False, at)
+                packs[name] = PackRow(name, text, False, packs[name].created_at, at)
+            elif op == "delete":
+                assert lt.delete_pack(name) == (packs.pop(name, None) is not None)
+            elif op == "activate":
+                lt.activate_pack(text, name, at)
+                active.setdefault((text, name), at)
+            else:
+                lt.deactivate_pack(text, name)
+                active.pop((text, name), None)
+        assert lt.list_packs() == sorted(packs.values(), key=lambda r: r.name.encode())
+        for ws in (None, "", "w1", "w2"):
+            expected = sorted(
+                (Activation(w, n, at) for (w, n), at in active.items() if ws in (None, w) or not w),
+                key=lambda a: (a.activated_at, a.name.encode(), a.workspace_id),
+            )
+            got = lt.activations(ws)  # time, then name; '' and ws tie either way
+            assert [(a.activated_at, a.name) for a in got] == [
+                (a.activated_at, a.name) for a in expected
+            ]
+            assert sorted(got, key=lambda a: (a.activated_at, a.name.encode(), a.workspace_id)) == (
+                expected
+            )
 
     # --- transactions and the whole flow ---------------------------------------------
 
