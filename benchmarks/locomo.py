@@ -44,6 +44,7 @@ from typing import Any
 
 from kairox_core import Kairox
 from kairox_core.compaction.compactor import compactor_of
+from kairox_core.compaction.recall import recall_of
 from kairox_core.config import KairoxConfig
 from kairox_core.context.counting import counter_for_profile
 from kairox_core.context.history import with_tokens
@@ -156,6 +157,85 @@ def context_text(messages: Sequence[dict[str, Any]]) -> str:
     return "\n".join(str(m.get("content", "")) for m in messages)
 
 
+# --- embeddings cache --------------------------------------------------------------------
+
+
+class CachedEmbeddings:
+    """An embedding backend whose vectors are kept on disk (SQLite, keyed by the backend,
+    its options and the text): a rerun of the benchmark (another budget, another ranking
+    setting) embeds nothing again. mpnet embeds a conversation in minutes; this makes a
+    sweep of query-time settings take seconds per conversation."""
+
+    def __init__(self, inner: Any, path: Path, key: str) -> None:
+        import sqlite3
+
+        self.inner = inner
+        self.name = inner.name
+        self.dimension = inner.dimension
+        self._key = key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), check_same_thread=False)
+        self._db.execute("CREATE TABLE IF NOT EXISTS v (k TEXT PRIMARY KEY, vec BLOB)")
+        self._lock = __import__("threading").Lock()
+
+    def _k(self, kind: str, text: str) -> str:
+        import hashlib
+
+        return hashlib.sha256(f"{self._key}\x00{kind}\x00{text}".encode()).hexdigest()
+
+    def _get(self, keys: Sequence[str]) -> dict[str, list[float]]:
+        import array
+
+        out: dict[str, list[float]] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                part = list(keys[start : start + 500])
+                marks = ",".join("?" * len(part))
+                for k, blob in self._db.execute(f"SELECT k, vec FROM v WHERE k IN ({marks})", part):
+                    out[k] = array.array("f", blob).tolist()
+        return out
+
+    def _put(self, items: dict[str, list[float]]) -> None:
+        import array
+
+        with self._lock:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO v VALUES (?, ?)",
+                [(k, array.array("f", v).tobytes()) for k, v in items.items()],
+            )
+            self._db.commit()
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        keys = [self._k("d", t) for t in texts]
+        have = self._get(keys)
+        missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in have}.items())
+        if missing:
+            vecs = self.inner.embed_documents([t for _, t in missing])
+            new = {k: list(v) for (k, _), v in zip(missing, vecs, strict=True)}
+            self._put(new)
+            have.update(new)
+        return [have[k] for k in keys]
+
+    def embed_query(self, text: str) -> list[float]:
+        k = self._k("q", text)
+        have = self._get([k])
+        if k not in have:
+            have[k] = list(self.inner.embed_query(text))
+            self._put(have)
+        return have[k]
+
+
+def cached_backend(settings: Settings, cache_dir: Path | None) -> Any:
+    """The ``[retrieval]`` backend, wrapped in a disk cache when ``cache_dir`` is set."""
+    from kairox_core.retrieval.embeddings import load_embedding_backend
+
+    inner = load_embedding_backend(settings.backend, settings.backend_options)
+    if cache_dir is None:
+        return inner
+    key = f"{settings.backend}:{json.dumps(settings.backend_options, sort_keys=True)}"
+    return CachedEmbeddings(inner, cache_dir / "embeddings.sqlite", key)
+
+
 # --- Kairox ----------------------------------------------------------------------------
 
 
@@ -173,6 +253,25 @@ class Settings:
     summaries_share: float = 0.05
     compaction_trigger: float = 0.7
     backend_options: dict[str, Any] = field(default_factory=dict)  # e.g. model
+    # [compaction] recall_* ranking keys (kairox_core/compaction/recall_rank.py)
+    feedback_weight: float = 0.0
+    feedback_docs: int = 5
+    feedback_terms: int = 8
+    neighbour_weight: float = 0.0
+    diversity: float = 0.0
+    content_prior: float = 0.0
+    content_words: int = 12
+
+    def ranking(self) -> dict[str, Any]:
+        return {
+            "recall_feedback_weight": self.feedback_weight,
+            "recall_feedback_docs": self.feedback_docs,
+            "recall_feedback_terms": self.feedback_terms,
+            "recall_neighbour_weight": self.neighbour_weight,
+            "recall_diversity": self.diversity,
+            "recall_content_prior": self.content_prior,
+            "recall_content_words": self.content_words,
+        }
 
     def config(self, budget: int) -> KairoxConfig:
         return KairoxConfig.model_validate(
@@ -202,6 +301,7 @@ class Settings:
                     "keep_recent_exchanges": self.keep_recent_exchanges,
                     "target_tokens": self.target_tokens,
                     "summaries_share": self.summaries_share,
+                    **self.ranking(),
                 },
             }
         )
@@ -235,6 +335,7 @@ class Settings:
                 f"keep_recent_exchanges = {self.keep_recent_exchanges}",
                 f"target_tokens = {self.target_tokens}",
                 f"summaries_share = {self.summaries_share}",
+                *(f"{k} = {v}" for k, v in self.ranking().items()),
             ]
         )
 
@@ -280,13 +381,30 @@ async def kairox_score(
     db: Path,
     score: Score,
     stats: dict[str, Any],
+    backend: Any = None,
+    dump: list[dict[str, Any]] | None = None,
 ) -> None:
     by_id = {t.dia_id: t for t in conv.turns}
     config = settings.config(budget)
     with Kairox.open(db, config) as kx:
+        recall = recall_of(kx)
+        if backend is not None:
+            recall._backend = backend  # the cached one: the same vectors, embedded once
         t0 = time.perf_counter()
         session = await replay(kx, conv)
         stats["replay_s"] = stats.get("replay_s", 0.0) + time.perf_counter() - t0
+        seq_dia = {
+            e.seq: t.dia_id
+            for e, t in zip(
+                (
+                    e
+                    for e in kx.events(session.id)
+                    if e.type in ("UserMessageAdded", "AssistantMessageCompleted")
+                ),
+                conv.turns,
+                strict=True,
+            )
+        }
         summaries = [e for e in kx.events(session.id) if e.type == "CompactionSummary"]
         stats["compactions"] = stats.get("compactions", 0) + len(summaries)
         pc = counter_for_profile(config.profiles["bench"])
@@ -298,6 +416,29 @@ async def kairox_score(
                 raise AssertionError(f"assembled context {used} > budget {budget}")
             text = context_text(context.messages)
             score.add(category, evidence, lambda e, text=text: by_id[e].message in text)
+            if dump is not None:
+                ranked = [
+                    seq_dia.get(h.metadata.get("seq"))
+                    for h in await asyncio.to_thread(recall.turns, session, question)
+                ]
+                dump.append(
+                    {
+                        "conversation": conv.name,
+                        "budget": budget,
+                        "question": question,
+                        "category": category,
+                        "ranked": ranked,
+                        "included": [t.dia_id for t in conv.turns if t.message in text],
+                        "evidence": {
+                            e: {
+                                "found": by_id[e].message in text,
+                                "rank": ranked.index(e) if e in ranked else None,
+                                "tokens": pc.raw_count(by_id[e].message),
+                            }
+                            for e in evidence
+                        },
+                    }
+                )
         stats["questions_s"] = stats.get("questions_s", 0.0) + time.perf_counter() - t0
         if session._retriever is not None:
             await session._retriever.close()
@@ -360,10 +501,8 @@ def fill(
 
 
 class MiniLM:
-    def __init__(self) -> None:
-        from kairox_core.retrieval.embeddings import load_embedding_backend
-
-        self.backend = load_embedding_backend("sentence-transformers")
+    def __init__(self, cache_dir: Path | None = None) -> None:
+        self.backend = cached_backend(Settings(backend_options={}), cache_dir)
 
     def rank(self, conv: Conversation, cache: dict[str, Any]) -> Callable[[str], list[int]]:
         import numpy as np
@@ -408,6 +547,8 @@ async def run(
     conversations: list[Conversation],
     minilm: MiniLM | None,
     progress: Callable[[str], None],
+    backend: Any = None,
+    dump: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     kairox, rec, bm, ml = Score(), Score(), Score(), Score()
     stats: dict[str, Any] = {}
@@ -420,7 +561,9 @@ async def run(
                 f"budget {budget}: {conv.name} ({len(conv.turns)} turns, "
                 f"{len(conv.questions)} questions)"
             )
-            await kairox_score(conv, settings, budget, Path(tmp) / f"{conv.name}.db", kairox, stats)
+            await kairox_score(
+                conv, settings, budget, Path(tmp) / f"{conv.name}.db", kairox, stats, backend, dump
+            )
             bm_rank = bm25_ranker(conv)
             ml_rank = minilm.rank(conv, emb_cache) if minilm else None
             for question, category, evidence in conv.questions:
@@ -502,7 +645,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=d.compaction_trigger,
         help="[profiles.<name>] compaction_trigger",
     )
+    for flag, kind, what in (
+        ("feedback-weight", float, "recall_feedback_weight"),
+        ("feedback-docs", int, "recall_feedback_docs"),
+        ("feedback-terms", int, "recall_feedback_terms"),
+        ("neighbour-weight", float, "recall_neighbour_weight"),
+        ("diversity", float, "recall_diversity"),
+        ("content-prior", float, "recall_content_prior"),
+        ("content-words", int, "recall_content_words"),
+    ):
+        ap.add_argument(
+            f"--{flag}",
+            type=kind,
+            default=getattr(d, flag.replace("-", "_")),
+            help=f"[compaction] {what}",
+        )
     ap.add_argument("--conversations", type=int, default=None, help="only the first N")
+    ap.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only this conversation (sample_id, e.g. conv-26), repeatable",
+    )
+    ap.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="keep embeddings on disk here across runs (e.g. /tmp/locomo-cache)",
+    )
+    ap.add_argument(
+        "--dump", type=Path, default=None, help="write each question's evidence ranks (JSON)"
+    )
     ap.add_argument("--no-minilm", action="store_true", help="skip the MiniLM baseline")
     args = ap.parse_args(argv)
     options: dict[str, Any] = {}
@@ -513,26 +687,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         except json.JSONDecodeError:
             options[key] = value
     settings = Settings(
-        args.backend,
-        args.share,
-        args.mode,
-        args.keyword_weight,
-        args.keep_recent,
-        args.recall_k,
-        args.target_tokens,
-        args.summaries_share,
-        args.trigger,
-        options,
+        backend=args.backend,
+        share=args.share,
+        mode=args.mode,
+        keyword_weight=args.keyword_weight,
+        keep_recent_exchanges=args.keep_recent,
+        recall_k=args.recall_k,
+        target_tokens=args.target_tokens,
+        summaries_share=args.summaries_share,
+        compaction_trigger=args.trigger,
+        backend_options=options,
+        feedback_weight=args.feedback_weight,
+        feedback_docs=args.feedback_docs,
+        feedback_terms=args.feedback_terms,
+        neighbour_weight=args.neighbour_weight,
+        diversity=args.diversity,
+        content_prior=args.content_prior,
+        content_words=args.content_words,
     )
     conversations = load(args.data)[: args.conversations]
-    minilm = None if args.no_minilm else MiniLM()
+    if args.only:
+        conversations = [c for c in conversations if c.name in args.only]
+    minilm = None if args.no_minilm else MiniLM(args.cache_dir)
+    backend = cached_backend(settings, args.cache_dir) if args.cache_dir else None
+    dump: list[dict[str, Any]] | None = [] if args.dump else None
 
     def progress(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
     results = []
     for b in args.budget or [4000]:
-        results.append(asyncio.run(run(args.data, b, settings, conversations, minilm, progress)))
+        results.append(
+            asyncio.run(run(args.data, b, settings, conversations, minilm, progress, backend, dump))
+        )
         progress(
             json.dumps(
                 {
@@ -541,6 +728,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 }
             )
         )
+    if args.dump and dump is not None:
+        args.dump.write_text(json.dumps(dump, indent=1), encoding="utf-8")
     out: Any = results[0] if len(results) == 1 else {"runs": results}
     if args.json:
         print(json.dumps(out, indent=2))
