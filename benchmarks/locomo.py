@@ -254,23 +254,15 @@ class Settings:
     compaction_trigger: float = 0.7
     backend_options: dict[str, Any] = field(default_factory=dict)  # e.g. model
     # [compaction] recall_* ranking keys (kairox_core/compaction/recall_rank.py)
-    feedback_weight: float = 0.0
-    feedback_docs: int = 5
-    feedback_terms: int = 8
-    neighbour_weight: float = 0.0
-    diversity: float = 0.0
     content_prior: float = 0.0
-    content_words: int = 12
+    content_words: int = 20
+    neighbour_weight: float = 0.0
 
     def ranking(self) -> dict[str, Any]:
         return {
-            "recall_feedback_weight": self.feedback_weight,
-            "recall_feedback_docs": self.feedback_docs,
-            "recall_feedback_terms": self.feedback_terms,
-            "recall_neighbour_weight": self.neighbour_weight,
-            "recall_diversity": self.diversity,
             "recall_content_prior": self.content_prior,
             "recall_content_words": self.content_words,
+            "recall_neighbour_weight": self.neighbour_weight,
         }
 
     def config(self, budget: int) -> KairoxConfig:
@@ -646,13 +638,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="[profiles.<name>] compaction_trigger",
     )
     for flag, kind, what in (
-        ("feedback-weight", float, "recall_feedback_weight"),
-        ("feedback-docs", int, "recall_feedback_docs"),
-        ("feedback-terms", int, "recall_feedback_terms"),
-        ("neighbour-weight", float, "recall_neighbour_weight"),
-        ("diversity", float, "recall_diversity"),
         ("content-prior", float, "recall_content_prior"),
         ("content-words", int, "recall_content_words"),
+        ("neighbour-weight", float, "recall_neighbour_weight"),
     ):
         ap.add_argument(
             f"--{flag}",
@@ -697,13 +685,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         summaries_share=args.summaries_share,
         compaction_trigger=args.trigger,
         backend_options=options,
-        feedback_weight=args.feedback_weight,
-        feedback_docs=args.feedback_docs,
-        feedback_terms=args.feedback_terms,
-        neighbour_weight=args.neighbour_weight,
-        diversity=args.diversity,
         content_prior=args.content_prior,
         content_words=args.content_words,
+        neighbour_weight=args.neighbour_weight,
     )
     conversations = load(args.data)[: args.conversations]
     if args.only:

@@ -346,13 +346,9 @@ class CompactionSection(_Strict):
     recall: bool = True  # index every turn; recall the best history lacks (recall.py)
     recall_k: int = Field(32, gt=0)  # recalled turns offered per prompt ([retrieval] share caps)
     # reordering recalled turns before they are fitted (compaction/recall_rank.py; 0: off)
-    recall_feedback_weight: float = Field(0.0, ge=0)  # keyword pseudo-relevance feedback
-    recall_feedback_docs: int = Field(5, gt=0)  # best turns the feedback words come from
-    recall_feedback_terms: int = Field(8, gt=0)  # feedback words searched at most
-    recall_neighbour_weight: float = Field(0.0, ge=0)  # a turn lifted by its neighbours' score
-    recall_diversity: float = Field(0.0, ge=0)  # MMR penalty for near-duplicate turns
     recall_content_prior: float = Field(0.0, ge=0)  # turns that say more (content words) first
-    recall_content_words: int = Field(12, gt=0)  # content words that count as a full turn
+    recall_content_words: int = Field(20, gt=0)  # content words that count as a full turn
+    recall_neighbour_weight: float = Field(0.0, ge=0)  # a turn lifted by its neighbours' score
 
 
 class LongTermSection(_Strict):

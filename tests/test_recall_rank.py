@@ -1,7 +1,8 @@
-"""Reordering recalled turns: keyword feedback, neighbours, diversity (recall_rank.py)."""
+"""Reordering recalled turns: content prior and neighbours (recall_rank.py)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,12 +13,8 @@ from hypothesis import strategies as st
 from kairox_core.compaction.recall import recall_of
 from kairox_core.compaction.recall_rank import (
     RankSettings,
-    Sources,
     arrange,
     content_words,
-    diversify,
-    feedback_query,
-    fuse_feedback,
     neighbour_reader,
     propagate,
     weigh_content,
@@ -36,37 +33,6 @@ def seqs(hits: Sequence[RetrievalHit]) -> list[int | None]:
     return [turn_seq(h) for h in hits]
 
 
-def no_sources() -> Sources:
-    def keyword(query: str, k: int) -> list[RetrievalHit]:
-        raise AssertionError("no keyword search expected")
-
-    def neighbours(s: Sequence[int]) -> dict[int, tuple[RetrievalHit | None, ...]]:
-        raise AssertionError("no neighbour read expected")
-
-    return Sources(keyword, neighbours)
-
-
-def test_feedback_query_keeps_words_shared_by_top_turns() -> None:
-    hits = [
-        hit(1, 0.9, "Maria volunteers at the homeless shelter on Fridays."),
-        hit(2, 0.8, "The shelter asked Maria to give talks to volunteers."),
-        hit(3, 0.7, "Gardening is relaxing, tomatoes grew well."),
-    ]
-    query = feedback_query("What job might Maria pursue?", hits, docs=3, terms=8)
-    words = query.split()
-    assert "shelter" in words  # in two of the turns
-    assert "maria" not in words  # the prompt's own word
-    assert "the" not in words and "tomatoes" not in words  # a stop word; one turn's word
-    assert feedback_query("What job might Maria pursue?", hits, docs=3, terms=1) == "shelter"
-
-
-def test_fuse_feedback_adds_reciprocal_ranks_and_admits_new_turns() -> None:
-    hits = [hit(1, 0.03), hit(2, 0.02)]
-    fused = fuse_feedback(hits, [hit(2, 9.0), hit(5, 9.0)], weight=1.0)
-    assert seqs(fused) == [2, 1, 5]  # 2 got 1/61 on top of its 0.02
-    assert fused[0].score > 0.02 + 1 / 62
-
-
 def test_propagate_lifts_the_neighbour_of_a_strong_hit() -> None:
     hits = [hit(10, 1.0), hit(50, 0.5), hit(12, 0.4)]
     around = {10: (hit(9, 0.0), hit(12, 0.0)), 50: (None, None)}
@@ -74,13 +40,6 @@ def test_propagate_lifts_the_neighbour_of_a_strong_hit() -> None:
     assert seqs(out) == [10, 12, 50, 9]  # 12: 0.4 + 0.3; 9 (not retrieved) joins at 0.3
     assert out[1].score == 0.4 + 0.3 * 1.0
     assert seqs(propagate(hits, around, weight=0.0))[:3] == [10, 50, 12]
-
-
-def test_diversify_pushes_a_near_duplicate_down() -> None:
-    a = "We adopted a puppy named Biscuit from the shelter downtown"
-    hits = [hit(1, 1.0, a), hit(2, 0.95, a + "!"), hit(3, 0.9, "My sister starts college in Ohio")]
-    assert seqs(diversify(hits, 0.5)) == [1, 3, 2]
-    assert seqs(diversify(hits, 0.0)) == [1, 2, 3]
 
 
 def test_weigh_content_puts_the_turn_that_says_more_first() -> None:
@@ -92,35 +51,37 @@ def test_weigh_content_puts_the_turn_that_says_more_first() -> None:
     assert seqs(weigh_content(hits, 0.0, 12)) == [1, 2]
 
 
+def no_neighbours(seqs: Sequence[int]) -> dict[int, tuple[RetrievalHit | None, ...]]:
+    raise AssertionError("no neighbour read expected")
+
+
 @given(
     st.lists(st.floats(0, 1, allow_nan=False), min_size=0, max_size=30),
     st.integers(1, 40),
 )
 def test_arrange_with_every_weight_zero_keeps_the_order(scores: list[float], limit: int) -> None:
     hits = [hit(i, s) for i, s in enumerate(scores)]
-    assert arrange("q", hits, RankSettings(), no_sources(), limit=limit) == hits[:limit]
+    assert arrange(hits, RankSettings(), no_neighbours, limit=limit) == hits[:limit]
 
 
 @given(
     st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=30, unique=True),
     st.floats(0.01, 2),
-    st.floats(0.01, 1),
+    st.floats(0.01, 3),
 )
 def test_arrange_never_repeats_a_turn_and_respects_the_limit(
-    scores: list[float], neighbour: float, diversity: float
+    scores: list[float], neighbour: float, prior: float
 ) -> None:
-    hits = [hit(2 * i, s, f"word{i} common") for i, s in enumerate(scores)]
-
-    def keyword(query: str, k: int) -> list[RetrievalHit]:
-        return [hit(2 * i + 1, 1.0) for i in range(k)]
+    hits = [hit(2 * i, s, "word " * i) for i, s in enumerate(scores)]
 
     def neighbours(s: Sequence[int]) -> dict[int, tuple[RetrievalHit | None, ...]]:
         return {x: (hit(x - 1, 0.0), hit(x + 1, 0.0)) for x in s}
 
-    settings = RankSettings(feedback_weight=1.0, neighbour_weight=neighbour, diversity=diversity)
-    out = arrange("q", hits, settings, Sources(keyword, neighbours), limit=len(hits))
+    settings = RankSettings(content_prior=prior, neighbour_weight=neighbour)
+    out = arrange(hits, settings, neighbours, limit=len(hits))
     assert len(out) == len(hits)
     assert len(set(seqs(out))) == len(out)
+    assert all(a.score >= b.score for a, b in itertools.pairwise(out))
 
 
 @dataclass

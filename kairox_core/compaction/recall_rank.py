@@ -1,53 +1,46 @@
-"""Reordering recalled turns before they are fitted: neighbours, feedback, diversity.
+"""Reordering recalled turns before they are fitted: content and neighbours.
 
-Recall (recall.py) ranks each past turn on its own against the prompt. Three cheap,
-model-free adjustments act on that ranking (each off at weight 0, all ``[compaction]``
-keys):
+Recall (recall.py) ranks each past turn on its own against the prompt, and the
+assembler fits them in that order. Two cheap, model-free adjustments act on the ranking
+(each off at weight 0; ``[compaction]`` keys):
 
-- **Feedback** (``recall_feedback_weight``): pseudo-relevance feedback on the keyword
-  side. The words the best few turns share (``recall_feedback_docs`` turns, at most
-  ``recall_feedback_terms`` words, none of the prompt's or of a small stop list) are
-  searched once more, keyword-only (FTS5, no embedding), and that ranking is fused in
-  by reciprocal rank: a broad question ("What job might Maria pursue?") finds the turns
-  about the topic its best hits are about, whose words it does not use itself.
-- **Neighbours** (``recall_neighbour_weight``): evidence often spans adjacent turns
-  (a question and its answer, a story told over two replies). Each turn's score gets
-  ``weight x`` the best score of the turn just before or after it in the conversation,
-  so the neighbour of a strong hit can outrank a weak hit elsewhere; a neighbour that
-  was not retrieved at all joins the list (its event is read, not searched).
 - **Content** (``recall_content_prior``): a turn's score is scaled by ``1 + prior x
   (c - 0.5)``, ``c`` its content words (not stop words, three letters or more) over
   ``recall_content_words``, at most 1. "Sounds nice, spending time together is
   important!" matches every question about family a little; the turns that state
   facts have more words that are not filler (LoCoMo's evidence turns average 42 tokens,
   its turns 31), so among turns matching alike the one saying more comes first.
-- **Diversity** (``recall_diversity``): maximal marginal relevance over word sets
-  (Jaccard): a turn that repeats one already ranked above it loses ``diversity x``
-  its overlap, so the budget is not spent on near-duplicates.
+- **Neighbours** (``recall_neighbour_weight``): evidence often spans adjacent turns
+  (a question and its answer, a story told over two replies). Each turn's score gets
+  ``weight x`` the best score of the turn just before or after it in the conversation,
+  so the neighbour of a strong hit can outrank a weak hit elsewhere; a neighbour that
+  was not retrieved at all joins the list (its event is read, not searched).
 
-Everything here is pure over the hits and two callables the engine supplies
-(``Sources``), so it is tested without an index.
+Measured on LoCoMo (docs/recall.md): the content prior helps, neighbours trade
+open-domain and multi-hop recall for temporal; keyword pseudo-relevance feedback and
+MMR diversity were tried too and left out (feedback lost recall at every weight, and
+diversity never changed which turns fit).
+
+Everything here is pure over the hits and a callable the engine supplies, so it is
+tested without an index.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from kairox_core.context.recalled import SOURCE, turn_seq
 from kairox_core.retrieval.base import RetrievalHit
-from kairox_core.retrieval.fusion import RRF_K
 
 if TYPE_CHECKING:
     from kairox_core.facade import Kairox
     from kairox_core.session import Session
-    from kairox_core.store.protocol import WorkspaceIndex
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-# Function words and conversational filler: never expansion terms (they name no topic).
+# Function words and conversational filler: they say nothing about what a turn is about.
 _STOP = """a about above after again against all am an and any are as at be because been before
     being below between both but by can could did do does doing down during each few for from
     further had has have having he her here hers herself him himself his how i if in into is it
@@ -67,89 +60,36 @@ STOP_WORDS = frozenset(_STOP.split())
 class RankSettings:
     """The ``[compaction] recall_*`` ranking keys (see the module docstring)."""
 
-    feedback_weight: float = 0.0
-    feedback_docs: int = 5
-    feedback_terms: int = 8
-    neighbour_weight: float = 0.0
-    diversity: float = 0.0
     content_prior: float = 0.0
-    content_words: int = 12
+    content_words: int = 20
+    neighbour_weight: float = 0.0
 
     @classmethod
     def of(cls, section: Any) -> RankSettings:
         """From a ``CompactionSection`` (or anything with the same attributes)."""
         return cls(
-            feedback_weight=float(getattr(section, "recall_feedback_weight", 0.0)),
-            feedback_docs=int(getattr(section, "recall_feedback_docs", 5)),
-            feedback_terms=int(getattr(section, "recall_feedback_terms", 8)),
-            neighbour_weight=float(getattr(section, "recall_neighbour_weight", 0.0)),
-            diversity=float(getattr(section, "recall_diversity", 0.0)),
             content_prior=float(getattr(section, "recall_content_prior", 0.0)),
-            content_words=int(getattr(section, "recall_content_words", 12)),
+            content_words=int(getattr(section, "recall_content_words", 20)),
+            neighbour_weight=float(getattr(section, "recall_neighbour_weight", 0.0)),
         )
 
     @property
     def active(self) -> bool:
-        return bool(
-            self.feedback_weight or self.neighbour_weight or self.diversity or self.content_prior
-        )
+        return bool(self.content_prior or self.neighbour_weight)
 
 
-@dataclass(frozen=True)
-class Sources:
-    """What the adjustments may read besides the hits.
-
-    ``keyword(query, k)``: a keyword-only search of the same space, best first.
-    ``neighbours(seqs)``: for each seq, the conversation turns just before and after it
-    (None where there is none), as hits shaped like recall's (``seq`` in metadata)."""
-
-    keyword: Callable[[str, int], list[RetrievalHit]]
-    neighbours: Callable[[Sequence[int]], Mapping[int, tuple[RetrievalHit | None, ...]]]
+# seqs -> for each, the conversation turns just before and after it (None: none there),
+# as hits shaped like recall's (``seq`` in metadata)
+Neighbours = Callable[[Sequence[int]], Mapping[int, tuple[RetrievalHit | None, ...]]]
 
 
 def words(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text)}
 
 
-def feedback_query(prompt: str, hits: Sequence[RetrievalHit], docs: int, terms: int) -> str:
-    """The words most of the best ``docs`` turns share, prompt and stop words left out:
-    a word counts once per turn, and must be in two turns at least (one turn's word
-    is that turn's, not the topic's). Ties keep the better-ranked turn's word first."""
-    asked = words(prompt)
-    counts: Counter[str] = Counter()
-    first: dict[str, int] = {}
-    for i, hit in enumerate(hits[:docs]):
-        for w in sorted(words(hit.text)):
-            if w in asked or w in STOP_WORDS or len(w) < 3 or w.isdigit():
-                continue
-            counts[w] += 1
-            first.setdefault(w, i)
-    shared = [w for w, n in counts.items() if n >= 2]
-    shared.sort(key=lambda w: (-counts[w], first[w], w))
-    return " ".join(shared[:terms])
-
-
 def _seq_key(hit: RetrievalHit) -> int:
     seq = turn_seq(hit)
     return seq if seq is not None else -1
-
-
-def fuse_feedback(
-    hits: Sequence[RetrievalHit], extra: Sequence[RetrievalHit], weight: float
-) -> list[RetrievalHit]:
-    """``hits`` with ``weight / (RRF_K + rank)`` added for each turn of ``extra`` (a
-    turn only there joins with that score alone); best first, ties by input order."""
-    score = {_seq_key(h): h.score for h in hits}
-    by_seq = {_seq_key(h): h for h in hits}
-    for rank, hit in enumerate(extra, start=1):
-        key = _seq_key(hit)
-        if key < 0:
-            continue
-        score[key] = score.get(key, 0.0) + weight / (RRF_K + rank)
-        by_seq.setdefault(key, hit)
-    order = list(by_seq)
-    order.sort(key=lambda s: -score[s])
-    return [replace(by_seq[s], score=score[s]) for s in order]
 
 
 def propagate(
@@ -197,30 +137,6 @@ def weigh_content(hits: Sequence[RetrievalHit], prior: float, full: int) -> list
     return [replace(h, score=s) for s, _, h in scored]
 
 
-def diversify(hits: Sequence[RetrievalHit], penalty: float) -> list[RetrievalHit]:
-    """Greedy maximal marginal relevance: next is the turn with the best ``score -
-    penalty x max Jaccard overlap`` (content words) with the turns already chosen,
-    the overlap scaled by the best score so ``penalty`` is relative."""
-    if not hits or penalty <= 0:
-        return list(hits)
-    top = max(h.score for h in hits) or 1.0
-    sets = [words(h.text) - STOP_WORDS for h in hits]
-    left = list(range(len(hits)))
-    worst = [0.0] * len(hits)  # max overlap with a chosen turn so far
-    out: list[RetrievalHit] = []
-    while left:
-        pick = max(left, key=lambda i: (hits[i].score - penalty * top * worst[i], -i))
-        left.remove(pick)
-        out.append(hits[pick])
-        chosen = sets[pick]
-        for i in left:
-            if chosen and sets[i]:
-                overlap = len(chosen & sets[i]) / len(chosen | sets[i])
-                if overlap > worst[i]:
-                    worst[i] = overlap
-    return out
-
-
 NEIGHBOUR_WINDOW = 8  # seqs read either side of a hit for its neighbours (one read each)
 
 
@@ -229,7 +145,7 @@ def neighbour_reader(
     to_hit: Callable[[Any], RetrievalHit | None],
     window: int = NEIGHBOUR_WINDOW,
 ) -> Callable[[Sequence[int]], dict[int, tuple[RetrievalHit | None, ...]]]:
-    """``Sources.neighbours`` over an event store: ``read(first, last)`` returns the
+    """``Neighbours`` over an event store: ``read(first, last)`` returns the
     conversation events with seqs in [first, last], in order; ``to_hit`` makes one a
     hit. Overlapping windows are read once; a neighbour further than ``window`` seqs
     away (a reply streamed in many deltas) is not found, which only loses a lift."""
@@ -265,80 +181,39 @@ def neighbour_reader(
 
 
 def arrange(
-    prompt: str,
     hits: Sequence[RetrievalHit],
     settings: RankSettings,
-    sources: Sources,
+    neighbours: Neighbours,
     *,
     limit: int,
 ) -> list[RetrievalHit]:
-    """The recalled turns reordered by ``settings`` (feedback, neighbours, content,
-    then diversity), at most ``limit``. With every weight 0 they come back as they were."""
+    """The recalled turns reordered by ``settings`` (neighbours, then content), at most
+    ``limit``. With every weight 0 they come back as they were. Neighbours are read for
+    the best quarter of the list only (one event read per window, not per turn)."""
     out = list(hits)
     if not settings.active or not out:
         return out[:limit]
-    if settings.feedback_weight > 0:
-        query = feedback_query(prompt, out, settings.feedback_docs, settings.feedback_terms)
-        if query:
-            out = fuse_feedback(out, sources.keyword(query, limit), settings.feedback_weight)
     if settings.neighbour_weight > 0:
         seqs = [s for s in (turn_seq(h) for h in out[: max(1, limit // 4)]) if s is not None]
-        out = propagate(out, sources.neighbours(seqs), settings.neighbour_weight)
+        out = propagate(out, neighbours(seqs), settings.neighbour_weight)
     if settings.content_prior > 0:
         out = weigh_content(out, settings.content_prior, settings.content_words)
-    out = out[:limit]
-    if settings.diversity > 0:
-        out = diversify(out, settings.diversity)
-    return out
-
-
-__all__ = [
-    "NEIGHBOUR_WINDOW",
-    "STOP_WORDS",
-    "RankSettings",
-    "Sources",
-    "arrange",
-    "arrange_recalled",
-    "content_words",
-    "diversify",
-    "feedback_query",
-    "fuse_feedback",
-    "neighbour_reader",
-    "propagate",
-    "weigh_content",
-    "words",
-]
+    return out[:limit]
 
 
 def arrange_recalled(
     kx: Kairox,
     session: Session,
-    index: WorkspaceIndex,
-    prompt: str,
     hits: list[RetrievalHit],
     before_seq: int | None,
 ) -> list[RetrievalHit]:
-    """``arrange`` for ``Recall.turns``: the settings from ``[compaction]``, keyword
-    search of the session's recall space, neighbours read from the event store."""
+    """``arrange`` for ``Recall.turns``: the settings from ``[compaction]``, neighbours
+    read from the event store (only turns below ``before_seq``)."""
     settings = RankSettings.of(kx.config.compaction)
     if not settings.active or not hits:
         return hits
     from kairox_core.compaction.recall import turn_document
     from kairox_core.store.event_store import CONVERSATION_TYPES
-
-    def allowed(seq: int | None) -> bool:
-        return seq is not None and (before_seq is None or seq < before_seq)
-
-    def keyword(query: str, k: int) -> list[RetrievalHit]:
-        with index.lock:
-            found = index.search(query, k, "keyword", {})
-        return [
-            replace(h, source=SOURCE)
-            for h in found
-            if h.metadata.get("session_id") == session.id
-            and h.metadata.get("redacted") is True
-            and allowed(turn_seq(h))
-        ]
 
     def read(first: int, last: int) -> Sequence[Any]:
         return kx.events_store.read(
@@ -347,9 +222,25 @@ def arrange_recalled(
 
     def to_hit(event: Any) -> RetrievalHit | None:
         doc = turn_document(event)
-        if doc is None or not allowed(event.seq):
+        if doc is None or (before_seq is not None and (event.seq or 0) >= before_seq):
             return None
         return RetrievalHit(doc.text, 0.0, SOURCE, doc.doc_id, dict(doc.metadata))
 
-    sources = Sources(keyword, neighbour_reader(read, to_hit))
-    return arrange(prompt, hits, settings, sources, limit=kx.config.compaction.recall_k)
+    return arrange(
+        hits, settings, neighbour_reader(read, to_hit), limit=kx.config.compaction.recall_k
+    )
+
+
+__all__ = [
+    "NEIGHBOUR_WINDOW",
+    "STOP_WORDS",
+    "Neighbours",
+    "RankSettings",
+    "arrange",
+    "arrange_recalled",
+    "content_words",
+    "neighbour_reader",
+    "propagate",
+    "weigh_content",
+    "words",
+]
