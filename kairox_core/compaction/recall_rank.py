@@ -27,6 +27,7 @@ tested without an index.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -121,8 +122,10 @@ def propagate(
     return [replace(by_seq[s], score=score[s]) for s in order]
 
 
+@functools.lru_cache(maxsize=8192)
 def content_words(text: str) -> int:
-    """Words that may carry a fact: not stop words, not digits alone, three letters up."""
+    """Words that may carry a fact: not stop words, three letters or more. Remembered:
+    the same turns come back prompt after prompt (200 turns cost ~5 ms to count)."""
     return sum(1 for w in words(text) if len(w) >= 3 and w not in STOP_WORDS)
 
 
@@ -134,7 +137,10 @@ def weigh_content(hits: Sequence[RetrievalHit], prior: float, full: int) -> list
         c = min(content_words(h.text) / max(full, 1), 1.0)
         scored.append((max(0.0, h.score * (1 + prior * (c - 0.5))), i, h))
     scored.sort(key=lambda t: (-t[0], t[1]))
-    return [replace(h, score=s) for s, _, h in scored]
+    # built directly: ``dataclasses.replace`` costs ~5 us a hit, most of this function
+    return [
+        RetrievalHit(h.text, s, h.source, h.doc_id, h.metadata, h.chunk_id) for s, _, h in scored
+    ]
 
 
 NEIGHBOUR_WINDOW = 8  # seqs read either side of a hit for its neighbours (one read each)
