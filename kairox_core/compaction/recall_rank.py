@@ -212,13 +212,14 @@ def arrange_recalled(
     session: Session,
     hits: list[RetrievalHit],
     before_seq: int | None,
+    turn_document: Callable[[Any], Any],
 ) -> list[RetrievalHit]:
     """``arrange`` for ``Recall.turns``: the settings from ``[compaction]``, neighbours
-    read from the event store (only turns below ``before_seq``)."""
+    read from the event store (only turns below ``before_seq``) and made hits as recall
+    indexes them (``turn_document``, passed in: recall.py imports this module)."""
     settings = RankSettings.of(kx.config.compaction)
     if not settings.active or not hits:
         return hits
-    from kairox_core.compaction.recall import turn_document
     from kairox_core.store.event_store import CONVERSATION_TYPES
 
     def read(first: int, last: int) -> Sequence[Any]:
