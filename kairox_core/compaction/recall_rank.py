@@ -52,8 +52,8 @@ _STOP = """a about above after again against all am an and any are as at be beca
     yourselves also really so much like get got going gonna go went yeah yes oh wow hey hi
     thanks thank great good awesome cool amazing lot lots glad sounds sound know think feel
     feeling love one things thing something time way make made let us well even still always
-    never ever new back see saw look looks looking say
-    said tell told want wanted need really sure keep kept take took right bit"""
+    never ever new back see saw look looks looking say said tell told want wanted need sure
+    keep kept take took right bit"""
 STOP_WORDS = frozenset(_STOP.split())
 
 
