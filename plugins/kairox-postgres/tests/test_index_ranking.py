@@ -148,3 +148,34 @@ def test_hnsw_with_filters_returns_k_rows(storage: PostgresStorage) -> None:
     # unfiltered: the index's answer is (nearly) the exact one
     hits = big.search(query, 10, "vector")
     assert len(set(int(h.chunk_id) for h in hits) & set(_exact(storage, big, query, ""))) >= 8
+
+
+def test_common_words_are_chosen_like_sqlite(storage: PostgresStorage, tmp_path: Path) -> None:
+    """Past CHEAP_ROWS chunks, a word in half the space or more is dropped from the query
+    (its bm25 weight is ~0), as in SQLite."""
+    rng = random.Random(9)
+    docs = [
+        DocumentInput(
+            f"d{i}",
+            " ".join(
+                ["common", "often" if i % 10 else "", f"r{i % 97}", f"s{i % 13}"]
+                + [f"x{rng.randrange(40)}" for _ in range(3)]
+            ),
+        )
+        for i in range(2300)
+    ]
+    pg = storage.workspace_index(KairoxConfig(), "w")
+    lite = WorkspaceRagIndex.from_config(KairoxConfig(), tmp_path / "kx.db", "w")
+    for index in (pg, lite):
+        index.add_documents(docs, batch_size=500)
+    many = " ".join(f"x{i}" for i in range(30))  # a long prompt (MAX_TERMS: past 4096 rows)
+    for query in ("common", "common often", "common r5", "often s3 r7", many, "often " + many):
+        want = [(h.doc_id, h.score) for h in lite.search(query, 10, "keyword")]
+        got = [(h.doc_id, h.score) for h in pg.search(query, 10, "keyword")]
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9), query
+    # both in more than CHEAP_ROWS and half the chunks: weightless, nothing is read
+    assert (
+        pg.keyword_terms("common often") == {} and lite.search("common often", 5, "keyword") == []
+    )
+    assert pg.search("common often", 5, "keyword") == []
+    lite.close()

@@ -4,8 +4,10 @@ Rows are copied as they are (seqs, ids, timestamps and event JSON kept; row orde
 where it breaks ties), in one transaction on the target, which must hold no events,
 memories or proposals yet. Afterwards both sides are read again and compared: event
 count and seq list per session, a digest of every event's JSON, memories, each key's
-history and proposals by status. Tables the PostgreSQL schema does not have yet
-(long-term chunks, packs, the retrieval index) are counted and reported as not copied.
+history and proposals by status. The retrieval index (every space's documents,
+chunks and vectors: copy_index.py) moves too and is compared per space. Tables the
+PostgreSQL schema does not have yet (long-term chunks, packs) are counted and reported
+as not copied.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from psycopg.types.json import Jsonb
 
 from kairox_core.errors import KairoxUserError
 from kairox_core.store.sqlite_storage import SqliteStorage
+from kairox_postgres import copy_index
 from kairox_postgres.storage import PostgresStorage
 
 # (table, columns, order): what moves, oldest first. memory_history's own ids are not
@@ -110,13 +113,11 @@ TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ),
 )
 BATCH = 2000
-# SQLite-only tables (long-term chunks, packs, the workspace index): reported, not copied.
+# SQLite-only tables (long-term chunks, packs): reported, not copied.
 SQLITE_ONLY = (
     "longterm_chunks",
     "packs_personal",
     "pack_activations",
-    "rag_documents",
-    "rag_chunks",
 )
 
 
@@ -235,7 +236,7 @@ class CopyReport:
         out = [f"copied {self.source} -> {self.target}"]
         out += [f"  {table}: {n}" for table, n in self.copied.items()]
         out.append(f"  verified: {self.sessions} sessions' seqs and event digests, memories, ")
-        out[-1] += "histories and proposals match"
+        out[-1] += "histories, proposals and index spaces match"
         for table, n in self.not_copied.items():
             out.append(f"  not copied (not on PostgreSQL yet): {table}: {n} rows")
         return out
@@ -260,6 +261,7 @@ def _copy(src: _Side, dst: _Side) -> CopyReport:
         held = ", ".join(f"{n} {t}" for t, n in busy.items() if n)
         raise CopyError(f"{dst.label} is not empty ({held}); copy into a new database")
     report = CopyReport(src.label, dst.label)
+    copy_index.prepare(src, dst)
     with dst.transaction():
         for table, columns, order in TABLES:
             n, batch = 0, []
@@ -272,7 +274,9 @@ def _copy(src: _Side, dst: _Side) -> CopyReport:
                 dst.insert(table, columns, batch)
                 n += len(batch)
             report.copied[table] = n
+        report.copied.update(copy_index.copy_index(src, dst))
         report.sessions = _verify(src, dst)  # inside: a mismatch leaves the target empty
+        copy_index.verify(src, dst)
     if isinstance(src, _Sqlite) and isinstance(dst, _Postgres):
         report.not_copied = src.others()
     return report

@@ -59,23 +59,48 @@ from kairox_core.retrieval.index_common import (
     statuses,
     with_context,
 )
+from kairox_core.retrieval.keyword_terms import CHEAP_ROWS, MAX_TERMS
 from kairox_postgres.db import PgDatabase
 
 HNSW_EF_MIN = 40  # pgvector's default ef_search; raised to the rows a query asks for
 HNSW_EF_MAX = 1000  # pgvector's ceiling
-# BM25 over a space's postings: q holds (term id, df, query weight), s the space's totals
+# The query's terms, chosen in SQL as ``fts5_terms.select_terms`` (TermSelector) does:
+# per word its rarest stem's df; a word in at most CHEAP_ROWS chunks kept, of the others
+# the weightless (in half the space or more) dropped, the rarest kept up to MAX_TERMS.
+_SELECT_TERMS = (
+    "w AS (SELECT u.word, u.term, t.id, coalesce(t.df, 0) AS df "
+    "FROM unnest(%(words)s::int[], %(stems)s::text[]) AS u(word, term) "
+    "LEFT JOIN rag_terms t ON t.workspace_id = %(space)s AND t.term = u.term), "
+    "per AS (SELECT word, min(df) AS freq, count(*) AS parts FROM w GROUP BY word), "
+    f"ok AS (SELECT word, freq, freq <= {CHEAP_ROWS} AS cheap, row_number() OVER "
+    f"(PARTITION BY freq <= {CHEAP_ROWS} ORDER BY freq, word) AS r FROM per, s "
+    f"WHERE freq <= {CHEAP_ROWS} OR parts > 1 OR 2 * freq < s.n "
+    "OR (SELECT count(*) FROM per) <= 1), "
+    "q AS (SELECT w.id, w.df, count(*) AS n FROM w WHERE w.df > 0 AND w.word IN ("
+    f"SELECT word FROM ok WHERE cheap OR r <= {MAX_TERMS} - (SELECT count(*) FROM ok WHERE cheap)"
+    ") GROUP BY w.id, w.df)"
+)
+# terms given (the raw query's form): q holds (term id, df, query weight)
+_GIVEN_TERMS = (
+    "q AS (SELECT t.id, t.df, u.n FROM rag_terms t "
+    "JOIN unnest(%(terms)s::text[], %(weights)s::int[]) AS u(term, n) ON t.term = u.term "
+    "WHERE t.workspace_id = %(space)s AND t.df > 0)"
+)
+# FTS5's bm25 over the space's postings of q's terms; s holds the space's totals
 _BM25 = (
-    "WITH q AS (SELECT t.id, t.df, w.n FROM rag_terms t "
-    "JOIN unnest(%(terms)s::text[], %(weights)s::int[]) AS w(term, n) ON t.term = w.term "
-    "WHERE t.workspace_id = %(space)s AND t.df > 0), "
-    "s AS (SELECT chunks::float8 AS n, tokens::float8 / greatest(chunks, 1) AS avgdl "
-    "FROM rag_kw_spaces WHERE workspace_id = %(space)s) "
+    "WITH s AS (SELECT chunks::float8 AS n, tokens::float8 / greatest(chunks, 1) AS avgdl "
+    "FROM rag_kw_spaces WHERE workspace_id = %(space)s), {terms} "
     "SELECT p.chunk_id AS id, p.document_id, sum(q.n * greatest("
     "CASE WHEN s.n - q.df + 0.5 > q.df + 0.5 THEN ln((s.n - q.df + 0.5) / (q.df + 0.5)) "
     f"ELSE 0 END, {IDF_FLOOR}) * p.tf * {BM25_K1 + 1} / (p.tf + {BM25_K1} * "
     f"({1 - BM25_B} + {BM25_B} * p.dl / s.avgdl))) AS score "
     "FROM q JOIN rag_postings p ON p.term_id = q.id CROSS JOIN s{join}{where} "
     "GROUP BY p.chunk_id, p.document_id ORDER BY score DESC, p.chunk_id LIMIT %(limit)s"
+)
+# what a hit shows, joined onto a ranking r(id, document_id, score) in the same query
+_PAYLOAD = (
+    "SELECT r.*, c.text, c.heading, d.doc_id, d.doc_type, d.path, d.title, d.metadata "
+    "FROM r JOIN rag_chunks c ON c.id = r.id JOIN rag_documents d ON d.id = r.document_id "
 )
 _terms: Fts5Terms | None = None
 _terms_lock = threading.Lock()
@@ -370,31 +395,7 @@ class PgWorkspaceIndex:
         self._insert_postings(conn, list(zip(chunk_ids, [r[0] for r in rows], counts, strict=True)))
 
     def _insert_postings(self, conn: Any, chunks: list[tuple[int, int, TermCounts]]) -> None:
-        """Postings of (chunk id, document id, counts); the terms' rows made as needed."""
-        terms = sorted({t for _, _, tc in chunks for t in tc.frequencies})
-        if not terms:
-            return
-        conn.execute(
-            "INSERT INTO rag_terms (workspace_id, term) SELECT %s, unnest(%s::text[]) "
-            "ON CONFLICT (workspace_id, term) DO NOTHING",
-            (self.workspace_id, terms),
-        )
-        term_ids = {
-            str(r["term"]): int(r["id"])
-            for r in conn.execute(
-                "SELECT id, term FROM rag_terms WHERE workspace_id = %s AND term = ANY(%s)",
-                (self.workspace_id, terms),
-            ).fetchall()
-        }
-        with (
-            conn.cursor() as cur,
-            cur.copy(
-                "COPY rag_postings (term_id, chunk_id, document_id, tf, dl) FROM STDIN"
-            ) as copy,
-        ):
-            for cid, did, tc in chunks:
-                for term, tf in tc.frequencies.items():
-                    copy.write_row((term_ids[term], cid, did, tf, tc.length))
+        insert_postings(conn, self.workspace_id, chunks)
 
     def ensure_keywords(self, *, batch_size: int = 2000) -> int:
         """Cut the terms of the space's chunks that have none yet (rows written before
@@ -527,103 +528,127 @@ class PgWorkspaceIndex:
         if k <= 0:
             return []
         where, args = _filter_sql(filters or {})
+        rows: dict[int, dict[str, Any]] = {}  # hit payloads the rankings brought along
         if mode == "keyword":
-            return self._hits(self._keyword(query, k, where, args))
-        recorded = self.recorded_backend()
-        if recorded is None:  # nothing was ever written to this space
-            return []
-        self.check_backend(recorded)
+            return self._hits(self._keyword(query, k, where, args, rows), rows)
         if mode == "vector":
-            return self._hits(self._vector(query, k, where, args))
-        keyword, vector = self.rankings(query, max(k, self.candidates), filters)
+            return self._hits(self._vector(query, k, where, args, rows), rows)
+        n = max(k, self.candidates)
+        vector = self._vector(query, n, where, args, rows)
+        keyword = self._keyword(query, n, where, args, rows)
         fused = fuse_rankings(
             [(self.keyword_weight, keyword), (self.vector_weight, vector)],
             rrf_k=self.rrf_k,
             limit=k,
         )
-        return self._hits(fused)
+        return self._hits(fused, rows)
 
     def rankings(
         self, query: str, n: int, filters: Mapping[str, Any] | None = None
     ) -> tuple[Ranked, Ranked]:
         """The keyword and vector rankings hybrid search fuses."""
         where, args = _filter_sql(filters or {})
-        return self._keyword(query, n, where, args), self._vector(query, n, where, args)
+        vector = self._vector(query, n, where, args, {})
+        return self._keyword(query, n, where, args, {}), vector
 
     def keyword_terms(self, query: str) -> dict[str, int]:
-        """The query's terms (FTS5's stems) and their weights, as the SQLite index
-        chooses them (``select_terms``: weightless common words dropped, at most 16)."""
+        """The query's terms (FTS5's stems) and their weights, chosen as the SQLite index
+        chooses them (``select_terms``); the search does the same inside its query."""
         words = query_terms(query)
         if not words:
             return {}
         stems = fts5_terms().words(words)
         if len(words) > 1:
             flat = sorted({s for parts in stems for s in parts})
-            rows = self.db.execute(
+            found = self.db.execute(
                 "SELECT (SELECT chunks FROM rag_kw_spaces WHERE workspace_id = %s) AS n, "
                 "(SELECT json_object_agg(term, df) FROM rag_terms WHERE workspace_id = %s "
                 "AND term = ANY(%s)) AS df",
                 (self.workspace_id, self.workspace_id, flat),
             )
-            total = int(rows[0]["n"] or 0)
-            df = {str(t): int(n) for t, n in (rows[0]["df"] or {}).items()}
+            total = int(found[0]["n"] or 0)
+            df = {str(t): int(n) for t, n in (found[0]["df"] or {}).items()}
             keep = select_terms(words, stems, df, total)
             stems = [stems[i] for i in keep]
         return query_weights(stems)
 
-    def _keyword(self, query: str, k: int, where: str, args: list[Any]) -> Ranked:
+    def _keyword(
+        self, query: str, k: int, where: str, args: list[Any], payload: dict[int, dict[str, Any]]
+    ) -> Ranked:
         self.ensure_keywords()
-        weights = self.keyword_terms(query)
-        if not weights:
+        words = query_terms(query)
+        stems = fts5_terms().words(words)
+        pairs = [(i, s) for i, parts in enumerate(stems) for s in parts]
+        if not pairs:
             return []
         join = " JOIN rag_documents d ON d.id = p.document_id" if where else ""
-        sql = _BM25.format(join=join, where=" WHERE TRUE" + _named(where) if where else "")
-        named = {f"f{i}": a for i, a in enumerate(args)}
+        ranking = _BM25.format(
+            terms=_SELECT_TERMS, join=join, where=" WHERE TRUE" + _named(where) if where else ""
+        )
+        sql = f"WITH r AS MATERIALIZED ({ranking}) {_PAYLOAD} ORDER BY r.score DESC, r.id"
         params: dict[str, Any] = {
-            "terms": list(weights),
-            "weights": list(weights.values()),
+            "words": [i for i, _ in pairs],
+            "stems": [s for _, s in pairs],
             "space": self.workspace_id,
-            **named,
+            **{f"f{i}": a for i, a in enumerate(args)},
         }
 
         def fetch(limit: int) -> Ranked:
             rows = _named_query(self.db, sql, {**params, "limit": limit})
+            payload.update((int(r["id"]), r) for r in rows)
             return [(int(r["id"]), int(r["document_id"]), float(r["score"])) for r in rows]
 
         return collapse(fetch, k)
 
-    def _vector(self, query: str, k: int, where: str, args: list[Any]) -> Ranked:
+    def _vector(
+        self, query: str, k: int, where: str, args: list[Any], payload: dict[int, dict[str, Any]]
+    ) -> Ranked:
         qvec = self.backend.embed_query(query)
-        if not any(qvec):  # no feature at all: cosine is undefined
-            return []
         dim = len(qvec)
         vec = _vector_text(qvec)
         join = " JOIN rag_documents d ON d.id = c.document_id" if where else ""
-        scope = f"c.workspace_id = %s AND vector_dims(c.embedding) = {dim}{where}"
+        # the space must have been embedded by this backend: checked in the query itself,
+        # and only when it finds nothing is the reason looked up (none yet, or a mismatch)
+        scope = (
+            f"c.workspace_id = %s AND vector_dims(c.embedding) = {dim}{where} AND EXISTS "
+            "(SELECT 1 FROM rag_spaces s WHERE s.workspace_id = %s AND s.backend = %s "
+            f"AND s.dimension = {dim})"
+        )
         # the HNSW index (an iterative scan: filtered rows do not use up the candidates)
         # and, when it comes back short, an exact scan, which the index cannot serve
         indexed = (
             f"WITH r AS MATERIALIZED (SELECT c.id, c.document_id, c.embedding::vector({dim}) "
             f"<=> %s::vector({dim}) AS dist FROM rag_chunks c{join} WHERE {scope} "
-            "ORDER BY dist LIMIT %s) SELECT * FROM r ORDER BY dist, id"
+            f"ORDER BY dist LIMIT %s) {_PAYLOAD} ORDER BY r.dist, r.id"
         )
         exact = (
-            f"SELECT c.id, c.document_id, c.embedding <=> %s::vector AS dist FROM rag_chunks c"
-            f"{join} WHERE {scope} ORDER BY dist, c.id LIMIT %s"
+            f"WITH r AS MATERIALIZED (SELECT c.id, c.document_id, c.embedding <=> %s::vector "
+            f"AS dist FROM rag_chunks c{join} WHERE {scope} ORDER BY dist, c.id LIMIT %s) "
+            f"{_PAYLOAD} ORDER BY r.dist, r.id"
         )
+        params = (vec, self.workspace_id, *args, self.workspace_id, self.backend.name)
+        checked = False
 
         def fetch(limit: int) -> Ranked:
+            nonlocal checked
             with self.db.connection() as conn:
                 self._tune(conn, limit)
-                rows = conn.execute(indexed, (vec, self.workspace_id, *args, limit)).fetchall()
+                rows = conn.execute(indexed, (*params, limit)).fetchall()
                 if len(rows) < limit:
-                    rows = conn.execute(exact, (vec, self.workspace_id, *args, limit)).fetchall()
+                    rows = conn.execute(exact, (*params, limit)).fetchall()
+            if not rows and not checked:
+                self.check_backend()  # nothing found: raises if another backend embedded it
+                checked = True
+            payload.update((int(r["id"]), r) for r in rows)
             return [
                 (int(r["id"]), int(r["document_id"]), 1.0 - float(r["dist"]))
                 for r in rows
                 if r["dist"] == r["dist"]  # NaN: a chunk with an all-zero vector
             ]
 
+        if not any(qvec):  # no feature at all: cosine is undefined
+            self.check_backend()
+            return []
         return collapse(fetch, k)
 
     def _tune(self, conn: Any, limit: int) -> None:
@@ -640,19 +665,46 @@ class PgWorkspaceIndex:
         )
         self._tuned[conn] = ef
 
-    def _hits(self, ranked: Sequence[tuple[int, int, float]]) -> list[RetrievalHit]:
-        if not ranked:
-            return []
-        rows = {
-            int(r["id"]): r
+    def _hits(
+        self, ranked: Sequence[tuple[int, int, float]], rows: dict[int, dict[str, Any]]
+    ) -> list[RetrievalHit]:
+        missing = [cid for cid, _, _ in ranked if cid not in rows]
+        if missing:  # (the rankings bring their rows along: this is for safety only)
             for r in self.db.execute(
                 "SELECT c.id, c.text, c.heading, d.doc_id, d.doc_type, d.path, d.title, "
                 "d.metadata FROM rag_chunks c JOIN rag_documents d ON d.id = c.document_id "
                 "WHERE c.id = ANY(%s)",
-                ([cid for cid, _, _ in ranked],),
-            )
-        }
+                (missing,),
+            ):
+                rows[int(r["id"])] = r
         return build_hits(ranked, rows, self.workspace_id)
+
+
+def insert_postings(conn: Any, space: str, chunks: list[tuple[int, int, TermCounts]]) -> None:
+    """Postings of a space's (chunk id, document id, counts), in the transaction of
+    ``conn``; the terms' rows made as needed (the triggers count them)."""
+    terms = sorted({t for _, _, tc in chunks for t in tc.frequencies})
+    if not terms:
+        return
+    conn.execute(
+        "INSERT INTO rag_terms (workspace_id, term) SELECT %s, unnest(%s::text[]) "
+        "ON CONFLICT (workspace_id, term) DO NOTHING",
+        (space, terms),
+    )
+    term_ids = {
+        str(r["term"]): int(r["id"])
+        for r in conn.execute(
+            "SELECT id, term FROM rag_terms WHERE workspace_id = %s AND term = ANY(%s)",
+            (space, terms),
+        ).fetchall()
+    }
+    with (
+        conn.cursor() as cur,
+        cur.copy("COPY rag_postings (term_id, chunk_id, document_id, tf, dl) FROM STDIN") as copy,
+    ):
+        for cid, did, tc in chunks:
+            for term, tf in tc.frequencies.items():
+                copy.write_row((term_ids[term], cid, did, tf, tc.length))
 
 
 def _hnsw(dim: int) -> str:
@@ -670,7 +722,7 @@ def raw_bm25_query(index: PgWorkspaceIndex, query: str, n: int) -> list[dict[str
     weights = index.keyword_terms(query)
     if not weights:
         return []
-    sql = _BM25.format(join="", where="")
+    sql = _BM25.format(terms=_GIVEN_TERMS, join="", where="")
     args = {
         "terms": list(weights),
         "weights": list(weights.values()),
@@ -735,4 +787,10 @@ def _filter_sql(filters: Mapping[str, Any]) -> tuple[str, list[Any]]:
     return "".join(" AND " + w for w in where), args
 
 
-__all__ = ["PgWorkspaceIndex", "fts5_terms", "raw_bm25_query", "raw_knn_query"]
+__all__ = [
+    "PgWorkspaceIndex",
+    "fts5_terms",
+    "insert_postings",
+    "raw_bm25_query",
+    "raw_knn_query",
+]
