@@ -156,6 +156,21 @@ def _median_ms(call: Any, repeat: int) -> float:
     return statistics.median(times) * 1000
 
 
+def _paired_ms(ours: Any, raw: Any, repeat: int) -> tuple[float, float]:
+    """Medians (ms) of two calls timed alternately, so a shared machine's changing load
+    weighs on both alike."""
+    ours(), raw()  # warm
+    a, b = [], []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        ours()
+        a.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        raw()
+        b.append(time.perf_counter() - t)
+    return statistics.median(a) * 1000, statistics.median(b) * 1000
+
+
 def _zipf_corpus(chunks: int, seed: int = 17) -> tuple[list[str], list[str]]:
     """Texts of 24 words drawn Zipf-like from 20k words (a few common, most rare, as in
     prose), and the vocabulary by rank."""
@@ -195,14 +210,24 @@ def search(server: PgTestServer, chunks: int, repeat: int) -> dict[str, Any]:
             "space": "bench",
             "limit": 24,  # what search(k=10) asks for (2k + 4 chunks, then per document)
         }
+        knn = _paired_ms(
+            lambda: index.search(query, 10, "vector"),
+            lambda: raw_knn_query(index, query, 24),
+            repeat,
+        )
+        keyword = _paired_ms(
+            lambda: index.search(query, 10, "keyword"),
+            lambda: _named_query(storage.db, raw_kw, kw_args),
+            repeat,
+        )
         out = {
             "chunks": chunks,
             "load_s": round(load_s, 1),
             "query": query,
-            "knn_kairox_ms": _median_ms(lambda: index.search(query, 10, "vector"), repeat),
-            "knn_raw_ms": _median_ms(lambda: raw_knn_query(index, query, 24), repeat),
-            "keyword_kairox_ms": _median_ms(lambda: index.search(query, 10, "keyword"), repeat),
-            "keyword_raw_ms": _median_ms(lambda: _named_query(storage.db, raw_kw, kw_args), repeat),
+            "knn_kairox_ms": knn[0],
+            "knn_raw_ms": knn[1],
+            "keyword_kairox_ms": keyword[0],
+            "keyword_raw_ms": keyword[1],
             "hybrid_kairox_ms": _median_ms(lambda: index.search(query, 10, "hybrid"), repeat),
         }
         out["knn_ratio"] = round(out["knn_kairox_ms"] / out["knn_raw_ms"], 2)
