@@ -453,6 +453,12 @@ class PgWorkspaceIndex:
         """Remove documents (their chunks and postings cascade); how many were indexed."""
         ids = list(doc_ids)
         with self.db.atomic() as conn:
+            # the space's writers' lock: the statistics' rows are then updated by one
+            # transaction at a time (in no set order: two at once could deadlock)
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"rag\x1f{self.workspace_id}",),
+            )
             conn.execute(  # chunks first, in one statement: the triggers run once
                 "DELETE FROM rag_chunks WHERE document_id IN (SELECT id FROM rag_documents "
                 "WHERE workspace_id = %s AND doc_id = ANY(%s))",

@@ -285,7 +285,8 @@ RETRIEVAL: tuple[str, ...] = (
     -- HNSW needs a fixed dimension and the column is untyped: one partial expression
     -- index per dimension, made when a space of that dimension is first written
     CREATE FUNCTION kx_rag_hnsw(dim INTEGER) RETURNS void LANGUAGE plpgsql AS $$
-    BEGIN
+    BEGIN  -- two hosts making the same one queue: the second finds it made
+        PERFORM pg_advisory_xact_lock(hashtextextended('rag_hnsw', dim));
         EXECUTE format(
             'CREATE INDEX IF NOT EXISTS rag_chunks_hnsw_%s ON rag_chunks USING hnsw '
             '((embedding::vector(%s)) vector_cosine_ops) WHERE vector_dims(embedding) = %s',
