@@ -101,7 +101,8 @@ _BM25 = (
     "FROM q JOIN rag_postings p ON p.term_id = q.id CROSS JOIN s{join}{where} "
     "GROUP BY p.chunk_id, p.document_id ORDER BY score DESC, p.chunk_id LIMIT %(limit)s"
 )
-# what a hit shows, joined onto a ranking r(id, document_id, score) in the same query
+# what a hit shows, joined onto a ranking r(id, document_id, score) in the same query:
+# one round trip per ranking (on a network, round trips are what a search costs)
 _PAYLOAD = (
     "SELECT r.*, c.text, c.heading, d.doc_id, d.doc_type, d.path, d.title, d.metadata "
     "FROM r JOIN rag_chunks c ON c.id = r.id JOIN rag_documents d ON d.id = r.document_id "
@@ -616,7 +617,6 @@ class PgWorkspaceIndex:
         qvec = self.backend.embed_query(query)
         dim = len(qvec)
         vec = _vector_text(qvec)
-        join = " JOIN rag_documents d ON d.id = c.document_id" if where else ""
         # the space must have been embedded by this backend: checked in the query itself,
         # and only when it finds nothing is the reason looked up (none yet, or a mismatch)
         scope = (
@@ -625,16 +625,18 @@ class PgWorkspaceIndex:
             f"AND s.dimension = {dim})"
         )
         # the HNSW index (an iterative scan: filtered rows do not use up the candidates)
-        # and, when it comes back short, an exact scan, which the index cannot serve
+        # and, when it comes back short, an exact scan, which the index cannot serve;
+        # each brings the rows its hits show
+        shown = "c.text, c.heading, d.doc_id, d.doc_type, d.path, d.title, d.metadata"
         indexed = (
-            f"WITH r AS MATERIALIZED (SELECT c.id, c.document_id, c.embedding::vector({dim}) "
-            f"<=> %s::vector({dim}) AS dist FROM rag_chunks c{join} WHERE {scope} "
-            f"ORDER BY dist LIMIT %s) {_PAYLOAD} ORDER BY r.dist, r.id"
+            f"SELECT c.id, c.document_id, c.embedding::vector({dim}) <=> %s::vector({dim}) "
+            f"AS dist, {shown} FROM rag_chunks c JOIN rag_documents d ON d.id = c.document_id "
+            f"WHERE {scope} ORDER BY dist LIMIT %s"
         )
         exact = (
-            f"WITH r AS MATERIALIZED (SELECT c.id, c.document_id, c.embedding <=> %s::vector "
-            f"AS dist FROM rag_chunks c{join} WHERE {scope} ORDER BY dist, c.id LIMIT %s) "
-            f"{_PAYLOAD} ORDER BY r.dist, r.id"
+            f"SELECT c.id, c.document_id, c.embedding <=> %s::vector AS dist, {shown} "
+            f"FROM rag_chunks c JOIN rag_documents d ON d.id = c.document_id WHERE {scope} "
+            "ORDER BY dist, c.id LIMIT %s"
         )
         params = (vec, self.workspace_id, *args, self.workspace_id, self.backend.name)
         checked = False
@@ -663,13 +665,14 @@ class PgWorkspaceIndex:
 
     def _tune(self, conn: Any, limit: int) -> None:
         """Session settings for HNSW scans, set once per pooled connection (and again
-        when a query needs another ``ef_search``): iterative scans in relaxed order (the
-        query re-sorts), candidates for twice the rows asked for."""
+        when a query needs another ``ef_search``): iterative scans in strict order (rows
+        come back by distance: no re-sort, so the hit rows join in the same query),
+        candidates for twice the rows asked for."""
         ef = max(HNSW_EF_MIN, min(HNSW_EF_MAX, HNSW_EF_FACTOR * limit))
         if self._tuned.get(conn) == ef:
             return
         conn.execute(
-            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), "
+            "SELECT set_config('hnsw.iterative_scan', 'strict_order', false), "
             "set_config('hnsw.ef_search', %s, false)",
             (str(ef),),
         )
