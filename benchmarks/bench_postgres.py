@@ -29,10 +29,13 @@ import tempfile
 import time
 from typing import Any
 
+import psycopg
+
 from kairox_core.config import KairoxConfig
 from kairox_core.events import UserMessageAdded
 from kairox_core.retrieval.embeddings import HashingEmbedding
 from kairox_core.retrieval.index import DocumentInput
+from kairox_postgres.db import resolve_url
 from kairox_postgres.index import PgWorkspaceIndex
 from kairox_postgres.storage import PostgresStorage
 from kairox_postgres.testing import PgTestServer
@@ -156,6 +159,18 @@ def _median_ms(call: Any, repeat: int) -> float:
     return statistics.median(times) * 1000
 
 
+def _raw_knn(conn: Any, index: PgWorkspaceIndex, query: str) -> Any:
+    """The raw HNSW query on a bare connection (its own session settings), embedded too."""
+    from kairox_postgres.index import _vector_text
+
+    qvec = _vector_text(index.backend.embed_query(query))
+    return conn.execute(
+        "SELECT id FROM rag_chunks WHERE workspace_id = %s AND vector_dims(embedding) = 384 "
+        "ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT 24",
+        (index.workspace_id, qvec),
+    ).fetchall()
+
+
 def _paired_ms(ours: Any, raw: Any, repeat: int) -> tuple[float, float]:
     """Medians (ms) of two calls timed alternately, so a shared machine's changing load
     weighs on both alike."""
@@ -189,7 +204,12 @@ def search(
 ) -> dict[str, Any]:
     """Kairox's search against the raw queries it wraps, over ``chunks`` chunks (in the
     database at ``url`` if given: loaded once, reused when it holds them already)."""
-    from kairox_postgres.index import _BM25, _GIVEN_TERMS, _named_query, raw_knn_query
+    from kairox_postgres.index import (
+        _BM25,
+        _GIVEN_TERMS,
+        _named_query,
+        raw_knn_query,
+    )
 
     assert url is not None or server is not None
     storage = PostgresStorage(url or server.fresh_database("bench"), max_connections=2)  # type: ignore[union-attr]
@@ -216,11 +236,19 @@ def search(
             "space": "bench",
             "limit": 24,  # what search(k=10) asks for (2k + 4 chunks, then per document)
         }
+        # the raw query through the plugin's own pool (whose connections carry the
+        # ef_search Kairox set, 2 x 24 rows): the wrapping's cost alone; and on a bare
+        # connection at pgvector's defaults (ef_search 40, no pool)
+        bare = psycopg.connect(resolve_url(storage.db.url), autocommit=True)
         knn = _paired_ms(
             lambda: index.search(query, 10, "vector"),
             lambda: raw_knn_query(index, query, 24),
             repeat,
         )
+        knn_bare = _paired_ms(
+            lambda: index.search(query, 10, "vector"), lambda: _raw_knn(bare, index, query), repeat
+        )
+        bare.close()
         keyword = _paired_ms(
             lambda: index.search(query, 10, "keyword"),
             lambda: _named_query(storage.db, raw_kw, kw_args),
@@ -232,11 +260,13 @@ def search(
             "query": query,
             "knn_kairox_ms": knn[0],
             "knn_raw_ms": knn[1],
+            "knn_raw_bare_ms": knn_bare[1],
             "keyword_kairox_ms": keyword[0],
             "keyword_raw_ms": keyword[1],
             "hybrid_kairox_ms": _median_ms(lambda: index.search(query, 10, "hybrid"), repeat),
         }
         out["knn_ratio"] = round(out["knn_kairox_ms"] / out["knn_raw_ms"], 2)
+        out["knn_ratio_bare"] = round(knn_bare[0] / knn_bare[1], 2)
         out["keyword_ratio"] = round(out["keyword_kairox_ms"] / out["keyword_raw_ms"], 2)
         return {k: round(v, 2) if isinstance(v, float) else v for k, v in out.items()}
     finally:
