@@ -6,7 +6,7 @@ bm25: each chunk's terms are cut by FTS5's tokenizer (``fts5_terms.Fts5Terms``, 
 ``porter unicode61 remove_diacritics 2`` of ``rag_fts``) and stored as postings (term,
 chunk, frequency, length) beside per-term document counts and per-space totals that
 triggers keep in step, so a query reads only its own terms' postings and scores as
-SQLite would (``ts_rank`` has no idf: SciFact nDCG@10 0.545 against bm25's 0.66).
+SQLite would (``ts_rank`` has no idf: SciFact nDCG@10 0.545 against bm25's 0.702).
 Vectors rank by pgvector's cosine distance through an HNSW index per dimension, with
 iterative index scans so a filtered k-NN still finds its ``k`` rows, and an exact scan
 when the index cannot. Hybrid search fuses the two rankings (weighted reciprocal
