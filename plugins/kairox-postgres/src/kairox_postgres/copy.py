@@ -6,9 +6,9 @@ memories or proposals yet. Afterwards both sides are read again and compared: ev
 count and seq list per session, a digest of every event's JSON, memories, each key's
 history and proposals by status. Long-term chunks (with their vectors, as they are:
 nothing is re-embedded), the vector space, personal packs and pack activations move
-through each side's ``LongTermStore`` and are compared the same way. Tables the
-PostgreSQL schema does not have yet (the retrieval index) are counted and reported as
-not copied.
+through each side's ``LongTermStore`` and are compared the same way; the retrieval
+index (every space's documents, chunks and vectors: copy_index.py) moves too and is
+compared per space.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from psycopg.types.json import Jsonb
 from kairox_core.errors import KairoxUserError
 from kairox_core.longterm.store import LongTermStore
 from kairox_core.store.sqlite_storage import SqliteStorage
+from kairox_postgres import copy_index
 from kairox_postgres.storage import PostgresStorage
 
 # (table, columns, order): what moves, oldest first. memory_history's own ids are not
@@ -114,11 +115,8 @@ TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ),
 )
 BATCH = 2000
-# SQLite-only tables (the workspace index): reported, not copied.
-SQLITE_ONLY = (
-    "rag_documents",
-    "rag_chunks",
-)
+# SQLite-only tables: reported, not copied (none left: every table moves).
+SQLITE_ONLY: tuple[str, ...] = ()
 
 
 class CopyError(KairoxUserError):
@@ -162,7 +160,8 @@ class _Sqlite:
         return int(self.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
     def others(self) -> dict[str, int]:
-        """Rows in the SQLite-only tables (chunks, packs, the index), by table."""
+        """Rows in the SQLite-only tables, by table (none today: kept for the next table
+        the PostgreSQL schema does not have yet)."""
         query = "SELECT name FROM sqlite_master WHERE type = 'table'"
         names = [r[0] for r in self.conn.execute(query)]
         counts = {}
@@ -239,7 +238,10 @@ class CopyReport:
         out = [f"copied {self.source} -> {self.target}"]
         out += [f"  {table}: {n}" for table, n in self.copied.items()]
         out.append(f"  verified: {self.sessions} sessions' seqs and event digests, memories, ")
-        out[-1] += "histories, proposals, long-term chunks with their vectors and packs match"
+        out[-1] += (
+            "histories, proposals, long-term chunks with their vectors, packs and index "
+            "spaces match"
+        )
         for table, n in self.not_copied.items():
             out.append(f"  not copied (not on PostgreSQL yet): {table}: {n} rows")
         return out
@@ -265,6 +267,7 @@ def _copy(src: _Side, dst: _Side) -> CopyReport:
         held = ", ".join(f"{n} {t}" for t, n in busy.items() if n)
         raise CopyError(f"{dst.label} is not empty ({held}); copy into a new database")
     report = CopyReport(src.label, dst.label)
+    copy_index.prepare(src, dst)
     with dst.transaction():
         for table, columns, order in TABLES:
             n, batch = 0, []
@@ -278,8 +281,10 @@ def _copy(src: _Side, dst: _Side) -> CopyReport:
                 n += len(batch)
             report.copied[table] = n
         report.copied.update(_copy_longterm(src.longterm, dst.longterm))
+        report.copied.update(copy_index.copy_index(src, dst))
         report.sessions = _verify(src, dst)  # inside: a mismatch leaves the target empty
         _verify_longterm(src, dst)
+        copy_index.verify(src, dst)
     if isinstance(src, _Sqlite) and isinstance(dst, _Postgres):
         report.not_copied = src.others()
     return report

@@ -179,7 +179,7 @@ RETRIEVAL: tuple[str, ...] = (
         updated_at DOUBLE PRECISION NOT NULL,
         UNIQUE (workspace_id, doc_id)
     );
-    -- the space's dimension is its backend's: an untyped vector column, exact k-NN
+    -- the space's dimension is its backend's: an untyped vector column (HNSW: step 2)
     CREATE TABLE rag_chunks (
         id BIGSERIAL PRIMARY KEY,
         document_id BIGINT NOT NULL REFERENCES rag_documents(id) ON DELETE CASCADE,
@@ -197,6 +197,102 @@ RETRIEVAL: tuple[str, ...] = (
     CREATE INDEX rag_chunks_document ON rag_chunks (document_id);
     CREATE INDEX rag_chunks_hash ON rag_chunks (workspace_id, content_hash);
     CREATE INDEX rag_chunks_tsv ON rag_chunks USING gin (tsv);
+    """,
+    """
+    -- 2: keywords rank by FTS5's bm25 over postings (kairox_core/retrieval/fts5_terms.py
+    -- cuts the terms with FTS5's own tokenizer), and each vector dimension in use gets an
+    -- HNSW index (cosine, the distance searched). ts_rank and its tsvector go.
+    DROP INDEX rag_chunks_tsv;
+    ALTER TABLE rag_chunks DROP COLUMN tsv;
+    -- tokens as bm25 counts the row; NULL: terms not cut yet (rows of version 1)
+    ALTER TABLE rag_chunks ADD COLUMN kw_len INTEGER;
+    CREATE INDEX rag_chunks_kw_pending ON rag_chunks (workspace_id) WHERE kw_len IS NULL;
+    CREATE TABLE rag_terms (
+        id BIGSERIAL PRIMARY KEY,
+        workspace_id TEXT NOT NULL,
+        term TEXT NOT NULL,
+        df BIGINT NOT NULL DEFAULT 0,  -- the space's chunks holding it
+        UNIQUE (workspace_id, term)
+    );
+    -- one row per (term, chunk): a query reads only its terms' postings (index only)
+    CREATE TABLE rag_postings (
+        term_id BIGINT NOT NULL REFERENCES rag_terms(id) ON DELETE CASCADE,
+        chunk_id BIGINT NOT NULL REFERENCES rag_chunks(id) ON DELETE CASCADE,
+        document_id BIGINT NOT NULL,
+        tf INTEGER NOT NULL,
+        dl INTEGER NOT NULL,
+        PRIMARY KEY (term_id, chunk_id) INCLUDE (document_id, tf, dl)
+    );
+    CREATE INDEX rag_postings_chunk ON rag_postings (chunk_id);
+    CREATE TABLE rag_kw_spaces (
+        workspace_id TEXT PRIMARY KEY,
+        chunks BIGINT NOT NULL DEFAULT 0,
+        tokens BIGINT NOT NULL DEFAULT 0
+    );
+    -- the statistics follow the rows whatever writes them (the index, a copy, a cascade)
+    CREATE FUNCTION kx_rag_postings_added() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        UPDATE rag_terms t SET df = t.df + a.n
+        FROM (SELECT term_id, count(*) AS n FROM added GROUP BY term_id) a WHERE t.id = a.term_id;
+        RETURN NULL;
+    END $$;
+    CREATE FUNCTION kx_rag_postings_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        UPDATE rag_terms t SET df = t.df - r.n
+        FROM (SELECT term_id, count(*) AS n FROM removed GROUP BY term_id) r
+        WHERE t.id = r.term_id;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER rag_postings_ai AFTER INSERT ON rag_postings REFERENCING NEW TABLE AS added
+        FOR EACH STATEMENT EXECUTE FUNCTION kx_rag_postings_added();
+    CREATE TRIGGER rag_postings_ad AFTER DELETE ON rag_postings REFERENCING OLD TABLE AS removed
+        FOR EACH STATEMENT EXECUTE FUNCTION kx_rag_postings_removed();
+    CREATE FUNCTION kx_rag_kw_count(rows_delta BIGINT, tokens_delta BIGINT, space TEXT)
+        RETURNS void LANGUAGE sql AS $$
+        INSERT INTO rag_kw_spaces AS s (workspace_id, chunks, tokens)
+        VALUES (space, rows_delta, tokens_delta)
+        ON CONFLICT (workspace_id) DO UPDATE
+        SET chunks = s.chunks + excluded.chunks, tokens = s.tokens + excluded.tokens
+    $$;
+    CREATE FUNCTION kx_rag_chunks_added() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM kx_rag_kw_count(count(*), sum(kw_len), workspace_id)
+        FROM added WHERE kw_len IS NOT NULL GROUP BY workspace_id;
+        RETURN NULL;
+    END $$;
+    CREATE FUNCTION kx_rag_chunks_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM kx_rag_kw_count(-count(*), -sum(kw_len), workspace_id)
+        FROM removed WHERE kw_len IS NOT NULL GROUP BY workspace_id;
+        RETURN NULL;
+    END $$;
+    CREATE FUNCTION kx_rag_chunks_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN  -- only a change of kw_len (terms cut at last) moves the counts
+        PERFORM kx_rag_kw_count(sum(n)::BIGINT, sum(t)::BIGINT, ws) FROM (
+            SELECT workspace_id AS ws, 1 AS n, kw_len AS t FROM added WHERE kw_len IS NOT NULL
+            UNION ALL
+            SELECT workspace_id, -1, -kw_len FROM removed WHERE kw_len IS NOT NULL
+        ) x GROUP BY ws HAVING sum(n) <> 0 OR sum(t) <> 0;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER rag_chunks_ai AFTER INSERT ON rag_chunks REFERENCING NEW TABLE AS added
+        FOR EACH STATEMENT EXECUTE FUNCTION kx_rag_chunks_added();
+    CREATE TRIGGER rag_chunks_ad AFTER DELETE ON rag_chunks REFERENCING OLD TABLE AS removed
+        FOR EACH STATEMENT EXECUTE FUNCTION kx_rag_chunks_removed();
+    CREATE TRIGGER rag_chunks_au AFTER UPDATE ON rag_chunks
+        REFERENCING OLD TABLE AS removed NEW TABLE AS added
+        FOR EACH STATEMENT EXECUTE FUNCTION kx_rag_chunks_changed();
+    -- HNSW needs a fixed dimension and the column is untyped: one partial expression
+    -- index per dimension, made when a space of that dimension is first written
+    CREATE FUNCTION kx_rag_hnsw(dim INTEGER) RETURNS void LANGUAGE plpgsql AS $$
+    BEGIN  -- two hosts making the same one queue: the second finds it made
+        PERFORM pg_advisory_xact_lock(hashtextextended('rag_hnsw', dim));
+        EXECUTE format(
+            'CREATE INDEX IF NOT EXISTS rag_chunks_hnsw_%s ON rag_chunks USING hnsw '
+            '((embedding::vector(%s)) vector_cosine_ops) WHERE vector_dims(embedding) = %s',
+            dim, dim, dim);
+    END $$;
+    SELECT kx_rag_hnsw(dimension) FROM (SELECT DISTINCT dimension FROM rag_spaces) d;
     """,
 )
 
