@@ -2,7 +2,7 @@
 
 The SQLite ``EventStore`` and the PostgreSQL plugin keep their own SQL; the rules
 around it live here once: which batches are valid, how a stored row becomes an
-``Event`` (or a ``SessionInfo``, a planning ``Row``, a history row), how a batch's
+``Event`` (or a ``SessionInfo``, a planning ``Row``), how a batch's
 lifecycle events change its sessions' rows, and when a compaction counts as running.
 """
 
@@ -34,18 +34,6 @@ COMPACTION_RUN_TYPES = (
     "ContextCompactionStarted",
     "ContextCompactionCompleted",
     "ContextCompactionFailed",
-)
-# The payload fields ``history_rows`` returns after ``seq, type``, in order.
-HISTORY_FIELDS = (
-    "turn_id",
-    "text",
-    "attachments",
-    "tool_call_id",
-    "tool_name",
-    "arguments",
-    "result",
-    "tokens",
-    "token_counter",
 )
 
 
@@ -125,19 +113,6 @@ def skip_leading(
     return first_seq, ranges
 
 
-def history_row(event: Event) -> tuple[Any, ...]:
-    """The ``history_rows`` tuple of an event held in memory (as the SQL extracts it:
-    attachments as JSON text, tokens as stored, absent fields None)."""
-    payload = event.to_dict()["payload"]
-    values: list[Any] = [event.seq, event.type]
-    for name in HISTORY_FIELDS:
-        value = payload.get(name)
-        if name == "attachments" and value is not None:
-            value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        values.append(value)
-    return tuple(values)
-
-
 def compaction_running_seq(latest: Mapping[str, int]) -> int | None:
     """The rule behind ``compaction_running``: given the highest seq of each run event
     type, the Started seq when no Completed/Failed came after it, else None."""
@@ -212,14 +187,12 @@ __all__ = [
     "COMPACTION_EVENT_TYPES",
     "COMPACTION_RUN_TYPES",
     "CONVERSATION_TYPES",
-    "HISTORY_FIELDS",
     "Row",
     "SessionChanges",
     "SessionInfo",
     "checked_batch",
     "compaction_running_seq",
     "event_from_row",
-    "history_row",
     "indexed_stretch",
     "planning_row",
     "session_changes",
