@@ -1,12 +1,14 @@
 """The append-only event log on PostgreSQL (the ``EventLog`` protocol).
 
 A seq is assigned under the row lock of the session's ``sessions`` row, taken by an
-``INSERT ... ON CONFLICT DO UPDATE`` in the appending transaction (the upsert of the
-counter row, which locks it like ``SELECT ... FOR UPDATE``): writers to one session
-queue on that row (on any host), each reads the head its predecessor committed, and a
-crash before ``COMMIT`` releases the lock with nothing written. Writers to different sessions
-never wait for each other. Rows are ``(session_id, seq)`` unique and triggers refuse
-UPDATE, DELETE and TRUNCATE: history is never rewritten.
+``INSERT ... ON CONFLICT DO UPDATE`` of that counter row (which locks it like ``SELECT
+... FOR UPDATE``) in the same statement that inserts the events: writers to one
+session queue on that row (on any host), each reads the head its predecessor
+committed, and a crash before ``COMMIT`` releases the lock with nothing written.
+Writers to different sessions never wait for each other. Rows are ``(session_id,
+seq)`` unique and triggers refuse UPDATE, DELETE and TRUNCATE: history is never
+rewritten. What is not SQL (validation, decoding rows, the lifecycle fold, the
+compaction-run rule) is the core's, shared with SQLite: ``kairox_core.store.event_rows``.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ _CONVERSATION = "type = ANY(%s)"
 # (writers to a session queue here, on any host), moves its counter past the batch and
 # applies the batch's lifecycle changes; the insert numbers the events from the head
 # it returned, writing each seq into the event's JSON too.
-_APPEND = """
+_APPEND_HEAD = """
 WITH head AS (
     INSERT INTO sessions AS s
         (session_id, created_at, last_seq, event_count, workspace_id, profile, archived_at)
@@ -66,13 +68,27 @@ WITH head AS (
     RETURNING s.last_seq - %(n)s AS head
 ), stored AS (
     INSERT INTO events (session_id, seq, type, version, created_at, data)
-    SELECT %(sid)s, head.head + b.i, b.type, b.version, b.at,
+"""
+_APPEND_MANY = (
+    _APPEND_HEAD
+    + """    SELECT %(sid)s, head.head + b.i, b.type, b.version, b.at,
            jsonb_set(b.data, '{seq}', to_jsonb(head.head + b.i))
     FROM head, unnest(%(types)s::text[], %(versions)s::int[], %(ats)s::float8[],
                       %(datas)s::jsonb[]) WITH ORDINALITY AS b(type, version, at, data, i)
 )
 SELECT head FROM head
 """
+)
+# One event (a turn's user message, most appends): plain parameters, half the time of unnest.
+_APPEND_ONE = (
+    _APPEND_HEAD
+    + """    SELECT %(sid)s, head.head + 1, %(type)s, %(version)s, %(event_at)s,
+           jsonb_set(%(data)s::jsonb, '{seq}', to_jsonb(head.head + 1))
+    FROM head
+)
+SELECT head FROM head
+"""
+)
 
 
 def _emit(events: Sequence[Event]) -> Callable[[], None]:
@@ -104,9 +120,10 @@ class PgEventLog:
     def append_many(self, events: Iterable[Event]) -> list[Event]:
         """Store events atomically (all or none), each with the next seq of its session.
 
-        One statement per session (``_APPEND``) locks its row, reserves the seqs and
-        inserts the events; a batch for one session outside a transaction is therefore
-        one round trip, with no BEGIN/COMMIT around it (a statement is atomic)."""
+        One statement per session (``_APPEND_ONE``, ``_APPEND_MANY``) locks its row,
+        reserves the seqs and inserts the events; a batch for one session outside a
+        transaction is therefore one round trip, with no BEGIN/COMMIT around it (a
+        statement is atomic)."""
         batch = checked_batch(events)
         if not batch:
             return []
@@ -131,25 +148,35 @@ class PgEventLog:
 
     def _append_session(self, conn: Any, sid: str, c: SessionChanges) -> list[Event]:
         datas = [e.to_dict() for e in c.events]
-        row = conn.execute(
-            _APPEND,
-            {
-                "sid": sid,
-                "n": c.count,
-                "at": c.created_at if c.set_created else c.first_at,
-                "set_ws": c.set_workspace,
-                "ws": c.workspace_id,
-                "set_profile": c.set_profile,
-                "profile": c.profile,
-                "set_created": c.set_created,
-                "set_archived": c.set_archived,
-                "archived": c.archived_at,
-                "types": [e.type for e in c.events],
-                "versions": [int(d["version"]) for d in datas],
-                "ats": [e.created_at for e in c.events],
-                "datas": [Jsonb(d) for d in datas],
-            },
-        ).fetchone()
+        params: dict[str, Any] = {
+            "sid": sid,
+            "n": c.count,
+            "at": c.created_at if c.set_created else c.first_at,
+            "set_ws": c.set_workspace,
+            "ws": c.workspace_id,
+            "set_profile": c.set_profile,
+            "profile": c.profile,
+            "set_created": c.set_created,
+            "set_archived": c.set_archived,
+            "archived": c.archived_at,
+        }
+        if c.count == 1:
+            (event,) = c.events
+            params.update(
+                type=event.type,
+                version=int(datas[0]["version"]),
+                event_at=event.created_at,
+                data=Jsonb(datas[0]),
+            )
+            row = conn.execute(_APPEND_ONE, params).fetchone()
+        else:
+            params.update(
+                types=[e.type for e in c.events],
+                versions=[int(d["version"]) for d in datas],
+                ats=[e.created_at for e in c.events],
+                datas=[Jsonb(d) for d in datas],
+            )
+            row = conn.execute(_APPEND_MANY, params).fetchone()
         head = int(row["head"])
         return [e.with_seq(head + i) for i, e in enumerate(c.events, 1)]
 
