@@ -263,7 +263,8 @@ def timed(fn: Callable[[], Any]) -> float:
 
 
 def speed(n: int, queries: int, rounds: int, k: int) -> dict[str, Any]:
-    from kairox_core.longterm.chunks import Chunk, ChunkStore, ensure_schema, visible_owners
+    from kairox_core.longterm.chunks import Chunk, ChunkStore, visible_owners
+    from kairox_core.longterm.sqlite_store import SqliteLongTermStore
     from kairox_core.retrieval.embeddings import HashingEmbedding
     from kairox_core.store.database import Database
 
@@ -273,9 +274,9 @@ def speed(n: int, queries: int, rounds: int, k: int) -> dict[str, Any]:
     cum = list(itertools.accumulate(1.0 / (i + 1) for i in range(len(vocab))))
     tmp = tempfile.TemporaryDirectory()
     db = Database.open(Path(tmp.name) / "speed.db")
-    ensure_schema(db)
     backend = HashingEmbedding()
-    store = ChunkStore(db, backend)
+    rows = SqliteLongTermStore(db)
+    store = ChunkStore(rows, backend)
     started = time.perf_counter()
     now = time.time()
     for start in range(0, n, 2000):
@@ -298,7 +299,7 @@ def speed(n: int, queries: int, rounds: int, k: int) -> dict[str, Any]:
 
     blobs = [struct.pack(f"{len(v)}f", *v) for v in qvecs]
     raw_sql = (
-        f"SELECT rowid, distance FROM {store.table} "
+        f"SELECT rowid, distance FROM {rows.table} "
         f"WHERE embedding MATCH ? AND k = ? AND owner = 'w:bench'"
     )
     conn = db.conn

@@ -7,16 +7,19 @@ the ``llamacpp`` provider (llama.cpp's server from xllamacpp) streaming at
 temperature 0 with a fixed seed. Each model runs in its own process, so its peak
 memory (VmHWM) is its own.
 
-- 5 prompts that ask to remember something: a tag counts when
+- 10 prompts that ask to remember something: a tag counts when
   ``extract_memory_markers`` accepts it with the expected scope, a key, and a body that
   holds the fact (not an example copied from the system prompt).
-- 5 prompts that ask for nothing to be remembered: any ``<memory`` tag is a false tag.
-- recall: a user memory approved beforehand ("the user's dog is called Biscuit") is in
-  the context; the question "What is my dog's name?" must be answered with Biscuit.
+- 10 prompts that ask for nothing to be remembered: any ``<memory`` tag is a false tag.
+- 10 recall questions: a memory approved beforehand ("the user's dog is called
+  Biscuit") is in the context; the visible reply must hold the fact ("biscuit").
+  Replies that also tag the fact again are counted apart (``recall_retagged``: a
+  proposal a person has to reject when the body differs).
 
-Also reported: replies whose visible text (tags stripped) is empty, tokens/s of
-generation, seconds to the first token, peak RSS. Goal (issue 18): >= 4/5 tags, 0
-false, recall right, streaming visibly on 2 cores.
+Each set's first five tuned the built-in prompt; the last five were held out (reported
+apart as ``held_out``). Also reported: replies whose visible text (tags stripped) is
+empty, tokens/s of generation, seconds to the first token, peak RSS. Goal (issue 18):
+>= 4/5 tags, 0 false, recall right, streaming visibly on 2 cores.
 
     nice python benchmarks/protocol.py [--models a,b] [--json] [--show]
 """
@@ -40,6 +43,12 @@ REMEMBER = [
     ("Remember this: the project uses PostgreSQL 16 as its database.", {"workspace"}, "postgres"),
     ("Keep in mind that I am allergic to peanuts.", {"user"}, "peanut"),
     ("Remember that our team deploys this repository every Friday.", {"workspace"}, "friday"),
+    # held out: not seen while the built-in prompt was tuned
+    ("Remember that I live in Lisbon.", {"user"}, "lisbon"),
+    ("Please note that my favourite language is Rust.", {"user"}, "rust"),
+    ("Remember: this repo's main branch is called trunk.", {"workspace"}, "trunk"),
+    ("Don't forget that I have a meeting every Monday at 9.", {"user"}, "monday"),
+    ("Remember that the staging server is staging.example.com.", {"workspace"}, "staging"),
 ]
 PLAIN = [
     "What is 2 + 2?",
@@ -47,10 +56,40 @@ PLAIN = [
     "How do I reverse a list in Python?",
     "What is the capital of Japan?",
     "Explain in one sentence what a database index is.",
+    # held out
+    "What is 7 times 6?",
+    "Translate 'good morning' into French.",
+    "Name three primary colours.",
+    "What does HTTP stand for?",
+    "Give me a synonym for happy.",
 ]
-RECALL_MEMORY = ("user", "dog-name", "The user's dog is called Biscuit.")
-RECALL_QUESTION = "What is my dog's name?"
-RECALL_ANSWER = "biscuit"
+# (approved memory (scope, key, body), question, a word the visible answer must hold)
+RECALL = [
+    (("user", "dog-name", "The user's dog is called Biscuit."), "What's my dog's name?", "biscuit"),
+    (("user", "locker-code", "My locker code is 4417"), "What is my locker code?", "4417"),
+    (("user", "home-city", "The user lives in Porto."), "Where do I live?", "porto"),
+    (
+        ("workspace", "database", "The project uses PostgreSQL 16."),
+        "Which database does this project use?",
+        "postgres",
+    ),
+    (
+        ("user", "favourite-colour", "Favourite colour: green"),
+        "Do you remember my favourite colour?",
+        "green",
+    ),
+    # held out
+    (("user", "editor", "Uses Neovim as their editor."), "Which editor do I use?", "neovim"),
+    (("user", "birthday", "Birthday is on 12 March."), "When is my birthday?", "march"),
+    (("workspace", "ci", "CI runs on GitHub Actions."), "Where does our CI run?", "github"),
+    (("user", "sister-name", "Has a sister called Mira."), "What's my sister's name?", "mira"),
+    (
+        ("user", "coffee", "Drinks coffee black, no sugar."),
+        "Do you remember how I take my coffee?",
+        "black",
+    ),
+]
+TUNED = 5  # the first TUNED of each set tuned the built-in prompt; the rest are held out
 MAX_TOKENS = 120
 
 
@@ -116,21 +155,34 @@ async def run_model(name: str, system: str | None = None) -> dict[str, Any]:
     try:
         remember = [await _turn(provider, p, memory=None, system=system) for p, _, _ in REMEMBER]
         plain = [await _turn(provider, p, memory=None, system=system) for p in PLAIN]
-        recall = await _turn(provider, RECALL_QUESTION, memory=RECALL_MEMORY, system=system)
+        recall = [await _turn(provider, q, memory=m, system=system) for m, q, _ in RECALL]
     finally:
         await provider.close()
-    tagged = sum(
+    tag_hits = [
         any(scope in want and key and word in body.lower() for scope, key, body in r["markers"])
         for r, (_, want, word) in zip(remember, REMEMBER, strict=True)
-    )
-    rates = [r["tokens_per_s"] for r in [*remember, *plain, recall] if r["tokens_per_s"]]
-    firsts = [r["first_token_s"] for r in [*remember, *plain, recall] if r["first_token_s"]]
+    ]
+    recall_hits = [
+        word in r["visible"].lower() for r, (_, _, word) in zip(recall, RECALL, strict=True)
+    ]
+    false_tags = [r["tags"] for r in plain]
+    everything = [*remember, *plain, *recall]
+    rates = [r["tokens_per_s"] for r in everything if r["tokens_per_s"]]
+    firsts = [r["first_token_s"] for r in everything if r["first_token_s"]]
     return {
         "model": name,
-        "tags_ok": tagged,
+        "tags_ok": sum(tag_hits),
         "tags_asked": len(REMEMBER),
-        "false_tags": sum(r["tags"] for r in plain),
-        "recall_right": RECALL_ANSWER in recall["visible"].lower(),
+        "false_tags": sum(false_tags),
+        "recall_ok": sum(recall_hits),
+        "recall_asked": len(RECALL),
+        "recall_retagged": sum(bool(r["tags"]) for r in recall),  # stored it again
+        "held_out": {
+            "tags_ok": sum(tag_hits[TUNED:]),
+            "false_tags": sum(false_tags[TUNED:]),
+            "recall_ok": sum(recall_hits[TUNED:]),
+            "of": len(REMEMBER) - TUNED,
+        },
         "empty_visible_when_remembering": sum(not r["visible"] for r in remember),
         "tokens_per_s": round(sorted(rates)[len(rates) // 2], 1) if rates else None,
         "first_token_s": round(sorted(firsts)[len(firsts) // 2], 1) if firsts else None,
@@ -189,13 +241,15 @@ def main() -> None:
         print(json.dumps(results, indent=2))
         return
     print(
-        f"{'model':30} {'tags':>5} {'false':>5} {'recall':>6} {'empty':>5} "
+        f"{'model':30} {'tags':>5} {'false':>5} {'recall':>6} {'retag':>5} {'held out t/f/r':>14} "
+        f"{'empty':>5} "
         f"{'tok/s':>6} {'1st s':>6} {'load s':>6} {'RSS MB':>6}"
     )
     for r in results:
         print(
-            f"{r['model']:30} {r['tags_ok']}/{r['tags_asked']:<3} {r['false_tags']:>5} "
-            f"{'right' if r['recall_right'] else 'wrong':>6} "
+            f"{r['model']:30} {r['tags_ok']:>2}/{r['tags_asked']:<2} {r['false_tags']:>5} "
+            f"{r['recall_ok']:>3}/{r['recall_asked']:<2} {r['recall_retagged']:>5} "
+            f"{'{tags_ok}/{false_tags}/{recall_ok} of {of}'.format(**r['held_out']):>14} "
             f"{r['empty_visible_when_remembering']:>5} {r['tokens_per_s'] or 0:>6} "
             f"{r['first_token_s'] or 0:>6} {r['load_s']:>6} {r['peak_rss_mb'] or 0:>6}"
         )

@@ -345,6 +345,10 @@ class CompactionSection(_Strict):
     max_input_tokens: int = Field(6000, ge=512)
     recall: bool = True  # index every turn; recall the best history lacks (recall.py)
     recall_k: int = Field(32, gt=0)  # recalled turns offered per prompt ([retrieval] share caps)
+    # reordering recalled turns before they are fitted (compaction/recall_rank.py; 0: off)
+    recall_content_prior: float = Field(0.0, ge=0)  # turns that say more (content words) first
+    recall_content_words: int = Field(20, gt=0)  # content words that count as a full turn
+    recall_neighbour_weight: float = Field(0.0, ge=0)  # a turn lifted by its neighbours' score
 
 
 class LongTermSection(_Strict):

@@ -204,4 +204,5 @@ def test_a_backend_change_re_embeds_the_chunks(tmp_path: Path) -> None:
     with Kairox.open(db, other) as kx:
         hits = kx.longterm.search(ABOUT, session_id="s", workspace_id="w")
         assert [h.chunk.text for h in hits] == [FACT]
-        assert kx.longterm.store.table == "longterm_vec_128"
+        assert kx.storage.longterm.vector_space() == (kx.longterm.store.backend.name, 128)
+        assert kx.storage.longterm.chunk_counts() == (1, 1)

@@ -65,11 +65,11 @@ def test_store_matches_the_model(tmp_path_factory, ops, query) -> None:
                 else:
                     kx.longterm.delete(cid)
                     del model[cid]
-        store = kx.longterm.store
         rows = db_count(kx, "SELECT count(*) FROM longterm_chunks")
-        has_index = store._has_table()  # created by the first add
-        vectors = db_count(kx, f"SELECT count(*) FROM {store.table}") if has_index else 0
+        table = kx.storage.longterm.table  # type: ignore[attr-defined]  # the first add made it
+        vectors = db_count(kx, f"SELECT count(*) FROM {table}") if table else 0
         assert rows == vectors == len(model)
+        assert kx.storage.longterm.chunk_counts() == (rows, vectors)
         assert {c.id: c.text for c in kx.longterm.list()} == {
             k: v["text"] for k, v in model.items()
         }

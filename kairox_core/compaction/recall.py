@@ -39,6 +39,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kairox_core.compaction.base import history_items
+from kairox_core.compaction.recall_rank import arrange_recalled
 from kairox_core.context.recalled import DOC_TYPE, SOURCE, turn_seq
 from kairox_core.engines import AssemblyRequest, CompactionResult, Contribution, Engine
 from kairox_core.events import (
@@ -318,6 +319,7 @@ class Recall(Engine):
                 # a turn indexed before redaction (no "redacted" mark) is redacted now
                 text = hit.text if hit.metadata.get("redacted") is True else _redacted(hit.text)
                 hits.append(replace(hit, source=SOURCE, text=text))
+        hits = arrange_recalled(self.kx, session, hits, before_seq, turn_document)
         return rerank_for_profile(cfg, session.profile, prompt, hits)
 
 

@@ -2,6 +2,8 @@
 
 ``kx.longterm`` (``LongTerm``) keeps chunks a person chose to keep, embedded, in the
 Kairox database; ``kx.packs`` (``Packs``) keeps named text that is always injected.
+Both store their rows through the storage's ``longterm`` (``LongTermStore``, store.py:
+SQLite in sqlite_store.py, PostgreSQL in kairox-postgres).
 The built-in ``longterm`` engine (``kairox_core.longterm.engine``, registered by
 default_plugins/longterm_engine.py) hands both to the assembler before each turn.
 Importing this package
@@ -25,6 +27,7 @@ from kairox_core.longterm.events import (
 )
 from kairox_core.longterm.packs import LEVELS, Pack, PackNotFoundError, Packs
 from kairox_core.longterm.service import LongTerm
+from kairox_core.longterm.store import LongTermStore, PackRow
 
 __all__ = [
     "LEVELS",
@@ -36,6 +39,7 @@ __all__ = [
     "LongTermChunkAdded",
     "LongTermChunkDeleted",
     "LongTermChunkEdited",
+    "LongTermStore",
     "Pack",
     "PackActivated",
     "PackCreated",
@@ -44,5 +48,6 @@ __all__ = [
     "PackNotFoundError",
     "PackPromoted",
     "PackPublished",
+    "PackRow",
     "Packs",
 ]

@@ -1,8 +1,8 @@
-"""The database long-term chunks and packs live in: the SQLite storage's, for now.
+"""The ``LongTermStore`` of a ``Kairox``: its storage's ``longterm`` (store.py).
 
-The storage protocol (kairox_core/store/protocol.py) does not cover these tables yet;
-a storage backend without a SQLite ``Database`` gets a clear error instead of an
-attribute error deep inside a query.
+Both built-in backends have one (SQLite, and PostgreSQL from kairox-postgres); a
+third-party storage without it runs without long-term memory and packs, and a use
+gets a clear error instead of an attribute error deep inside a query.
 """
 
 from __future__ import annotations
@@ -10,24 +10,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kairox_core.errors import KairoxUserError
-from kairox_core.store.database import Database
+from kairox_core.longterm.store import LongTermStore
 
 if TYPE_CHECKING:
     from kairox_core.facade import Kairox
 
 
-def has_database(kx: Kairox) -> bool:
-    """Whether ``kx``'s storage has the SQLite database these tables live in (a storage
-    without one, e.g. ``postgresql``, runs without long-term memory and packs for now)."""
-    return isinstance(getattr(kx.storage, "db", None), Database)
+def has_store(kx: Kairox) -> bool:
+    """Whether ``kx``'s storage keeps long-term chunks and packs."""
+    return isinstance(getattr(kx.storage, "longterm", None), LongTermStore)
 
 
-def database(kx: Kairox) -> Database:
-    """``kx``'s SQLite database (long-term chunks and packs share it with the events)."""
-    db = getattr(kx.storage, "db", None)
-    if not isinstance(db, Database):
+def longterm_store(kx: Kairox) -> LongTermStore:
+    """``kx``'s long-term store (chunks and personal packs, beside the events)."""
+    store = getattr(kx.storage, "longterm", None)
+    if not isinstance(store, LongTermStore):
         raise KairoxUserError(
-            f"long-term memory and context packs need the SQLite storage; this Kairox "
-            f"uses {type(kx.storage).__name__}"
+            f"long-term memory and context packs are not on the {kx.storage.name} storage "
+            f"({type(kx.storage).__name__} has no `longterm` store)"
         )
-    return db
+    return store

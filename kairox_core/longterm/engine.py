@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from kairox_core.context.longterm import LongTermContext, LongTermItem, LongTermRecall, PackItem
 from kairox_core.engines import AssemblyRequest, Contribution, Engine
-from kairox_core.longterm.db import has_database
+from kairox_core.longterm.db import has_store
 
 if TYPE_CHECKING:
     from kairox_core.facade import Kairox
@@ -42,8 +42,8 @@ class LongTermEngine(Engine):
     def context_for(
         self, session: Session, prompt: str, *, profile: str | None = None
     ) -> LongTermContext:
-        if not has_database(self.kx):
-            note = f"long-term memory and packs are not on the {self.kx.storage.name} storage yet"
+        if not has_store(self.kx):
+            note = f"long-term memory and packs are not on the {self.kx.storage.name} storage"
             return LongTermContext(recall=LongTermRecall(notes=(note,)))
         packs, pack_notes = self.kx.packs.active_for(
             session.workspace_id, profile or session.profile

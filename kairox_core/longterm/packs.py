@@ -1,13 +1,14 @@
 """``kx.packs``: context packs, named text always in the prompt (never retrieved).
 
-Levels: ``personal`` packs live in the database (table ``packs_personal``); ``team`` and
+Levels: ``personal`` packs live in the database (the storage's ``longterm`` store,
+store.py: table ``packs_personal`` on SQLite and PostgreSQL); ``team`` and
 ``org`` packs live as Markdown files in the shared pack directory (``[packs] dir``; see
 packfiles.py), so a team keeps them in git and every member's Kairox reads the same
 text. ``publish`` moves a pack up (personal -> team -> org), recording who did it.
 
 A pack is injected only while it is *active*: named in ``[packs] active``, in
 ``[packs.workspaces]`` for the session's workspace or ``[packs.profiles]`` for its
-profile, or activated with ``activate`` (stored in ``pack_activations``). ``promote``
+profile, or activated with ``activate`` (stored as activations beside). ``promote``
 creates *draft* packs: a draft is never injected, even when named in kairox.toml,
 until it is activated (which ends the draft) or published.
 """
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kairox_core.errors import KairoxUserError
-from kairox_core.longterm.db import database, has_database
+from kairox_core.longterm.db import has_store, longterm_store
 from kairox_core.longterm.events import (
     PACKS_SESSION,
     PackActivated,
@@ -37,30 +38,12 @@ from kairox_core.longterm.events import (
     PackPublished,
 )
 from kairox_core.longterm.packfiles import PackDirectory, PackFile, check_name
-from kairox_core.store.migrations import migrate
+from kairox_core.longterm.store import LongTermStore, PackRow
 
 if TYPE_CHECKING:
     from kairox_core.facade import Kairox
 
-COMPONENT = "packs"
 LEVELS = ("personal", "team", "org")
-MIGRATIONS = [
-    """
-    CREATE TABLE packs_personal (
-        name TEXT PRIMARY KEY,
-        text TEXT NOT NULL,
-        draft INTEGER NOT NULL DEFAULT 0,
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL
-    );
-    CREATE TABLE pack_activations (
-        workspace_id TEXT NOT NULL,  -- '' = every workspace
-        name TEXT NOT NULL,
-        activated_at REAL NOT NULL,
-        PRIMARY KEY (workspace_id, name)
-    );
-    """,
-]
 
 
 class PackNotFoundError(KairoxUserError):
@@ -106,30 +89,22 @@ class Packs:
 
     def __init__(self, kx: Kairox) -> None:
         self.kx = kx
-        if not has_database(kx):  # otherwise every use raises, naming the storage
-            self.directory = PackDirectory(
-                kx.config.packs.directory(kx.config.source, Path.cwd() / "kairox.db")
-            )
-            return
-        db = database(kx)
-        db_path = Path(db.path) if db.path else Path.cwd() / "kairox.db"
+        location = kx.storage.location
+        local = has_store(kx) and "://" not in location and location != ":memory:"
+        db_path = Path(location) if local else Path.cwd() / "kairox.db"  # a URL: the cwd
         self.directory = PackDirectory(kx.config.packs.directory(kx.config.source, db_path))
-        with db.lock:
-            migrate(db.conn, COMPONENT, MIGRATIONS)
+
+    @property
+    def rows(self) -> LongTermStore:
+        """Personal packs and activations (raises, naming the storage, if it has none)."""
+        return longterm_store(self.kx)
 
     # --- reading -----------------------------------------------------------------------
 
     def find(self, name: str) -> Pack | None:
-        with database(self.kx).lock:
-            row = (
-                database(self.kx)
-                .conn.execute(
-                    "SELECT name, text, draft FROM packs_personal WHERE name = ?", (name,)
-                )
-                .fetchone()
-            )
+        row = self.rows.get_pack(name)
         if row is not None:
-            return Pack(name=row[0], level="personal", text=row[1], draft=bool(row[2]))
+            return Pack(name=row.name, level="personal", text=row.text, draft=row.draft)
         found = self.directory.read(name)
         return _from_file(found, self.directory) if found is not None else None
 
@@ -144,13 +119,10 @@ class Packs:
 
     def list(self) -> builtins.list[Pack]:
         """Personal packs, then team and org packs, each by name."""
-        with database(self.kx).lock:
-            rows = (
-                database(self.kx)
-                .conn.execute("SELECT name, text, draft FROM packs_personal ORDER BY name")
-                .fetchall()
-            )
-        personal = [Pack(name=r[0], level="personal", text=r[1], draft=bool(r[2])) for r in rows]
+        personal = [
+            Pack(name=r.name, level="personal", text=r.text, draft=r.draft)
+            for r in self.rows.list_packs()
+        ]
         files = sorted(
             (_from_file(f, self.directory) for f in self.directory.all()),
             key=lambda p: (LEVELS.index(p.level), p.name),
@@ -166,8 +138,7 @@ class Packs:
             raise KairoxUserError(
                 f"a context pack named '{name}' exists; `kairox pack edit {name}` changes it"
             )
-        db = database(self.kx)
-        with db.lock, db.atomic():
+        with self.kx.storage.atomic():
             if level == "personal":
                 self._write_personal(name, text, draft=False, new=True)
                 pack = Pack(name=name, level=level, text=text)
@@ -180,8 +151,7 @@ class Packs:
         before = self.get(name)
         if before.text == text:
             return before
-        db = database(self.kx)
-        with db.lock, db.atomic():
+        with self.kx.storage.atomic():
             if before.level == "personal":
                 self._write_personal(name, text, draft=before.draft, new=False)
                 after = replace(before, text=text)
@@ -203,10 +173,9 @@ class Packs:
     def delete(self, name: str) -> Pack:
         """Remove a pack (and its activations); ``PackDeleted`` keeps its text."""
         before = self.get(name)
-        db = database(self.kx)
-        with db.lock, db.atomic():
-            db.conn.execute("DELETE FROM packs_personal WHERE name = ?", (name,))
-            db.conn.execute("DELETE FROM pack_activations WHERE name = ?", (name,))
+        with self.kx.storage.atomic():
+            self.rows.delete_pack(name)
+            self.rows.delete_activations(name)
             self._event(
                 PackDeleted(
                     session_id=PACKS_SESSION, name=name, level=before.level, text=before.text
@@ -231,8 +200,7 @@ class Packs:
                 f"pack '{name}' is a {existing.level} pack; promote into a personal pack "
                 f"(then `kairox pack publish`), or edit it with `kairox pack edit {name}`"
             )
-        db = database(self.kx)
-        with db.lock, db.atomic():
+        with self.kx.storage.atomic():
             if existing is None:
                 text = added
                 self._write_personal(name, text, draft=True, new=True)
@@ -267,10 +235,9 @@ class Packs:
                 f"(personal -> team -> org)"
             )
         who = by or current_user()
-        db = database(self.kx)
-        with db.lock, db.atomic():
+        with self.kx.storage.atomic():
             after = self._write_file(name, level, before.text, by=who)
-            db.conn.execute("DELETE FROM packs_personal WHERE name = ?", (name,))
+            self.rows.delete_pack(name)
             self._event(
                 PackPublished(
                     session_id=PACKS_SESSION,
@@ -286,22 +253,15 @@ class Packs:
         """Make a pack part of every later turn of ``workspace_id`` (None: of every
         workspace); ``active=False`` undoes it. Activating a draft ends the draft."""
         pack = self.get(name)
-        db = database(self.kx)
-        with db.lock, db.atomic():
+        with self.kx.storage.atomic():
             if active:
-                db.conn.execute(
-                    "INSERT INTO pack_activations(workspace_id, name, activated_at) "
-                    "VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                    (workspace_id or "", name, time.time()),
-                )
-                if pack.draft:
-                    db.conn.execute("UPDATE packs_personal SET draft = 0 WHERE name = ?", (name,))
+                self.rows.activate_pack(workspace_id or "", name, time.time())
+                row = self.rows.get_pack(name) if pack.draft else None
+                if row is not None:  # ends the draft (its text and times stay)
+                    self.rows.update_pack(name, row.text, False, row.updated_at)
                     pack = replace(pack, draft=False)
             else:
-                db.conn.execute(
-                    "DELETE FROM pack_activations WHERE workspace_id = ? AND name = ?",
-                    (workspace_id or "", name),
-                )
+                self.rows.deactivate_pack(workspace_id or "", name)
             self._event(
                 PackActivated(
                     session_id=PACKS_SESSION, name=name, workspace_id=workspace_id, active=active
@@ -323,17 +283,7 @@ class Packs:
             names += cfg.workspaces.get(workspace_id, ())
         if profile is not None:
             names += cfg.profiles.get(profile, ())
-        with database(self.kx).lock:
-            rows = (
-                database(self.kx)
-                .conn.execute(
-                    "SELECT name FROM pack_activations WHERE workspace_id IN ('', ?) "
-                    "ORDER BY activated_at, name",
-                    (workspace_id or "",),
-                )
-                .fetchall()
-            )
-        names += [r[0] for r in rows]
+        names += [a.name for a in self.rows.activations(workspace_id or "")]
         return list(dict.fromkeys(names))
 
     def active_for(
@@ -365,16 +315,9 @@ class Packs:
     def _write_personal(self, name: str, text: str, *, draft: bool, new: bool) -> None:
         now = time.time()
         if new:
-            database(self.kx).conn.execute(
-                "INSERT INTO packs_personal(name, text, draft, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (name, text, int(draft), now, now),
-            )
+            self.rows.insert_pack(PackRow(name, text, draft, now, now))
         else:
-            database(self.kx).conn.execute(
-                "UPDATE packs_personal SET text = ?, draft = ?, updated_at = ? WHERE name = ?",
-                (text, int(draft), now, name),
-            )
+            self.rows.update_pack(name, text, draft, now)
 
     def _write_file(
         self, name: str, level: str, text: str, *, by: str | None, at: str | None = None

@@ -13,15 +13,8 @@ import uuid
 from typing import TYPE_CHECKING
 
 from kairox_core.errors import KairoxUserError
-from kairox_core.longterm.chunks import (
-    Chunk,
-    ChunkHit,
-    ChunkStore,
-    ensure_schema,
-    owner_of,
-    visible_owners,
-)
-from kairox_core.longterm.db import database, has_database
+from kairox_core.longterm.chunks import Chunk, ChunkHit, ChunkStore, owner_of, visible_owners
+from kairox_core.longterm.db import longterm_store
 from kairox_core.longterm.events import (
     LongTermChunkAdded,
     LongTermChunkDeleted,
@@ -36,14 +29,12 @@ MAX_CHUNK_CHARS = 4000  # a chunk is a fact or a note, not a document (index tho
 
 
 class LongTerm:
-    """Long-term memory of one ``Kairox``: chunks in its database, embedded with the
-    configured ``[retrieval]`` backend."""
+    """Long-term memory of one ``Kairox``: chunks in its storage's ``longterm`` store,
+    embedded with the configured ``[retrieval]`` backend."""
 
     def __init__(self, kx: Kairox) -> None:
         self.kx = kx
         self._store: ChunkStore | None = None
-        if has_database(kx):  # otherwise every use raises, naming the storage
-            ensure_schema(database(kx))
 
     @property
     def store(self) -> ChunkStore:
@@ -52,7 +43,8 @@ class LongTerm:
             from kairox_core.retrieval.embeddings import load_embedding_backend
 
             backend = load_embedding_backend(self.kx.config.retrieval)
-            self._store = ChunkStore(database(self.kx), backend)
+            rows = longterm_store(self.kx)  # raises, naming the storage, if it has none
+            self._store = ChunkStore(rows, backend, location=self.kx.storage.location)
         return self._store
 
     # --- writing -----------------------------------------------------------------------
@@ -86,8 +78,7 @@ class LongTerm:
             updated_at=now,
             source_seq=source_seq,
         )
-        db = database(self.kx)
-        with db.lock, db.atomic():
+        with self.kx.storage.atomic():
             self.store.insert(chunk, owner)
             self.kx.events_store.append(
                 LongTermChunkAdded(
@@ -105,8 +96,7 @@ class LongTerm:
     def edit(self, chunk_id: str, text: str) -> Chunk:
         """Replace a chunk's text (re-embedded; ``LongTermChunkEdited``)."""
         text = _checked(text)
-        db = database(self.kx)
-        with db.lock, db.atomic():
+        with self.kx.storage.atomic():
             before = self.store.get(chunk_id)
             if before.text == text:
                 return before
@@ -124,8 +114,7 @@ class LongTerm:
 
     def delete(self, chunk_id: str) -> Chunk:
         """Forget a chunk (``LongTermChunkDeleted`` keeps its last text); returns it."""
-        db = database(self.kx)
-        with db.lock, db.atomic():
+        with self.kx.storage.atomic():
             before = self.store.get(chunk_id)
             self.store.remove(chunk_id)
             self.kx.events_store.append(

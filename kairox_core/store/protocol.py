@@ -4,7 +4,8 @@ A backend (the built-in ``sqlite``; ``postgresql`` from its plugin) is registere
 ``kairox_register_storage(register)`` as ``register(name, factory)`` with
 ``factory(target: str) -> Storage`` (``target``: a path or a URL). It provides the event
 log (append-only, per-session seqs, the queries compaction and recall plan with), the
-memory store, the proposals of the approval flow, the retrieval index and leases (one
+memory store, the proposals of the approval flow, long-term chunks and personal packs
+(``kairox_core.longterm.store.LongTermStore``), the retrieval index and leases (one
 process at a time: a compaction), all on one database, plus ``atomic()`` so an
 approval's memory write, proposal row and events commit together.
 ``kairox_core.testing.storage_contract.StorageContract`` is the test class a backend
@@ -27,6 +28,7 @@ from kairox_core.store.leases import Claim, Lease
 if TYPE_CHECKING:
     import threading
 
+    from kairox_core.longterm.store import LongTermStore
     from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit
     from kairox_core.retrieval.index import DocumentInput, WorkspaceIndexRetriever
 
@@ -129,7 +131,8 @@ class WorkspaceIndex(Protocol):
 
 @runtime_checkable
 class Storage(Protocol):
-    """One database: events, memories, proposals and the retrieval index."""
+    """One database: events, memories, proposals, long-term chunks and packs, and the
+    retrieval index."""
 
     name: str
     location: str  # for messages: a path, or a URL without its password
@@ -142,6 +145,10 @@ class Storage(Protocol):
     def proposals(self) -> ProposalStore: ...
     @property
     def leases(self) -> LeaseStore: ...
+    @property
+    def longterm(self) -> LongTermStore:
+        """Long-term chunks and personal packs (kairox_core/longterm/store.py)."""
+        ...
 
     def atomic(self) -> AbstractContextManager[Any]:
         """All or nothing across events, memories and proposals; nests."""

@@ -1,8 +1,9 @@
 """The built-in ``sqlite`` storage: one SQLite file holds everything.
 
-Events, memories, proposals and the retrieval index share one ``Database`` (one
-connection, one lock), so an approval's memory write, proposal row and events commit in
-one transaction and the index is read with the same connection a turn writes with.
+Events, memories, proposals, long-term chunks, personal packs and the retrieval index
+share one ``Database`` (one connection, one lock), so an approval's memory write,
+proposal row and events commit in one transaction and the index is read with the same
+connection a turn writes with.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from kairox_core.store.memory_store import SqliteMemoryStore
 from kairox_core.store.proposal_store import SqliteProposalStore
 
 if TYPE_CHECKING:
+    from kairox_core.longterm.sqlite_store import SqliteLongTermStore
     from kairox_core.retrieval.base import EmbeddingBackend
     from kairox_core.retrieval.index import WorkspaceRagIndex
 
@@ -36,6 +38,9 @@ class SqliteStorage:
         self._memories = SqliteMemoryStore(self.db)
         self._proposals = SqliteProposalStore(self.db)
         self._leases = SqliteLeaseStore(self.db)
+        from kairox_core.longterm.sqlite_store import SqliteLongTermStore  # no import cycle
+
+        self._longterm = SqliteLongTermStore(self.db)  # migrates: outside any transaction
         self._closed = False
 
     @property
@@ -53,6 +58,11 @@ class SqliteStorage:
     @property
     def leases(self) -> SqliteLeaseStore:
         return self._leases
+
+    @property
+    def longterm(self) -> SqliteLongTermStore:
+        """Long-term chunks and personal packs."""
+        return self._longterm
 
     def atomic(self) -> AbstractContextManager[Any]:
         return self.db.atomic()

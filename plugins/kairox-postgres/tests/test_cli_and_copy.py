@@ -141,6 +141,15 @@ def _snapshot(kx: Kairox, ids: list[str]) -> dict[str, object]:
         "memories": [m.as_dict() for m in kx.memories.list()],
         "history": [v.body for v in kx.memories.history("user", "diet")],
         "proposals": [(p.id, p.status, p.reason) for p in kx.storage.proposals.list()],
+        "longterm": [c.as_dict() for c in kx.longterm.list()],
+        "recall": [
+            (h.chunk.id, round(h.similarity, 5))
+            for h in kx.longterm.search(
+                "when is the launch?", session_id=ids[0], workspace_id="alpha", threshold=-1
+            )
+        ],
+        "packs": [p.as_dict() for p in kx.packs.list()],
+        "active": kx.packs.active_names("alpha", None),
     }
 
 
@@ -155,21 +164,31 @@ def test_copy_sqlite_to_postgres_and_back_loses_nothing(
         ids = _fill(kx)
         kx.compact(ids[0])  # a summary event with its replaced range
         kx.longterm.add("the launch is on Thursday", scope="global")
+        kx.longterm.add("the alpha launch needs a demo", scope="project", session_id=ids[0])
+        mine = kx.longterm.add("I review launches on Fridays", session_id=ids[0])
+        kx.packs.create("house-rules", text="Answer in British English.")
+        kx.packs.activate("house-rules", workspace_id="alpha")
+        kx.packs.promote([mine.id], pack="launch-notes")  # a draft
         before = _snapshot(kx, ids)
+    assert len(before["recall"]) == 3 and len(before["packs"]) == 2  # type: ignore[arg-type]
     assert before["history"] == ["vegetarian", "vegan", "vegan, no honey"]
     url = pg_server.fresh_database()
     copied = kairox("db", "copy", str(source), url)
     assert copied.returncode == 0, copied.stderr
-    assert "events: 52" in copied.stdout and "memory_history: 2" in copied.stdout
-    assert "verified: 3 sessions" in copied.stdout, copied.stdout  # long-term's own one too
-    assert "not copied (not on PostgreSQL yet): longterm_chunks: 1 rows" in copied.stdout
+    events = sum(len(v) for v in before["events"].values())  # type: ignore[attr-defined]
+    assert events == 52 + 2 + 4  # and the two later chunks' and the packs' events
+    assert f"events: {events}" in copied.stdout and "memory_history: 2" in copied.stdout
+    assert "verified: 4 sessions" in copied.stdout, copied.stdout  # _longterm:global, _packs
+    assert "longterm_chunks: 3" in copied.stdout and "packs_personal: 2" in copied.stdout
+    assert "pack_activations: 1" in copied.stdout and "not copied" not in copied.stdout
     with Kairox.open(url, config) as kx:
         assert _snapshot(kx, ids) == before
     refused = kairox("db", "copy", str(source), url)
     assert refused.returncode == 2 and "is not empty" in refused.stderr
     back = tmp_path / "back.db"
     report = copy_database(url, str(back))
-    assert report.copied["events"] == sum(len(v) for v in before["events"].values())  # type: ignore[attr-defined]
+    assert report.copied["events"] == events
+    assert (report.copied["longterm_chunks"], report.copied["packs_personal"]) == (3, 2)
     with Kairox.open(back, config) as kx:
         assert _snapshot(kx, ids) == before
         kx.session(workspace="alpha", session_id=ids[0]).run_turn_sync("after", "the copy")
@@ -182,6 +201,17 @@ def test_a_copy_into_a_used_database_is_refused(tmp_path: Path, pg_url: str) -> 
     with Kairox.open(pg_url, config) as kx:
         kx.memories.put("user", "k", "v")
     with pytest.raises(CopyError, match="1 memories"):
+        copy_database(str(tmp_path / "empty.db"), pg_url)
+
+
+def test_a_copy_into_a_database_with_long_term_chunks_is_refused(
+    tmp_path: Path, pg_url: str
+) -> None:
+    config = KairoxConfig.model_validate({"retrieval": {"workspace_index": False}})
+    with Kairox.open(pg_url, config) as kx:
+        kx.longterm.add("kept here", scope="global")
+        kx.packs.create("mine", text="x")
+    with pytest.raises(CopyError, match="1 long-term chunks, 1 personal packs"):
         copy_database(str(tmp_path / "empty.db"), pg_url)
 
 

@@ -4,8 +4,11 @@ Rows are copied as they are (seqs, ids, timestamps and event JSON kept; row orde
 where it breaks ties), in one transaction on the target, which must hold no events,
 memories or proposals yet. Afterwards both sides are read again and compared: event
 count and seq list per session, a digest of every event's JSON, memories, each key's
-history and proposals by status. Tables the PostgreSQL schema does not have yet
-(long-term chunks, packs, the retrieval index) are counted and reported as not copied.
+history and proposals by status. Long-term chunks (with their vectors, as they are:
+nothing is re-embedded), the vector space, personal packs and pack activations move
+through each side's ``LongTermStore`` and are compared the same way. Tables the
+PostgreSQL schema does not have yet (the retrieval index) are counted and reported as
+not copied.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any, Protocol
 from psycopg.types.json import Jsonb
 
 from kairox_core.errors import KairoxUserError
+from kairox_core.longterm.store import LongTermStore
 from kairox_core.store.sqlite_storage import SqliteStorage
 from kairox_postgres.storage import PostgresStorage
 
@@ -110,11 +114,8 @@ TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ),
 )
 BATCH = 2000
-# SQLite-only tables (long-term chunks, packs, the workspace index): reported, not copied.
+# SQLite-only tables (the workspace index): reported, not copied.
 SQLITE_ONLY = (
-    "longterm_chunks",
-    "packs_personal",
-    "pack_activations",
     "rag_documents",
     "rag_chunks",
 )
@@ -126,6 +127,7 @@ class CopyError(KairoxUserError):
 
 class _Side(Protocol):
     label: str
+    longterm: LongTermStore
 
     def rows(self, table: str, columns: Sequence[str], order: str) -> Iterator[tuple[Any, ...]]: ...
     def insert(self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None: ...
@@ -138,6 +140,7 @@ class _Sqlite:
     def __init__(self, path: str) -> None:
         self.storage = SqliteStorage(path.removeprefix("sqlite:///"))
         self.label = self.storage.location
+        self.longterm: LongTermStore = self.storage.longterm
         self.conn = self.storage.db.conn
 
     def rows(self, table: str, columns: Sequence[str], order: str) -> Iterator[tuple[Any, ...]]:
@@ -181,6 +184,7 @@ class _Postgres:
     def __init__(self, url: str) -> None:
         self.storage = PostgresStorage(url, max_connections=2)
         self.label = self.storage.location
+        self.longterm: LongTermStore = self.storage.longterm
         self.db = self.storage.db
 
     def rows(self, table: str, columns: Sequence[str], order: str) -> Iterator[tuple[Any, ...]]:
@@ -235,7 +239,7 @@ class CopyReport:
         out = [f"copied {self.source} -> {self.target}"]
         out += [f"  {table}: {n}" for table, n in self.copied.items()]
         out.append(f"  verified: {self.sessions} sessions' seqs and event digests, memories, ")
-        out[-1] += "histories and proposals match"
+        out[-1] += "histories, proposals, long-term chunks with their vectors and packs match"
         for table, n in self.not_copied.items():
             out.append(f"  not copied (not on PostgreSQL yet): {table}: {n} rows")
         return out
@@ -256,6 +260,7 @@ def copy_database(source: str, target: str) -> CopyReport:
 
 def _copy(src: _Side, dst: _Side) -> CopyReport:
     busy = {t: dst.count(t) for t in ("events", "memories", "memory_proposals")}
+    busy.update(_longterm_busy(dst.longterm))
     if any(busy.values()):
         held = ", ".join(f"{n} {t}" for t, n in busy.items() if n)
         raise CopyError(f"{dst.label} is not empty ({held}); copy into a new database")
@@ -272,7 +277,9 @@ def _copy(src: _Side, dst: _Side) -> CopyReport:
                 dst.insert(table, columns, batch)
                 n += len(batch)
             report.copied[table] = n
+        report.copied.update(_copy_longterm(src.longterm, dst.longterm))
         report.sessions = _verify(src, dst)  # inside: a mismatch leaves the target empty
+        _verify_longterm(src, dst)
     if isinstance(src, _Sqlite) and isinstance(dst, _Postgres):
         report.not_copied = src.others()
     return report
@@ -309,6 +316,74 @@ def _verify(src: _Side, dst: _Side) -> int:
                 f"the copy in {dst.label} differs from {src.label} in {part}; nothing was written"
             )
     return len(a["events"])
+
+
+# --- long-term chunks and packs, through each side's LongTermStore ----------------------
+
+
+def _longterm_busy(store: LongTermStore) -> dict[str, int]:
+    return {
+        "long-term chunks": store.chunk_counts()[0],
+        "personal packs": len(store.list_packs()),
+        "pack activations": len(store.activations()),
+    }
+
+
+def _no_embedding(texts: Sequence[str]) -> list[list[float]]:
+    raise CopyError("the target has long-term chunks already; copy into a new database")
+
+
+def _copy_longterm(src: LongTermStore, dst: LongTermStore) -> dict[str, int]:
+    """Chunks with their vectors (the source's space, nothing re-embedded), packs and
+    activations; counts by table."""
+    space = src.vector_space()
+    if space is not None:
+        dst.use_space(space[0], space[1], _no_embedding)  # the target is empty
+    chunks, batch = 0, []
+    for stored in src.export_chunks():
+        if space is None or len(stored.vector) != space[1]:
+            raise CopyError(
+                f"long-term chunk {stored.chunk.id} has no vector of the recorded space "
+                f"{space}; open the source with Kairox once (it re-embeds), then copy"
+            )
+        batch.append((stored.chunk, stored.owner, stored.vector))
+        if len(batch) >= BATCH:
+            dst.insert_chunks(batch)
+            chunks, batch = chunks + len(batch), []
+    if batch:
+        dst.insert_chunks(batch)
+        chunks += len(batch)
+    packs = src.list_packs()
+    for row in packs:
+        dst.insert_pack(row)
+    activations = src.activations()
+    for a in activations:
+        dst.activate_pack(a.workspace_id, a.name, a.activated_at)
+    return {
+        "longterm_chunks": chunks,
+        "packs_personal": len(packs),
+        "pack_activations": len(activations),
+    }
+
+
+def _longterm_fingerprint(store: LongTermStore) -> dict[str, Any]:
+    rows, vectors = store.chunk_counts()
+    return {
+        "long-term vector space": store.vector_space(),
+        "long-term counts": (rows, vectors),
+        "long-term chunks": [(s.chunk, s.owner, s.vector) for s in store.export_chunks()],
+        "personal packs": store.list_packs(),
+        "pack activations": store.activations(),
+    }
+
+
+def _verify_longterm(src: _Side, dst: _Side) -> None:
+    a, b = _longterm_fingerprint(src.longterm), _longterm_fingerprint(dst.longterm)
+    for part in a:
+        if a[part] != b[part]:
+            raise CopyError(
+                f"the copy in {dst.label} differs from {src.label} in {part}; nothing was written"
+            )
 
 
 __all__ = ["CopyError", "CopyReport", "copy_database"]

@@ -200,12 +200,60 @@ RETRIEVAL: tuple[str, ...] = (
     """,
 )
 
+LONGTERM: tuple[str, ...] = (
+    """
+    CREATE EXTENSION IF NOT EXISTS vector;
+    -- long-term chunks (kairox_core/longterm/): one row per chunk with its vector, in the
+    -- space recorded in longterm_backend (an untyped vector column: its backend's dimension)
+    CREATE TABLE longterm_chunks (
+        n BIGSERIAL UNIQUE,
+        id TEXT PRIMARY KEY,
+        scope TEXT NOT NULL CHECK (scope IN ('session', 'project', 'global')),
+        owner TEXT NOT NULL,
+        text TEXT NOT NULL,
+        session_id TEXT,
+        workspace_id TEXT,
+        source_seq BIGINT,
+        created_at DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        embedding VECTOR
+    );
+    CREATE INDEX longterm_chunks_owner ON longterm_chunks (owner, n);
+    CREATE TABLE longterm_backend (
+        one INTEGER PRIMARY KEY CHECK (one = 1),
+        backend TEXT NOT NULL,
+        dimension INTEGER NOT NULL
+    );
+    """,
+)
+
+PACKS: tuple[str, ...] = (
+    """
+    -- personal context packs (team and org packs are Markdown files, on no database)
+    CREATE TABLE packs_personal (
+        name TEXT PRIMARY KEY,
+        text TEXT NOT NULL,
+        draft BOOLEAN NOT NULL DEFAULT FALSE,
+        created_at DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL
+    );
+    CREATE TABLE pack_activations (
+        workspace_id TEXT NOT NULL,  -- '' = every workspace
+        name TEXT NOT NULL,
+        activated_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (workspace_id, name)
+    );
+    """,
+)
+
 COMPONENTS: dict[str, tuple[str, ...]] = {
     "events": EVENTS,
     "memory": MEMORY,
     "memory_proposals": PROPOSALS,
     "compaction_leases": LEASES,
     "retrieval": RETRIEVAL,
+    "longterm": LONGTERM,
+    "packs": PACKS,
 }
 
 

@@ -1,4 +1,5 @@
-"""The ``postgresql`` storage: events, memories, proposals and leases on one server.
+"""The ``postgresql`` storage: events, memories, proposals, leases, long-term chunks and
+personal packs on one server.
 
 Many processes on many hosts share it: seqs are assigned under a row lock, decisions
 are conditional updates, and one compaction per session runs at a time under a lease
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from kairox_postgres.db import PgDatabase
 from kairox_postgres.events import PgEventLog
 from kairox_postgres.leases import PgLeaseStore
+from kairox_postgres.longterm import PgLongTermStore
 from kairox_postgres.memories import PgMemoryStore
 from kairox_postgres.proposals import PgProposalStore
 from kairox_postgres.schema import migrate
@@ -44,6 +46,7 @@ class PostgresStorage:
         self._memories = PgMemoryStore(self.db)
         self._proposals = PgProposalStore(self.db)
         self._leases = PgLeaseStore(self.db)
+        self._longterm = PgLongTermStore(self.db)
 
     @property
     def events(self) -> PgEventLog:
@@ -61,6 +64,11 @@ class PostgresStorage:
     def leases(self) -> PgLeaseStore:
         """The core's lease store (the compactor's one-run-per-session claim)."""
         return self._leases
+
+    @property
+    def longterm(self) -> PgLongTermStore:
+        """Long-term chunks (pgvector) and personal packs."""
+        return self._longterm
 
     def atomic(self) -> AbstractContextManager[Any]:
         return self.db.atomic()

@@ -1,0 +1,401 @@
+"""``LongTermStore`` on SQLite: chunk rows plus a sqlite-vec index, and personal packs.
+
+A chunk's row lives in ``longterm_chunks``; its vector in ``longterm_vec_<dim>`` (vec0,
+cosine) under the row's ``n`` as rowid, partitioned by owner (``s:<session>``,
+``w:<workspace>``, ``g``), so a k-NN reads only the partitions asked for: one vec0 KNN
+per partition, no exact scan, no post-filter. ``longterm_backend`` records the space.
+Every method takes the ``Database`` lock, and writes join its ``atomic()`` block.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from kairox_core.errors import KairoxUserError
+from kairox_core.longterm.chunks import Chunk
+from kairox_core.longterm.store import Activation, Embed, PackRow, StoredChunk
+from kairox_core.store.database import Database
+from kairox_core.store.migrations import migrate
+
+CHUNKS_COMPONENT = "longterm"
+CHUNKS_MIGRATIONS = [
+    """
+    CREATE TABLE longterm_chunks (
+        n INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        scope TEXT NOT NULL CHECK (scope IN ('session', 'project', 'global')),
+        owner TEXT NOT NULL,
+        text TEXT NOT NULL,
+        session_id TEXT,
+        workspace_id TEXT,
+        source_seq INTEGER,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX longterm_chunks_owner ON longterm_chunks(owner, n);
+    CREATE TABLE longterm_backend (
+        one INTEGER PRIMARY KEY CHECK (one = 1),
+        backend TEXT NOT NULL,
+        dimension INTEGER NOT NULL
+    );
+    """,
+]
+PACKS_COMPONENT = "packs"
+PACKS_MIGRATIONS = [
+    """
+    CREATE TABLE packs_personal (
+        name TEXT PRIMARY KEY,
+        text TEXT NOT NULL,
+        draft INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE TABLE pack_activations (
+        workspace_id TEXT NOT NULL,  -- '' = every workspace
+        name TEXT NOT NULL,
+        activated_at REAL NOT NULL,
+        PRIMARY KEY (workspace_id, name)
+    );
+    """,
+]
+_COLUMNS = "id, scope, text, session_id, workspace_id, created_at, updated_at, source_seq"
+_BATCH = 256
+
+
+def vec_table(dimension: int) -> str:
+    """The vec0 table of a space of ``dimension``."""
+    return f"longterm_vec_{int(dimension)}"
+
+
+def _blob(vector: Sequence[float]) -> bytes:
+    return struct.pack(f"{len(vector)}f", *vector)
+
+
+def _chunk(row: Any) -> Chunk:
+    return Chunk(
+        id=row[0],
+        scope=row[1],
+        text=row[2],
+        session_id=row[3],
+        workspace_id=row[4],
+        created_at=float(row[5]),
+        updated_at=float(row[6]),
+        source_seq=row[7],
+    )
+
+
+class SqliteLongTermStore:
+    """Long-term chunks and personal packs in the shared ``Database`` (tables created
+    on construction: call it outside any transaction)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        with db.lock:
+            migrate(db.conn, CHUNKS_COMPONENT, CHUNKS_MIGRATIONS)
+            migrate(db.conn, PACKS_COMPONENT, PACKS_MIGRATIONS)
+
+    def atomic(self) -> AbstractContextManager[Any]:
+        return self.db.atomic()
+
+    # --- the vector space ------------------------------------------------------------
+
+    def vector_space(self) -> tuple[str, int] | None:
+        with self.db.lock:
+            row = self.db.conn.execute("SELECT backend, dimension FROM longterm_backend").fetchone()
+        return (str(row[0]), int(row[1])) if row is not None else None
+
+    @property
+    def table(self) -> str | None:
+        """The vec0 table of the space in use (None before the first use)."""
+        space = self.vector_space()
+        return vec_table(space[1]) if space is not None else None
+
+    def use_space(self, backend: str, dimension: int, embed: Embed) -> int:
+        conn = self.db.conn
+        dimension = int(dimension)
+        with self.db.lock:
+            current = self.vector_space()
+            if current == (backend, dimension) and self._has_table(vec_table(dimension)):
+                return 0
+            with self.db.atomic():
+                if current is not None:
+                    conn.execute(f"DROP TABLE IF EXISTS {vec_table(current[1])}")
+                table = vec_table(dimension)
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+                conn.execute(
+                    f"CREATE VIRTUAL TABLE {table} USING vec0("
+                    f" owner TEXT PARTITION KEY, embedding float[{dimension}] "
+                    f"distance_metric=cosine)"
+                )
+                conn.execute(
+                    "INSERT INTO longterm_backend(one, backend, dimension) VALUES (1, ?, ?) "
+                    "ON CONFLICT(one) DO UPDATE SET backend = excluded.backend, "
+                    "dimension = excluded.dimension",
+                    (backend, dimension),
+                )
+                rows = conn.execute(
+                    "SELECT n, owner, text FROM longterm_chunks ORDER BY n"
+                ).fetchall()
+                for start in range(0, len(rows), _BATCH):
+                    batch = rows[start : start + _BATCH]
+                    vectors = embed([r[2] for r in batch])
+                    conn.executemany(
+                        f"INSERT INTO {table}(rowid, owner, embedding) VALUES (?, ?, ?)",
+                        [(r[0], r[1], _blob(v)) for r, v in zip(batch, vectors, strict=True)],
+                    )
+            return len(rows)
+
+    def _has_table(self, table: str) -> bool:
+        found = self.db.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = ?", (table,)
+        ).fetchone()
+        return found is not None
+
+    def _table_in_use(self) -> str:
+        table = self.table
+        if table is None or not self._has_table(table):
+            raise KairoxUserError("no vector space for long-term chunks yet: use_space first")
+        return table
+
+    # --- chunks ----------------------------------------------------------------------
+
+    def insert_chunks(self, rows: Sequence[tuple[Chunk, str, Sequence[float]]]) -> None:
+        conn = self.db.conn
+        with self.db.lock, self.db.atomic():
+            table = self._table_in_use()
+            for chunk, owner, vector in rows:
+                cur = conn.execute(
+                    "INSERT INTO longterm_chunks(id, scope, owner, text, session_id, "
+                    "workspace_id, source_seq, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        chunk.id,
+                        chunk.scope,
+                        owner,
+                        chunk.text,
+                        chunk.session_id,
+                        chunk.workspace_id,
+                        chunk.source_seq,
+                        chunk.created_at,
+                        chunk.updated_at,
+                    ),
+                )
+                conn.execute(
+                    f"INSERT INTO {table}(rowid, owner, embedding) VALUES (?, ?, ?)",
+                    (cur.lastrowid, owner, _blob(vector)),
+                )
+
+    def get_chunk(self, chunk_id: str) -> Chunk | None:
+        with self.db.lock:
+            row = self.db.conn.execute(
+                f"SELECT {_COLUMNS} FROM longterm_chunks WHERE id = ?", (chunk_id,)
+            ).fetchone()
+        return _chunk(row) if row is not None else None
+
+    def update_chunk(
+        self, chunk_id: str, text: str, updated_at: float, vector: Sequence[float]
+    ) -> bool:
+        conn = self.db.conn
+        with self.db.lock, self.db.atomic():
+            table = self._table_in_use()
+            row = conn.execute(
+                "SELECT n, owner FROM longterm_chunks WHERE id = ?", (chunk_id,)
+            ).fetchone()
+            if row is None:
+                return False
+            conn.execute(
+                "UPDATE longterm_chunks SET text = ?, updated_at = ? WHERE n = ?",
+                (text, updated_at, row[0]),
+            )
+            # vec0 rows are replaced, not updated (partition keys cannot change in place)
+            conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (row[0],))
+            conn.execute(
+                f"INSERT INTO {table}(rowid, owner, embedding) VALUES (?, ?, ?)",
+                (row[0], row[1], _blob(vector)),
+            )
+        return True
+
+    def delete_chunk(self, chunk_id: str) -> bool:
+        conn = self.db.conn
+        with self.db.lock, self.db.atomic():
+            row = conn.execute("SELECT n FROM longterm_chunks WHERE id = ?", (chunk_id,)).fetchone()
+            if row is None:
+                return False
+            table = self.table
+            if table is not None and self._has_table(table):
+                conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (row[0],))
+            conn.execute("DELETE FROM longterm_chunks WHERE n = ?", (row[0],))
+        return True
+
+    def list_chunks(
+        self,
+        *,
+        scope: str | None = None,
+        owners: Sequence[str] | None = None,
+        session_id: str | None = None,
+        workspace_id: str | None = None,
+    ) -> list[Chunk]:
+        where: list[str] = []
+        args: list[Any] = []
+        for column, value in (
+            ("scope", scope),
+            ("session_id", session_id),
+            ("workspace_id", workspace_id),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        if owners is not None:
+            where.append(f"owner IN ({','.join('?' * len(owners))})" if owners else "0")
+            args.extend(owners)
+        sql = f"SELECT {_COLUMNS} FROM longterm_chunks"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        with self.db.lock:
+            rows = self.db.conn.execute(sql + " ORDER BY n", args).fetchall()
+        return [_chunk(r) for r in rows]
+
+    def nearest_chunks(
+        self, vector: Sequence[float], owners: Sequence[str], k: int
+    ) -> list[tuple[Chunk, float]]:
+        if k <= 0 or not owners:
+            return []
+        conn = self.db.conn
+        blob = _blob(vector)
+        found: list[tuple[float, int]] = []
+        with self.db.lock:
+            table = self._table_in_use()
+            for owner in dict.fromkeys(owners):  # one vec0 KNN per partition
+                rows = conn.execute(
+                    f"SELECT rowid, distance FROM {table} "
+                    f"WHERE embedding MATCH ? AND k = ? AND owner = ?",
+                    (blob, k, owner),
+                ).fetchall()
+                found.extend(
+                    (float(r[1]), int(r[0]))
+                    for r in rows
+                    if r[1] is not None and not math.isnan(r[1])
+                )
+            found.sort()
+            best = found[:k]
+            if not best:
+                return []
+            marks = ",".join("?" * len(best))
+            rows = conn.execute(
+                f"SELECT n, {_COLUMNS} FROM longterm_chunks WHERE n IN ({marks})",
+                [n for _, n in best],
+            ).fetchall()
+        by_n = {int(r[0]): _chunk(tuple(r)[1:]) for r in rows}
+        return [(by_n[n], 1.0 - dist) for dist, n in best if n in by_n]
+
+    def export_chunks(self) -> Iterator[StoredChunk]:
+        with self.db.lock:
+            table = self.table
+            if table is None or not self._has_table(table):
+                vectors: dict[int, bytes] = {}
+            else:
+                vectors = {
+                    int(r[0]): bytes(r[1])
+                    for r in self.db.conn.execute(f"SELECT rowid, embedding FROM {table}")
+                }
+            rows = self.db.conn.execute(
+                f"SELECT n, owner, {_COLUMNS} FROM longterm_chunks ORDER BY n"
+            ).fetchall()
+        for r in rows:
+            blob = vectors.get(int(r[0]), b"")
+            vector = struct.unpack(f"{len(blob) // 4}f", blob)
+            yield StoredChunk(_chunk(tuple(r)[2:]), str(r[1]), tuple(vector))
+
+    def chunk_counts(self) -> tuple[int, int]:
+        with self.db.lock:
+            rows = int(self.db.conn.execute("SELECT count(*) FROM longterm_chunks").fetchone()[0])
+            table = self.table
+            if table is None or not self._has_table(table):
+                return rows, 0
+            vectors = int(self.db.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+        return rows, vectors
+
+    # --- personal packs and activations ----------------------------------------------
+
+    def get_pack(self, name: str) -> PackRow | None:
+        with self.db.lock:
+            row = self.db.conn.execute(
+                "SELECT name, text, draft, created_at, updated_at FROM packs_personal "
+                "WHERE name = ?",
+                (name,),
+            ).fetchone()
+        return _pack(row) if row is not None else None
+
+    def list_packs(self) -> list[PackRow]:
+        with self.db.lock:
+            rows = self.db.conn.execute(
+                "SELECT name, text, draft, created_at, updated_at FROM packs_personal ORDER BY name"
+            ).fetchall()
+        return [_pack(r) for r in rows]
+
+    def insert_pack(self, row: PackRow) -> None:
+        with self.db.lock:
+            self.db.conn.execute(
+                "INSERT INTO packs_personal(name, text, draft, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (row.name, row.text, int(row.draft), row.created_at, row.updated_at),
+            )
+
+    def update_pack(self, name: str, text: str, draft: bool, updated_at: float) -> bool:
+        with self.db.lock:
+            cur = self.db.conn.execute(
+                "UPDATE packs_personal SET text = ?, draft = ?, updated_at = ? WHERE name = ?",
+                (text, int(draft), updated_at, name),
+            )
+        return bool(cur.rowcount)
+
+    def delete_pack(self, name: str) -> bool:
+        with self.db.lock:
+            cur = self.db.conn.execute("DELETE FROM packs_personal WHERE name = ?", (name,))
+        return bool(cur.rowcount)
+
+    def activate_pack(self, workspace_id: str, name: str, activated_at: float) -> None:
+        with self.db.lock:
+            self.db.conn.execute(
+                "INSERT INTO pack_activations(workspace_id, name, activated_at) "
+                "VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                (workspace_id, name, activated_at),
+            )
+
+    def deactivate_pack(self, workspace_id: str, name: str) -> None:
+        with self.db.lock:
+            self.db.conn.execute(
+                "DELETE FROM pack_activations WHERE workspace_id = ? AND name = ?",
+                (workspace_id, name),
+            )
+
+    def delete_activations(self, name: str) -> None:
+        with self.db.lock:
+            self.db.conn.execute("DELETE FROM pack_activations WHERE name = ?", (name,))
+
+    def activations(self, workspace_id: str | None = None) -> list[Activation]:
+        sql = "SELECT workspace_id, name, activated_at FROM pack_activations"
+        args: tuple[str, ...] = ()
+        if workspace_id is not None:
+            sql += " WHERE workspace_id IN ('', ?)"
+            args = (workspace_id,)
+        with self.db.lock:
+            rows = self.db.conn.execute(sql + " ORDER BY activated_at, name", args).fetchall()
+        return [Activation(str(r[0]), str(r[1]), float(r[2])) for r in rows]
+
+
+def _pack(row: Any) -> PackRow:
+    return PackRow(
+        name=row[0],
+        text=row[1],
+        draft=bool(row[2]),
+        created_at=float(row[3]),
+        updated_at=float(row[4]),
+    )
+
+
+__all__ = ["SqliteLongTermStore", "vec_table"]
