@@ -6,7 +6,11 @@ Measured side by side in one run (ratios; absolute times are context only):
   transaction each, the way turns write) to ONE shared session (all writers queue on
   its counter row) and to a session of their own (no contention);
 - a whole turn (``run_turn_sync``) over a session of M messages, PostgreSQL against
-  SQLite side by side (recall off for both, as in bench_context.py; goal: within 2x);
+  SQLite side by side (recall off for both, as in bench_context.py; goal: within 2x),
+  with the round trips to the server a turn makes (``--turns-only`` runs just this).
+  ``--synchronous-commit off`` (or ``both``) also measures PostgreSQL with commits
+  that do not wait for their WAL flush, the durability of the SQLite storage's
+  ``synchronous = NORMAL``; ``on`` (the server's default) waits for one fsync a commit;
 - workspace search over N chunks (hashing embeddings, 384 dimensions; 24 words a
   chunk, Zipf-like over 20k words): Kairox's ``search(..., "vector")`` against the raw
   pgvector HNSW query it wraps (``ORDER BY embedding::vector(384) <=> q LIMIT 24``,
@@ -78,6 +82,47 @@ WORDS = [
 ]
 
 
+def with_synchronous_commit(url: str, mode: str) -> str:
+    """``url`` whose connections run with ``synchronous_commit = mode`` (libpq options)."""
+    if mode == "on":
+        return url
+    sep = "&" if "?" in url else "?"
+    return f"{url}{sep}options=-c%20synchronous_commit%3D{mode}"
+
+
+class RoundTrips:
+    """Counts the exchanges with the server: each wait on a connection that sends or
+    reads anything (a query, BEGIN/COMMIT, a pipeline sync), by patching psycopg."""
+
+    def __init__(self) -> None:
+        import psycopg
+
+        self.count = 0
+        self._cls = psycopg.Connection
+        self._orig = psycopg.Connection.wait
+        counter = self
+
+        def wait(conn: Any, gen: Any, *args: Any, **kwargs: Any) -> Any:
+            def counted() -> Any:
+                try:
+                    sent = next(gen)
+                except StopIteration as stop:
+                    return stop.value
+                counter.count += 1
+                while True:
+                    try:
+                        sent = gen.send((yield sent))
+                    except StopIteration as stop:
+                        return stop.value
+
+            return counter._orig(conn, counted(), *args, **kwargs)
+
+        self._cls.wait = wait  # type: ignore[method-assign]
+
+    def close(self) -> None:
+        self._cls.wait = self._orig  # type: ignore[method-assign]
+
+
 def _writer(url: str, session: str, n: int, start: Any) -> float:
     storage = PostgresStorage(url, migrate_schema=False, max_connections=1)
     try:
@@ -90,8 +135,10 @@ def _writer(url: str, session: str, n: int, start: Any) -> float:
         storage.close()
 
 
-def appends(server: PgTestServer, writers: int, n: int, shared: bool) -> dict[str, Any]:
-    url = server.fresh_database("bench")
+def appends(
+    server: PgTestServer, writers: int, n: int, shared: bool, sync: str = "on"
+) -> dict[str, Any]:
+    url = with_synchronous_commit(server.fresh_database("bench"), sync)
     PostgresStorage(url).close()
     ctx = mp.get_context("spawn")
     with ctx.Manager() as manager, ctx.Pool(writers) as pool:
@@ -112,6 +159,7 @@ def appends(server: PgTestServer, writers: int, n: int, shared: bool) -> dict[st
     return {
         "writers": writers,
         "session": "shared" if shared else "own",
+        "synchronous_commit": sync,
         "events": writers * n,
         "appends_per_s": round(writers * n / wall, 1),
         "complete": ok,
@@ -129,23 +177,51 @@ def _session_events(sid: str, messages: int) -> list[Any]:
     return events
 
 
-def turns(server: PgTestServer, messages: int, repeat: int, tmp: str) -> dict[str, Any]:
+def turns(
+    server: PgTestServer, messages: int, repeat: int, tmp: str, syncs: tuple[str, ...] = ("on",)
+) -> dict[str, Any]:
+    """SQLite, and PostgreSQL once per ``synchronous_commit`` mode in ``syncs``: each
+    session loaded, its first turn timed, then turns taken in rounds, one on each
+    backend per round, so a change in the machine's load hits all of them alike."""
+    from contextlib import ExitStack
+
     from kairox_core.facade import Kairox
 
     config = KairoxConfig.model_validate({"compaction": {"recall": False}})
     out: dict[str, Any] = {"messages": messages}
-    for name, target in (("sqlite", f"{tmp}/turns.db"), ("postgresql", None)):
-        url = target or server.fresh_database("bench")
-        with Kairox.open(url, config) as kx:
+    targets = [("sqlite", f"{tmp}/turns.db")]
+    for sync in syncs:
+        url = with_synchronous_commit(server.fresh_database("bench"), sync)
+        targets.append(("postgresql" if sync == "on" else f"postgresql_sync_{sync}", url))
+    with ExitStack() as stack:
+        sessions = {}
+        for name, url in targets:
+            kx = stack.enter_context(Kairox.open(url, config))
             kx.events_store.append_many(_session_events("big", messages))
             session = kx.session(workspace="w", session_id="big")
             first = time.perf_counter()
             session.run_turn_sync("what did we decide about the rollout?", "ok")
             out[f"{name}_first_turn_ms"] = round((time.perf_counter() - first) * 1000, 1)
-            out[f"{name}_turn_ms"] = round(
-                _median_ms(lambda s=session: s.run_turn_sync("and the lease?", "fine"), repeat), 1
-            )
-    out["turn_ratio"] = round(out["postgresql_turn_ms"] / out["sqlite_turn_ms"], 2)
+            session.run_turn_sync("and the lease?", "fine")  # warm
+            sessions[name] = session
+        times: dict[str, list[float]] = {name: [] for name in sessions}
+        for _ in range(repeat):
+            for name, session in sessions.items():
+                t = time.perf_counter()
+                session.run_turn_sync("and the lease?", "fine")
+                times[name].append(time.perf_counter() - t)
+        for name, session in sessions.items():
+            out[f"{name}_turn_ms"] = round(statistics.median(times[name]) * 1000, 2)
+            if name == "sqlite":
+                continue
+            trips = RoundTrips()
+            try:
+                session.run_turn_sync("and the budget?", "noted")
+            finally:
+                trips.close()
+            out[f"{name}_round_trips"] = trips.count
+            ratio = out[f"{name}_turn_ms"] / out["sqlite_turn_ms"]
+            out[name.replace("postgresql", "turn_ratio")] = round(ratio, 2)
     return out
 
 
@@ -279,6 +355,13 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=300, help="appends per writer")
     parser.add_argument("--messages", type=int, default=10000)
     parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--turns-only", action="store_true", help="just the turn figures")
+    parser.add_argument(
+        "--synchronous-commit",
+        choices=("on", "off", "both"),
+        default="on",
+        help="PostgreSQL's commit durability for the turn and append figures",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--search-only", action="store_true", help="only the index figures")
     parser.add_argument(
@@ -294,43 +377,50 @@ def main() -> None:
                 own.close()
         print(json.dumps(found, indent=2))
         return
+    syncs = ("on", "off") if args.synchronous_commit == "both" else (args.synchronous_commit,)
     server = PgTestServer()
     try:
-        results: dict[str, Any] = {
-            "appends": [
-                appends(server, w, args.events, shared)
+        results: dict[str, Any] = {}
+        if not args.turns_only:
+            results["appends"] = [
+                appends(server, w, args.events, shared, sync)
+                for sync in syncs
                 for shared in (True, False)
                 for w in (1, 4, 8)
-            ],
-            "search": search(server, args.chunks, args.repeat),
-        }
+            ]
+            results["search"] = search(server, args.chunks, args.repeat)
         with tempfile.TemporaryDirectory() as tmp:
-            results["turns"] = turns(server, args.messages, args.repeat, tmp)
+            results["turns"] = turns(server, args.messages, args.repeat, tmp, syncs)
     finally:
         server.close()
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    for row in results["appends"]:
+    for row in results.get("appends", []):
         print(
-            f"appends  {row['writers']} writer(s), {row['session']:>6} session: "
+            f"appends  {row['writers']} writer(s), {row['session']:>6} session, "
+            f"synchronous_commit={row['synchronous_commit']}: "
             f"{row['appends_per_s']:>8.1f}/s  complete={row['complete']}"
         )
-    s = results["search"]
-    print(
-        f"search over {s['chunks']} chunks (loaded in {s['load_s']} s): "
-        f"k-NN {s['knn_kairox_ms']:.2f} ms vs raw {s['knn_raw_ms']:.2f} ms "
-        f"(x{s['knn_ratio']}), keyword {s['keyword_kairox_ms']:.2f} ms vs raw "
-        f"{s['keyword_raw_ms']:.2f} ms (x{s['keyword_ratio']}), "
-        f"hybrid {s['hybrid_kairox_ms']:.2f} ms"
-    )
-
+    if "search" in results:
+        s = results["search"]
+        print(
+            f"search over {s['chunks']} chunks (loaded in {s['load_s']} s): "
+            f"k-NN {s['knn_kairox_ms']:.2f} ms vs raw {s['knn_raw_ms']:.2f} ms "
+            f"(x{s['knn_ratio']}), keyword {s['keyword_kairox_ms']:.2f} ms vs raw "
+            f"{s['keyword_raw_ms']:.2f} ms (x{s['keyword_ratio']}), "
+            f"hybrid {s['hybrid_kairox_ms']:.2f} ms"
+        )
     t = results["turns"]
-    print(
-        f"turn over {t['messages']} messages: PostgreSQL {t['postgresql_turn_ms']} ms vs "
-        f"SQLite {t['sqlite_turn_ms']} ms (x{t['turn_ratio']}); first turn "
-        f"{t['postgresql_first_turn_ms']} vs {t['sqlite_first_turn_ms']} ms"
-    )
+    for sync in syncs:
+        name = "postgresql" if sync == "on" else f"postgresql_sync_{sync}"
+        ratio = t[name.replace("postgresql", "turn_ratio")]
+        print(
+            f"turn over {t['messages']} messages: PostgreSQL (synchronous_commit={sync}) "
+            f"{t[f'{name}_turn_ms']} ms, {t[f'{name}_round_trips']} round trips, vs SQLite "
+            f"{t['sqlite_turn_ms']} ms (x{ratio}); first turn "
+            f"{t[f'{name}_first_turn_ms']} vs {t['sqlite_first_turn_ms']} ms"
+        )
 
 
 if __name__ == "__main__":

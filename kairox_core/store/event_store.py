@@ -17,7 +17,6 @@ import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import Any
 
 from kairox_core.events import (
@@ -25,21 +24,35 @@ from kairox_core.events import (
     ProfileSwitched,
     SessionArchived,
     SessionStarted,
-    event_from_dict,
 )
 from kairox_core.store.database import Database, DatabaseStore
+
+# pgturn: the dialect-free rules (types, rows, validation) are shared with other backends
+from kairox_core.store.event_rows import (  # the first four re-exported, as before
+    COMPACTION_EVENT_TYPES as COMPACTION_EVENT_TYPES,
+)
+from kairox_core.store.event_rows import (
+    CONVERSATION_TYPES as CONVERSATION_TYPES,
+)
+from kairox_core.store.event_rows import (
+    Row as Row,
+)
+from kairox_core.store.event_rows import (
+    SessionInfo as SessionInfo,
+)
+from kairox_core.store.event_rows import (
+    checked_batch,
+    compaction_running_seq,
+    event_from_row,
+    indexed_stretch,
+    planning_row,
+    session_info,
+    skip_leading,
+    wanted_types,
+)
 from kairox_core.store.migrations import migrate
 
 COMPONENT = "events"
-# The events a conversation's history is made of, and those compaction state folds.
-CONVERSATION_TYPES = ("AssistantMessageCompleted", "ToolInvocationCompleted", "UserMessageAdded")
-COMPACTION_EVENT_TYPES = (
-    "FactPinned",
-    "FactUnpinned",
-    "CompactionSummary",
-    "SummaryEdited",
-    "ChunkDropped",
-)
 _CONVERSATION = (
     "type IN ('AssistantMessageCompleted', 'ToolInvocationCompleted', 'UserMessageAdded')"
 )
@@ -103,45 +116,6 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Row:
-    """One conversation event, light: enough to plan a compaction, not to summarise."""
-
-    seq: int
-    type: str
-    turn_id: str
-    tokens: int
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    """One row of the session list. ``workspace_id``/``profile`` are None until started."""
-
-    session_id: str
-    workspace_id: str | None
-    profile: str | None
-    created_at: float
-    last_seq: int
-    event_count: int
-    archived_at: float | None = None
-
-    @property
-    def archived(self) -> bool:
-        return self.archived_at is not None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "session_id": self.session_id,
-            "workspace_id": self.workspace_id,
-            "profile": self.profile,
-            "created_at": self.created_at,
-            "last_seq": self.last_seq,
-            "event_count": self.event_count,
-            "archived": self.archived,
-            "archived_at": self.archived_at,
-        }
-
-
 def _emit(events: Sequence[Event]) -> Callable[[], None]:
     def run() -> None:
         from kairox_core.plugins import get_plugins
@@ -174,7 +148,7 @@ class EventStore(DatabaseStore):
 
     def append_many(self, events: Iterable[Event]) -> list[Event]:
         """Store events atomically (all or none), each with the next seq of its session."""
-        batch = list(events)
+        batch = checked_batch(events)
         stored: list[Event] = []
         if not batch:
             return stored
@@ -182,11 +156,7 @@ class EventStore(DatabaseStore):
             heads: dict[str, int] = {}
             counts: dict[str, int] = {}
             for event in batch:
-                if not isinstance(event, Event):
-                    raise TypeError(f"expected an Event, got {type(event).__name__}")
                 sid = event.session_id
-                if not isinstance(sid, str) or not sid:
-                    raise ValueError("an event needs a non-empty session_id")
                 if sid not in heads:
                     row = conn.execute(
                         "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (sid,)
@@ -274,7 +244,7 @@ class EventStore(DatabaseStore):
             sql += " AND seq <= ?"
             params.append(last_seq)
         if types is not None:
-            wanted = sorted({types} if isinstance(types, str) else set(types))
+            wanted = wanted_types(types)
             if not wanted:
                 return []
             sql += f" AND type IN ({','.join('?' * len(wanted))})"
@@ -282,7 +252,7 @@ class EventStore(DatabaseStore):
         sql += " ORDER BY seq"
         with self.db.lock:
             rows = self.db.conn.execute(sql, params).fetchall()
-        return [event_from_dict(json.loads(row[0])) for row in rows]
+        return [event_from_row(row[0]) for row in rows]
 
     def last_seq(self, session_id: str) -> int:
         """The highest seq stored for the session; 0 when it has no events."""
@@ -304,7 +274,7 @@ class EventStore(DatabaseStore):
             rows = self.db.conn.execute(
                 sql, (session_id, *COMPACTION_EVENT_TYPES, after_seq)
             ).fetchall()
-        events = [event_from_dict(json.loads(row[0])) for row in rows]
+        events = [event_from_row(row[0]) for row in rows]
         return sorted(events, key=lambda e: e.seq or 0)
 
     def conversation_rows(
@@ -325,8 +295,7 @@ class EventStore(DatabaseStore):
                     "SELECT min(seq) FROM events WHERE session_id = ? AND type IN (?, ?, ?)",
                     (session_id, *CONVERSATION_TYPES),
                 ).fetchone()
-                if first is not None and skip[0][0] <= first:
-                    first_seq, skip = skip[0][1] + 1, skip[1:]
+                first_seq, skip = skip_leading(skip, first_seq, first)
             sql = (
                 "SELECT seq, type, data ->> '$.payload.turn_id', data ->> '$.payload.tokens' "
                 "FROM events WHERE session_id = ? AND type IN (?, ?, ?)"
@@ -342,7 +311,7 @@ class EventStore(DatabaseStore):
                 sql += " AND NOT (seq BETWEEN ? AND ?)"
                 params += [a, b]
             rows = conn.execute(sql + " ORDER BY seq", params).fetchall()
-        return [Row(int(s), str(t), str(turn or ""), int(tok or 0)) for s, t, turn, tok in rows]
+        return [planning_row(*row) for row in rows]
 
     def history_rows(
         self,
@@ -398,14 +367,7 @@ class EventStore(DatabaseStore):
         )
         with self.db.lock:
             rows = self.db.conn.execute(sql, (session_id,)).fetchall()
-        latest = {t: (int(s), float(c or 0)) for t, s, c in rows}
-        started = latest.get("ContextCompactionStarted")
-        if started is None:
-            return None
-        ended = max((latest[t][0] for t in latest if t != "ContextCompactionStarted"), default=0)
-        if ended > started[0]:
-            return None
-        return started[0]
+        return compaction_running_seq({t: int(s) for t, s, _ in rows})
 
     def indexed_stretch(self, session_id: str) -> tuple[int, int] | None:
         """The stretch of seqs recall has indexed, (low, last); None before the first."""
@@ -413,9 +375,7 @@ class EventStore(DatabaseStore):
             row = self.db.conn.execute(
                 "SELECT low_seq, last_seq FROM recall_progress WHERE session_id = ?", (session_id,)
             ).fetchone()
-        if row is None:
-            return None
-        return (int(row[0]) if row[0] is not None else 0), int(row[1])
+        return indexed_stretch(row[0], row[1]) if row is not None else None
 
     def set_indexed_stretch(self, session_id: str, low: int, last: int) -> None:
         """Widen the recorded stretch (never narrow it: two processes catching up at
@@ -443,23 +403,11 @@ class EventStore(DatabaseStore):
         sql += " ORDER BY created_at, session_id"
         with self.db.lock:
             rows = self.db.conn.execute(sql, params).fetchall()
-        return [_session_info(row) for row in rows]
+        return [session_info(row) for row in rows]
 
     def get_session(self, session_id: str) -> SessionInfo | None:
         with self.db.lock:
             row = self.db.conn.execute(
                 "SELECT * FROM sessions WHERE session_id = ?", (session_id,)
             ).fetchone()
-        return _session_info(row) if row is not None else None
-
-
-def _session_info(row: Any) -> SessionInfo:
-    return SessionInfo(
-        session_id=row["session_id"],
-        workspace_id=row["workspace_id"],
-        profile=row["profile"],
-        created_at=row["created_at"],
-        last_seq=row["last_seq"],
-        event_count=row["event_count"],
-        archived_at=row["archived_at"],
-    )
+        return session_info(row) if row is not None else None

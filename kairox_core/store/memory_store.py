@@ -26,6 +26,22 @@ from kairox_core.memory.records import (
     parse_scope,
 )
 from kairox_core.store.database import Database, DatabaseStore
+from kairox_core.store.memory_rows import (
+    COLUMNS,
+    HISTORY_COLUMNS,
+    PutRequest,
+    approved_at,
+    archived_values,
+    check_body,
+    list_filter,
+    versions,
+)
+from kairox_core.store.memory_rows import (  # re-exported: backends imported them from here
+    provenance_from_row as provenance_from_row,
+)
+from kairox_core.store.memory_rows import (
+    record_from_row as record_from_row,
+)
 
 COMPONENT = "memory"
 MIGRATIONS: tuple[str, ...] = (
@@ -68,12 +84,6 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 
-_SCOPES = {s.value: s for s in MemoryScope}
-_COLUMNS = (
-    "id, scope, owner, key, body, workspace_id, session_id, created_at, updated_at, "
-    "approved_at, prov_session_id, prov_turn_id, prov_raw"
-)
-
 
 class SqliteMemoryStore(DatabaseStore):
     """The built-in ``MemoryStore``. ``SqliteMemoryStore(path)`` opens (and migrates) the
@@ -101,85 +111,53 @@ class SqliteMemoryStore(DatabaseStore):
         session_id: str | None = None,
         provenance: Provenance | None = None,
     ) -> MemoryRecord:
-        scope = parse_scope(scope)
-        owner = owner_of(scope, workspace_id=workspace_id, session_id=session_id)
-        if key is None and scope != "session":
-            raise ValueError(f"a {scope.value} memory needs a key")
-        if not isinstance(body, str) or not body.strip():
-            raise ValueError("a memory body must be a non-empty string")
-        prov = provenance or Provenance(session_id=session_id)
-        if scope == "user":
-            workspace_id = None
-        if scope != "session":
-            session_id = None
-        with self.db.atomic() as conn:
+        req = PutRequest.of(
+            scope,
+            key,
+            body,
+            workspace_id=workspace_id,
+            session_id=session_id,
+            provenance=provenance,
+        )
+        with self.db.atomic() as conn:  # BEGIN IMMEDIATE: one writer to the file at a time
             now = self.clock()
-            approved_at = None if scope == "session" else now
             row = None
-            if key is not None:
+            if req.key is not None:
                 row = conn.execute(
-                    f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND owner = ? AND key = ?",
-                    (scope.value, owner, key),
+                    f"SELECT {COLUMNS} FROM memories WHERE scope = ? AND owner = ? AND key = ?",
+                    (req.scope.value, req.owner, req.key),
                 ).fetchone()
-            if row is not None:
-                if row["body"] == body:
-                    return record_from_row(row)
-                self._archive_version(conn, row, now, "replaced")
+            if row is None:
+                memory_id = new_id("m")
                 conn.execute(
-                    "UPDATE memories SET body = ?, updated_at = ?, approved_at = ?, "
-                    "prov_session_id = ?, prov_turn_id = ?, prov_raw = ? WHERE id = ?",
-                    (body, now, approved_at, prov.session_id, prov.turn_id, prov.raw, row["id"]),
+                    f"INSERT INTO memories ({COLUMNS}) VALUES ({', '.join('?' * 13)})",
+                    req.insert_values(memory_id, now),
                 )
-                return MemoryRecord(
-                    id=row["id"],
-                    scope=scope,
-                    key=key,
-                    body=body,
-                    workspace_id=row["workspace_id"],
-                    session_id=row["session_id"],
-                    created_at=row["created_at"],
-                    updated_at=now,
-                    approved_at=approved_at,
-                    provenance=prov,
-                )
-            memory_id = new_id("m")
+                return req.inserted(memory_id, now)
+            if row["body"] == req.body:
+                return record_from_row(row)
+            self._archive_version(conn, row, now, "replaced")
+            prov = req.provenance
             conn.execute(
-                f"INSERT INTO memories ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "UPDATE memories SET body = ?, updated_at = ?, approved_at = ?, "
+                "prov_session_id = ?, prov_turn_id = ?, prov_raw = ? WHERE id = ?",
                 (
-                    memory_id,
-                    scope.value,
-                    owner,
-                    key,
-                    body,
-                    workspace_id,
-                    session_id,
+                    req.body,
                     now,
-                    now,
-                    approved_at,
+                    approved_at(req.scope, now),
                     prov.session_id,
                     prov.turn_id,
                     prov.raw,
+                    row["id"],
                 ),
             )
-            return MemoryRecord(
-                id=memory_id,
-                scope=scope,
-                key=key,
-                body=body,
-                workspace_id=workspace_id,
-                session_id=session_id,
-                created_at=now,
-                updated_at=now,
-                approved_at=approved_at,
-                provenance=prov,
-            )
+            return req.replaced(row, now)
 
     def update_body(self, memory_id: str, body: str) -> MemoryRecord:
-        if not isinstance(body, str) or not body.strip():
-            raise ValueError("a memory body must be a non-empty string")
+        check_body(body)
         with self.db.atomic() as conn:
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
+                f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,)
             ).fetchone()
             if row is None:
                 raise MemoryNotFoundError(f"no memory with id '{memory_id}'")
@@ -187,17 +165,16 @@ class SqliteMemoryStore(DatabaseStore):
                 return record_from_row(row)
             now = self.clock()
             self._archive_version(conn, row, now, "edited")
-            approved_at = None if row["scope"] == "session" else now
             conn.execute(
                 "UPDATE memories SET body = ?, updated_at = ?, approved_at = ? WHERE id = ?",
-                (body, now, approved_at, memory_id),
+                (body, now, approved_at(row["scope"], now), memory_id),
             )
             return self._fetch(conn, memory_id)
 
     def delete(self, memory_id: str) -> bool:
         with self.db.atomic() as conn:
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
+                f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,)
             ).fetchone()
             if row is None:
                 return False
@@ -217,27 +194,12 @@ class SqliteMemoryStore(DatabaseStore):
 
     def _archive_version(self, conn: Any, row: Any, now: float, ended: str) -> None:
         conn.execute(
-            "INSERT INTO memory_history (memory_id, scope, owner, key, body, valid_from, "
-            "replaced_at, ended, approved_at, prov_session_id, prov_turn_id, prov_raw) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                row["id"],
-                row["scope"],
-                row["owner"],
-                row["key"],
-                row["body"],
-                row["updated_at"],
-                now,
-                ended,
-                row["approved_at"],
-                row["prov_session_id"],
-                row["prov_turn_id"],
-                row["prov_raw"],
-            ),
+            f"INSERT INTO memory_history ({HISTORY_COLUMNS}) VALUES ({', '.join('?' * 12)})",
+            archived_values(row, now, ended),
         )
 
     def _fetch(self, conn: Any, memory_id: str) -> MemoryRecord:
-        row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        row = conn.execute(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
         return record_from_row(row)
 
     # --- reads -----------------------------------------------------------------------
@@ -254,7 +216,7 @@ class SqliteMemoryStore(DatabaseStore):
         owner = owner_of(scope, workspace_id=workspace_id, session_id=session_id)
         with self.db.lock:
             row = self.db.conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND owner = ? AND key = ?",
+                f"SELECT {COLUMNS} FROM memories WHERE scope = ? AND owner = ? AND key = ?",
                 (scope.value, owner, key),
             ).fetchone()
         return record_from_row(row) if row is not None else None
@@ -262,7 +224,7 @@ class SqliteMemoryStore(DatabaseStore):
     def get_by_id(self, memory_id: str) -> MemoryRecord | None:
         with self.db.lock:
             row = self.db.conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
+                f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,)
             ).fetchone()
         return record_from_row(row) if row is not None else None
 
@@ -273,30 +235,10 @@ class SqliteMemoryStore(DatabaseStore):
         workspace_id: str | None = None,
         session_id: str | None = None,
     ) -> list[MemoryRecord]:
-        scopes = [parse_scope(scope)] if scope is not None else list(MemoryScope)
-        clauses: list[str] = []
-        params: list[Any] = []
-        for s in scopes:
-            if s == "user":
-                clauses.append("scope = 'user'")
-            elif s == "workspace":
-                if workspace_id is None:
-                    clauses.append("scope = 'workspace'")
-                else:
-                    clauses.append("(scope = 'workspace' AND owner = ?)")
-                    params.append(workspace_id)
-            elif session_id is not None:
-                clauses.append("(scope = 'session' AND owner = ?)")
-                params.append(session_id)
-            elif workspace_id is not None:
-                clauses.append("(scope = 'session' AND workspace_id = ?)")
-                params.append(workspace_id)
-            else:
-                clauses.append("scope = 'session'")
-        sql = (
-            f"SELECT {_COLUMNS} FROM memories WHERE {' OR '.join(clauses)} "
-            "ORDER BY updated_at DESC, rowid DESC"
+        where, params = list_filter(
+            scope, workspace_id=workspace_id, session_id=session_id, mark="?"
         )
+        sql = f"SELECT {COLUMNS} FROM memories WHERE {where} ORDER BY updated_at DESC, rowid DESC"
         with self.db.lock:
             rows = self.db.conn.execute(sql, params).fetchall()
         return [record_from_row(row) for row in rows]
@@ -318,58 +260,7 @@ class SqliteMemoryStore(DatabaseStore):
                 (scope.value, owner, key),
             ).fetchall()
             current = self.db.conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE scope = ? AND owner = ? AND key = ?",
+                f"SELECT {COLUMNS} FROM memories WHERE scope = ? AND owner = ? AND key = ?",
                 (scope.value, owner, key),
             ).fetchone()
-        versions = [
-            MemoryVersion(
-                memory_id=r["memory_id"],
-                scope=scope,
-                key=r["key"],
-                body=r["body"],
-                valid_from=r["valid_from"],
-                replaced_at=r["replaced_at"],
-                ended=r["ended"],
-                approved_at=r["approved_at"],
-                provenance=provenance_from_row(r),
-            )
-            for r in rows
-        ]
-        if current is not None:
-            versions.append(
-                MemoryVersion(
-                    memory_id=current["id"],
-                    scope=scope,
-                    key=current["key"],
-                    body=current["body"],
-                    valid_from=current["updated_at"],
-                    replaced_at=None,
-                    ended=None,
-                    approved_at=current["approved_at"],
-                    provenance=provenance_from_row(current),
-                )
-            )
-        return versions
-
-
-def provenance_from_row(row: Any) -> Provenance:
-    """A memory row's ``Provenance`` (its ``prov_*`` columns, by name: any backend's)."""
-    return Provenance(
-        session_id=row["prov_session_id"], turn_id=row["prov_turn_id"], raw=row["prov_raw"] or ""
-    )
-
-
-def record_from_row(row: Any) -> MemoryRecord:
-    """A ``MemoryRecord`` from a ``memories`` row with its columns by name (any backend's)."""
-    return MemoryRecord(
-        id=row["id"],
-        scope=_SCOPES[row["scope"]],
-        key=row["key"],
-        body=row["body"],
-        workspace_id=row["workspace_id"],
-        session_id=row["session_id"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        approved_at=row["approved_at"],
-        provenance=provenance_from_row(row),
-    )
+        return versions(scope, rows, current)

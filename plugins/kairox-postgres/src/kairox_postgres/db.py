@@ -114,8 +114,14 @@ class PgDatabase:
         if pinned is not None:
             yield pinned
             return
-        with self.pool.connection() as conn:
+        # getconn/putconn, not pool.connection(): that one also runs the connection's
+        # own ``with`` (a commit), which an autocommit connection never needs; putconn
+        # still discards a broken connection and rolls back one left in a transaction.
+        conn = self.pool.getconn()
+        try:
             yield conn
+        finally:
+            self.pool.putconn(conn)
 
     def execute(self, sql: Any, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
         """Run one statement; its rows (empty for a statement returning none)."""
@@ -139,7 +145,8 @@ class PgDatabase:
             finally:
                 local.depth -= 1
             return
-        with self.pool.connection() as conn:
+        conn = self.pool.getconn()
+        try:
             local.conn, local.depth, local.after = conn, 1, []
             try:
                 with conn.transaction():
@@ -150,6 +157,8 @@ class PgDatabase:
             finally:
                 local.conn, local.depth = None, 0
             callbacks, local.after = local.after, []
+        finally:
+            self.pool.putconn(conn)
         for callback in callbacks:
             callback()
 

@@ -1,12 +1,14 @@
 """The append-only event log on PostgreSQL (the ``EventLog`` protocol).
 
 A seq is assigned under the row lock of the session's ``sessions`` row, taken by an
-``INSERT ... ON CONFLICT DO UPDATE`` in the appending transaction (the upsert of the
-counter row, which locks it like ``SELECT ... FOR UPDATE``): writers to one session
-queue on that row (on any host), each reads the head its predecessor committed, and a
-crash before ``COMMIT`` releases the lock with nothing written. Writers to different sessions
-never wait for each other. Rows are ``(session_id, seq)`` unique and triggers refuse
-UPDATE, DELETE and TRUNCATE: history is never rewritten.
+``INSERT ... ON CONFLICT DO UPDATE`` of that counter row (which locks it like ``SELECT
+... FOR UPDATE``) in the same statement that inserts the events: writers to one
+session queue on that row (on any host), each reads the head its predecessor
+committed, and a crash before ``COMMIT`` releases the lock with nothing written.
+Writers to different sessions never wait for each other. Rows are ``(session_id,
+seq)`` unique and triggers refuse UPDATE, DELETE and TRUNCATE: history is never
+rewritten. What is not SQL (validation, decoding rows, the lifecycle fold, the
+compaction-run rule) is the core's, shared with SQLite: ``kairox_core.store.event_rows``.
 """
 
 from __future__ import annotations
@@ -17,18 +19,23 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from kairox_core.events import (
-    Event,
-    ProfileSwitched,
-    SessionArchived,
-    SessionStarted,
-    event_from_dict,
-)
-from kairox_core.store.event_store import (
+from kairox_core.events import Event
+from kairox_core.store.event_rows import (
     COMPACTION_EVENT_TYPES,
+    COMPACTION_RUN_TYPES,
     CONVERSATION_TYPES,
     Row,
+    SessionChanges,
     SessionInfo,
+    checked_batch,
+    compaction_running_seq,
+    event_from_row,
+    indexed_stretch,
+    planning_row,
+    session_changes,
+    session_info,
+    skip_leading,
+    wanted_types,
 )
 from kairox_postgres.db import PgDatabase
 
@@ -41,6 +48,47 @@ _HISTORY_COLUMNS = (
     f"{_P} ->> 'token_counter' AS token_counter"
 )
 _CONVERSATION = "type = ANY(%s)"
+# A session's batch in one statement: the upsert creates or locks the session's row
+# (writers to a session queue here, on any host), moves its counter past the batch and
+# applies the batch's lifecycle changes; the insert numbers the events from the head
+# it returned, writing each seq into the event's JSON too.
+_APPEND_HEAD = """
+WITH head AS (
+    INSERT INTO sessions AS s
+        (session_id, created_at, last_seq, event_count, workspace_id, profile, archived_at)
+    VALUES (%(sid)s, %(at)s, %(n)s, %(n)s, %(ws)s, %(profile)s, %(archived)s)
+    ON CONFLICT (session_id) DO UPDATE SET
+        last_seq = s.last_seq + %(n)s,
+        event_count = s.event_count + %(n)s,
+        workspace_id = CASE WHEN %(set_ws)s THEN excluded.workspace_id ELSE s.workspace_id END,
+        profile = CASE WHEN %(set_profile)s THEN excluded.profile ELSE s.profile END,
+        created_at = CASE WHEN %(set_created)s THEN excluded.created_at ELSE s.created_at END,
+        archived_at = CASE WHEN %(set_archived)s THEN excluded.archived_at
+                      ELSE s.archived_at END
+    RETURNING s.last_seq - %(n)s AS head
+), stored AS (
+    INSERT INTO events (session_id, seq, type, version, created_at, data)
+"""
+_APPEND_MANY = (
+    _APPEND_HEAD
+    + """    SELECT %(sid)s, head.head + b.i, b.type, b.version, b.at,
+           jsonb_set(b.data, '{seq}', to_jsonb(head.head + b.i))
+    FROM head, unnest(%(types)s::text[], %(versions)s::int[], %(ats)s::float8[],
+                      %(datas)s::jsonb[]) WITH ORDINALITY AS b(type, version, at, data, i)
+)
+SELECT head FROM head
+"""
+)
+# One event (a turn's user message, most appends): plain parameters, half the time of unnest.
+_APPEND_ONE = (
+    _APPEND_HEAD
+    + """    SELECT %(sid)s, head.head + 1, %(type)s, %(version)s, %(event_at)s,
+           jsonb_set(%(data)s::jsonb, '{seq}', to_jsonb(head.head + 1))
+    FROM head
+)
+SELECT head FROM head
+"""
+)
 
 
 def _emit(events: Sequence[Event]) -> Callable[[], None]:
@@ -70,56 +118,67 @@ class PgEventLog:
         return self.append_many([event])[0]
 
     def append_many(self, events: Iterable[Event]) -> list[Event]:
-        """Store events atomically (all or none), each with the next seq of its session."""
-        batch = list(events)
+        """Store events atomically (all or none), each with the next seq of its session.
+
+        One statement per session (``_APPEND_ONE``, ``_APPEND_MANY``) locks its row,
+        reserves the seqs and inserts the events; a batch for one session outside a
+        transaction is therefore one round trip, with no BEGIN/COMMIT around it (a
+        statement is atomic)."""
+        batch = checked_batch(events)
         if not batch:
             return []
-        for event in batch:
-            if not isinstance(event, Event):
-                raise TypeError(f"expected an Event, got {type(event).__name__}")
-            if not isinstance(event.session_id, str) or not event.session_id:
-                raise ValueError("an event needs a non-empty session_id")
-        stored: list[Event] = []
-        with self.db.atomic() as conn:
-            first_at: dict[str, float] = {}
-            counts: dict[str, int] = {}
+        per_session = session_changes(batch)
+        if len(per_session) == 1:
+            ((sid, changes),) = per_session.items()
+            with self.db.connection() as conn:
+                stored = self._append_session(conn, sid, changes)
+        else:
+            stored_by_sid: dict[str, list[Event]] = {}
+            with self.db.atomic() as conn:
+                for sid, changes in per_session.items():
+                    stored_by_sid[sid] = self._append_session(conn, sid, changes)
+            # back in batch order: the k-th event of a session is its k-th stored one
+            taken = dict.fromkeys(stored_by_sid, 0)
+            stored = []
             for event in batch:
-                first_at.setdefault(event.session_id, event.created_at)
-                counts[event.session_id] = counts.get(event.session_id, 0) + 1
-            heads: dict[str, int] = {}
-            # One statement per session creates or locks its counter row, reserves the
-            # batch's seqs and returns the head before them. Sorted: batches spanning
-            # the same sessions lock them in one order, so they never deadlock.
-            for sid in sorted(first_at):
-                row = conn.execute(
-                    "INSERT INTO sessions AS s (session_id, created_at, last_seq, event_count) "
-                    "VALUES (%(sid)s, %(at)s, %(n)s, %(n)s) ON CONFLICT (session_id) DO UPDATE "
-                    "SET last_seq = s.last_seq + %(n)s, event_count = s.event_count + %(n)s "
-                    "RETURNING s.last_seq - %(n)s AS head",
-                    {"sid": sid, "at": first_at[sid], "n": counts[sid]},
-                ).fetchone()
-                assert row is not None  # RETURNING always yields the row
-                heads[sid] = int(row["head"])
-            rows: list[tuple[Any, ...]] = []
-            for event in batch:
-                sid = event.session_id
-                heads[sid] += 1
-                event = event.with_seq(heads[sid])
-                data = event.to_dict()
-                version = int(data["version"])
-                rows.append((sid, event.seq, event.type, version, event.created_at, Jsonb(data)))
-                stored.append(event)
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO events (session_id, seq, type, version, created_at, data) "
-                    "VALUES (%s, %s, %s, %s, %s, %s)",
-                    rows,
-                )
-            for event in stored:
-                if isinstance(event, SessionStarted | ProfileSwitched | SessionArchived):
-                    _track_lifecycle(conn, event)
-            self.db.after_commit(_emit(tuple(stored)))
+                stored.append(stored_by_sid[event.session_id][taken[event.session_id]])
+                taken[event.session_id] += 1
+        self.db.after_commit(_emit(tuple(stored)))
         return stored
+
+    def _append_session(self, conn: Any, sid: str, c: SessionChanges) -> list[Event]:
+        datas = [e.to_dict() for e in c.events]
+        params: dict[str, Any] = {
+            "sid": sid,
+            "n": c.count,
+            "at": c.created_at if c.set_created else c.first_at,
+            "set_ws": c.set_workspace,
+            "ws": c.workspace_id,
+            "set_profile": c.set_profile,
+            "profile": c.profile,
+            "set_created": c.set_created,
+            "set_archived": c.set_archived,
+            "archived": c.archived_at,
+        }
+        if c.count == 1:
+            (event,) = c.events
+            params.update(
+                type=event.type,
+                version=int(datas[0]["version"]),
+                event_at=event.created_at,
+                data=Jsonb(datas[0]),
+            )
+            row = conn.execute(_APPEND_ONE, params).fetchone()
+        else:
+            params.update(
+                types=[e.type for e in c.events],
+                versions=[int(d["version"]) for d in datas],
+                ats=[e.created_at for e in c.events],
+                datas=[Jsonb(d) for d in datas],
+            )
+            row = conn.execute(_APPEND_MANY, params).fetchone()
+        head = int(row["head"])
+        return [e.with_seq(head + i) for i, e in enumerate(c.events, 1)]
 
     # --- reading -------------------------------------------------------------------
 
@@ -141,13 +200,13 @@ class PgEventLog:
             sql += " AND seq <= %s"
             params.append(last_seq)
         if types is not None:
-            wanted = sorted({types} if isinstance(types, str) else set(types))
+            wanted = wanted_types(types)
             if not wanted:
                 return []
             sql += " AND type = ANY(%s)"
             params.append(wanted)
         rows = self.db.execute(sql + " ORDER BY seq", params)
-        return [event_from_dict(r["data"]) for r in rows]
+        return [event_from_row(r["data"]) for r in rows]
 
     def last_seq(self, session_id: str) -> int:
         """The highest seq stored for the session; 0 when it has no events."""
@@ -161,7 +220,7 @@ class PgEventLog:
             "ORDER BY seq",
             (session_id, list(COMPACTION_EVENT_TYPES), after_seq),
         )
-        return [event_from_dict(r["data"]) for r in rows]
+        return [event_from_row(r["data"]) for r in rows]
 
     def conversation_rows(
         self,
@@ -179,8 +238,7 @@ class PgEventLog:
                     "SELECT min(seq) AS first FROM events WHERE session_id = %s AND type = ANY(%s)",
                     (session_id, list(CONVERSATION_TYPES)),
                 ).fetchone()
-                if first and first["first"] is not None and skip[0][0] <= first["first"]:
-                    first_seq, skip = skip[0][1] + 1, skip[1:]
+                first_seq, skip = skip_leading(skip, first_seq, first and first["first"])
             sql = (
                 f"SELECT seq, type, {_P} ->> 'turn_id' AS turn_id, {_P} ->> 'tokens' AS tokens "
                 "FROM events WHERE session_id = %s AND type = ANY(%s)"
@@ -196,10 +254,7 @@ class PgEventLog:
                 sql += " AND NOT (seq BETWEEN %s AND %s)"
                 params += [a, b]
             rows = conn.execute(sql + " ORDER BY seq", params).fetchall()
-        return [
-            Row(int(r["seq"]), str(r["type"]), str(r["turn_id"] or ""), int(r["tokens"] or 0))
-            for r in rows
-        ]
+        return [planning_row(r["seq"], r["type"], r["turn_id"], r["tokens"]) for r in rows]
 
     def history_rows(
         self,
@@ -240,29 +295,18 @@ class PgEventLog:
         """The seq of the latest ``ContextCompactionStarted`` with no end recorded, else
         None; whether its process is alive is the compaction lease's to say."""
         rows = self.db.execute(
-            "SELECT type, max(seq) AS seq, max(created_at) AS created_at FROM events "
-            "WHERE session_id = %s AND type IN ('ContextCompactionStarted', "
-            "'ContextCompactionCompleted', 'ContextCompactionFailed') GROUP BY type",
-            (session_id,),
+            "SELECT type, max(seq) AS seq FROM events "
+            "WHERE session_id = %s AND type = ANY(%s) GROUP BY type",
+            (session_id, list(COMPACTION_RUN_TYPES)),
         )
-        latest = {r["type"]: (int(r["seq"]), float(r["created_at"] or 0)) for r in rows}
-        started = latest.get("ContextCompactionStarted")
-        if started is None:
-            return None
-        ended = max((latest[t][0] for t in latest if t != "ContextCompactionStarted"), default=0)
-        if ended > started[0]:
-            return None
-        return started[0]
+        return compaction_running_seq({r["type"]: int(r["seq"]) for r in rows})
 
     def indexed_stretch(self, session_id: str) -> tuple[int, int] | None:
         """The stretch of seqs recall has indexed, (low, last); None before the first."""
         rows = self.db.execute(
             "SELECT low_seq, last_seq FROM recall_progress WHERE session_id = %s", (session_id,)
         )
-        if not rows:
-            return None
-        low = rows[0]["low_seq"]
-        return (int(low) if low is not None else 0), int(rows[0]["last_seq"])
+        return indexed_stretch(rows[0]["low_seq"], rows[0]["last_seq"]) if rows else None
 
     def set_indexed_stretch(self, session_id: str, low: int, last: int) -> None:
         """Widen the recorded stretch, never narrow it (as the SQLite event store)."""
@@ -287,47 +331,16 @@ class PgEventLog:
         if not include_archived:
             sql += " AND archived_at IS NULL"
         return [
-            _session_info(r)
+            session_info(r)
             for r in self.db.execute(sql + " ORDER BY created_at, session_id", params)
         ]
 
     def get_session(self, session_id: str) -> SessionInfo | None:
         rows = self.db.execute("SELECT * FROM sessions WHERE session_id = %s", (session_id,))
-        return _session_info(rows[0]) if rows else None
+        return session_info(rows[0]) if rows else None
 
     def close(self) -> None:
         """Nothing of its own to release: the storage closes the pool."""
-
-
-def _track_lifecycle(conn: Any, event: Event) -> None:
-    if isinstance(event, SessionStarted):
-        conn.execute(
-            "UPDATE sessions SET workspace_id = %s, profile = %s, created_at = %s "
-            "WHERE session_id = %s",
-            (event.workspace_id, event.profile, event.created_at, event.session_id),
-        )
-    elif isinstance(event, ProfileSwitched):
-        conn.execute(
-            "UPDATE sessions SET profile = %s WHERE session_id = %s",
-            (event.to_profile, event.session_id),
-        )
-    elif isinstance(event, SessionArchived):
-        conn.execute(
-            "UPDATE sessions SET archived_at = %s WHERE session_id = %s",
-            (event.created_at, event.session_id),
-        )
-
-
-def _session_info(row: dict[str, Any]) -> SessionInfo:
-    return SessionInfo(
-        session_id=row["session_id"],
-        workspace_id=row["workspace_id"],
-        profile=row["profile"],
-        created_at=float(row["created_at"]),
-        last_seq=int(row["last_seq"]),
-        event_count=int(row["event_count"]),
-        archived_at=row["archived_at"],
-    )
 
 
 __all__ = ["PgEventLog"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Callable
-from typing import Any
 
 from kairox_core.markers import MemoryScope
 from kairox_core.memory.records import (
@@ -23,13 +22,21 @@ from kairox_core.memory.records import (
     owner_of,
     parse_scope,
 )
-from kairox_core.store.memory_store import provenance_from_row, record_from_row
+from kairox_core.store.memory_rows import (
+    COLUMNS,
+    HISTORY_COLUMNS,
+    PutRequest,
+    approved_at,
+    archived_values,
+    check_body,
+    list_filter,
+    record_from_row,
+    versions,
+)
 from kairox_postgres.db import PgDatabase
 
-_COLUMNS = (
-    "id, scope, owner, key, body, workspace_id, session_id, created_at, updated_at, "
-    "approved_at, prov_session_id, prov_turn_id, prov_raw"
-)
+# A version archived by the same statement that changes the row (one round trip).
+_ARCHIVE = f"INSERT INTO memory_history ({HISTORY_COLUMNS}) VALUES ({', '.join(['%s'] * 12)})"
 
 
 class PgMemoryStore:
@@ -60,112 +67,90 @@ class PgMemoryStore:
         session_id: str | None = None,
         provenance: Provenance | None = None,
     ) -> MemoryRecord:
-        scope = parse_scope(scope)
-        owner = owner_of(scope, workspace_id=workspace_id, session_id=session_id)
-        if key is None and scope != "session":
-            raise ValueError(f"a {scope.value} memory needs a key")
-        if not isinstance(body, str) or not body.strip():
-            raise ValueError("a memory body must be a non-empty string")
-        prov = provenance or Provenance(session_id=session_id)
-        if scope == "user":
-            workspace_id = None
-        if scope != "session":
-            session_id = None
+        req = PutRequest.of(
+            scope,
+            key,
+            body,
+            workspace_id=workspace_id,
+            session_id=session_id,
+            provenance=provenance,
+        )
         with self.db.atomic() as conn:
             now = self.clock()
-            approved_at = None if scope == "session" else now
             row = None
-            if key is not None:
+            if req.key is not None:
+                # two statements: under READ COMMITTED the read's snapshot must be taken
+                # after the lock is held, or it would miss the previous holder's insert
                 conn.execute(
-                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                    (f"memory\x1f{scope.value}\x1f{owner}\x1f{key}",),
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (req.lock_name,)
                 )
                 row = conn.execute(
-                    f"SELECT {_COLUMNS} FROM memories WHERE scope = %s AND owner = %s AND key = %s",
-                    (scope.value, owner, key),
+                    f"SELECT {COLUMNS} FROM memories WHERE scope = %s AND owner = %s AND key = %s",
+                    (req.scope.value, req.owner, req.key),
                 ).fetchone()
-            if row is not None:
-                if row["body"] == body:
-                    return record_from_row(row)
-                self._archive_version(conn, row, now, "replaced")
+            if row is None:
+                memory_id = new_id("m")
                 conn.execute(
-                    "UPDATE memories SET body = %s, updated_at = %s, approved_at = %s, "
-                    "prov_session_id = %s, prov_turn_id = %s, prov_raw = %s WHERE id = %s",
-                    (body, now, approved_at, prov.session_id, prov.turn_id, prov.raw, row["id"]),
+                    f"INSERT INTO memories ({COLUMNS}) VALUES ({', '.join(['%s'] * 13)})",
+                    req.insert_values(memory_id, now),
                 )
-                return MemoryRecord(
-                    id=row["id"],
-                    scope=scope,
-                    key=key,
-                    body=body,
-                    workspace_id=row["workspace_id"],
-                    session_id=row["session_id"],
-                    created_at=row["created_at"],
-                    updated_at=now,
-                    approved_at=approved_at,
-                    provenance=prov,
-                )
-            memory_id = new_id("m")
+                return req.inserted(memory_id, now)
+            if row["body"] == req.body:
+                return record_from_row(row)
+            prov = req.provenance
             conn.execute(
-                f"INSERT INTO memories ({_COLUMNS}) VALUES ({', '.join(['%s'] * 13)})",
+                f"WITH archived AS ({_ARCHIVE}) "
+                "UPDATE memories SET body = %s, updated_at = %s, approved_at = %s, "
+                "prov_session_id = %s, prov_turn_id = %s, prov_raw = %s WHERE id = %s",
                 (
-                    memory_id,
-                    scope.value,
-                    owner,
-                    key,
-                    body,
-                    workspace_id,
-                    session_id,
+                    *archived_values(row, now, "replaced"),
+                    req.body,
                     now,
-                    now,
-                    approved_at,
+                    approved_at(req.scope, now),
                     prov.session_id,
                     prov.turn_id,
                     prov.raw,
+                    row["id"],
                 ),
             )
-            return MemoryRecord(
-                id=memory_id,
-                scope=scope,
-                key=key,
-                body=body,
-                workspace_id=workspace_id,
-                session_id=session_id,
-                created_at=now,
-                updated_at=now,
-                approved_at=approved_at,
-                provenance=prov,
-            )
+            return req.replaced(row, now)
 
     def update_body(self, memory_id: str, body: str) -> MemoryRecord:
-        if not isinstance(body, str) or not body.strip():
-            raise ValueError("a memory body must be a non-empty string")
+        check_body(body)
         with self.db.atomic() as conn:
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE id = %s FOR UPDATE", (memory_id,)
+                f"SELECT {COLUMNS} FROM memories WHERE id = %s FOR UPDATE", (memory_id,)
             ).fetchone()
             if row is None:
                 raise MemoryNotFoundError(f"no memory with id '{memory_id}'")
             if row["body"] == body:
                 return record_from_row(row)
             now = self.clock()
-            self._archive_version(conn, row, now, "edited")
-            approved_at = None if row["scope"] == "session" else now
-            conn.execute(
-                "UPDATE memories SET body = %s, updated_at = %s, approved_at = %s WHERE id = %s",
-                (body, now, approved_at, memory_id),
-            )
-            return self._fetch(conn, memory_id)
+            updated = conn.execute(
+                f"WITH archived AS ({_ARCHIVE}) "
+                "UPDATE memories SET body = %s, updated_at = %s, approved_at = %s WHERE id = %s "
+                f"RETURNING {COLUMNS}",
+                (
+                    *archived_values(row, now, "edited"),
+                    body,
+                    now,
+                    approved_at(row["scope"], now),
+                    memory_id,
+                ),
+            ).fetchone()
+            return record_from_row(updated)
 
     def delete(self, memory_id: str) -> bool:
         with self.db.atomic() as conn:
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE id = %s FOR UPDATE", (memory_id,)
+                f"SELECT {COLUMNS} FROM memories WHERE id = %s FOR UPDATE", (memory_id,)
             ).fetchone()
             if row is None:
                 return False
-            self._archive_version(conn, row, self.clock(), "deleted")
-            conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
+            conn.execute(
+                f"WITH archived AS ({_ARCHIVE}) DELETE FROM memories WHERE id = %s",
+                (*archived_values(row, self.clock(), "deleted"), memory_id),
+            )
             return True
 
     def archive_session(self, session_id: str) -> int:
@@ -177,33 +162,6 @@ class PgMemoryStore:
                 "DELETE FROM memory_history WHERE scope = 'session' AND owner = %s", (session_id,)
             )
             return int(cur.rowcount)
-
-    def _archive_version(self, conn: Any, row: Any, now: float, ended: str) -> None:
-        conn.execute(
-            "INSERT INTO memory_history (memory_id, scope, owner, key, body, valid_from, "
-            "replaced_at, ended, approved_at, prov_session_id, prov_turn_id, prov_raw) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (
-                row["id"],
-                row["scope"],
-                row["owner"],
-                row["key"],
-                row["body"],
-                row["updated_at"],
-                now,
-                ended,
-                row["approved_at"],
-                row["prov_session_id"],
-                row["prov_turn_id"],
-                row["prov_raw"],
-            ),
-        )
-
-    def _fetch(self, conn: Any, memory_id: str) -> MemoryRecord:
-        row = conn.execute(
-            f"SELECT {_COLUMNS} FROM memories WHERE id = %s", (memory_id,)
-        ).fetchone()
-        return record_from_row(row)
 
     # --- reads -----------------------------------------------------------------------
 
@@ -219,7 +177,7 @@ class PgMemoryStore:
         owner = owner_of(scope, workspace_id=workspace_id, session_id=session_id)
         with self.db.connection() as conn:
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE scope = %s AND owner = %s AND key = %s",
+                f"SELECT {COLUMNS} FROM memories WHERE scope = %s AND owner = %s AND key = %s",
                 (scope.value, owner, key),
             ).fetchone()
         return record_from_row(row) if row is not None else None
@@ -227,7 +185,7 @@ class PgMemoryStore:
     def get_by_id(self, memory_id: str) -> MemoryRecord | None:
         with self.db.connection() as conn:
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE id = %s", (memory_id,)
+                f"SELECT {COLUMNS} FROM memories WHERE id = %s", (memory_id,)
             ).fetchone()
         return record_from_row(row) if row is not None else None
 
@@ -238,30 +196,10 @@ class PgMemoryStore:
         workspace_id: str | None = None,
         session_id: str | None = None,
     ) -> list[MemoryRecord]:
-        scopes = [parse_scope(scope)] if scope is not None else list(MemoryScope)
-        clauses: list[str] = []
-        params: list[Any] = []
-        for s in scopes:
-            if s == "user":
-                clauses.append("scope = 'user'")
-            elif s == "workspace":
-                if workspace_id is None:
-                    clauses.append("scope = 'workspace'")
-                else:
-                    clauses.append("(scope = 'workspace' AND owner = %s)")
-                    params.append(workspace_id)
-            elif session_id is not None:
-                clauses.append("(scope = 'session' AND owner = %s)")
-                params.append(session_id)
-            elif workspace_id is not None:
-                clauses.append("(scope = 'session' AND workspace_id = %s)")
-                params.append(workspace_id)
-            else:
-                clauses.append("scope = 'session'")
-        sql = (
-            f"SELECT {_COLUMNS} FROM memories WHERE {' OR '.join(clauses)} "
-            "ORDER BY updated_at DESC, n DESC"
+        where, params = list_filter(
+            scope, workspace_id=workspace_id, session_id=session_id, mark="%s"
         )
+        sql = f"SELECT {COLUMNS} FROM memories WHERE {where} ORDER BY updated_at DESC, n DESC"
         with self.db.connection() as conn:
             rows = conn.execute(sql, params).fetchall()
         return [record_from_row(row) for row in rows]
@@ -283,38 +221,10 @@ class PgMemoryStore:
                 (scope.value, owner, key),
             ).fetchall()
             current = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE scope = %s AND owner = %s AND key = %s",
+                f"SELECT {COLUMNS} FROM memories WHERE scope = %s AND owner = %s AND key = %s",
                 (scope.value, owner, key),
             ).fetchone()
-        versions = [
-            MemoryVersion(
-                memory_id=r["memory_id"],
-                scope=scope,
-                key=r["key"],
-                body=r["body"],
-                valid_from=r["valid_from"],
-                replaced_at=r["replaced_at"],
-                ended=r["ended"],
-                approved_at=r["approved_at"],
-                provenance=provenance_from_row(r),
-            )
-            for r in rows
-        ]
-        if current is not None:
-            versions.append(
-                MemoryVersion(
-                    memory_id=current["id"],
-                    scope=scope,
-                    key=current["key"],
-                    body=current["body"],
-                    valid_from=current["updated_at"],
-                    replaced_at=None,
-                    ended=None,
-                    approved_at=current["approved_at"],
-                    provenance=provenance_from_row(current),
-                )
-            )
-        return versions
+        return versions(scope, rows, current)
 
 
 __all__ = ["PgMemoryStore"]
