@@ -219,6 +219,9 @@ class Recall(Engine):
                 changed += self._index_range(session, first, last, context, batch_size=512)
             if top > 0:
                 self.kx.events_store.set_indexed_stretch(session.id, 0, top)
+            build = getattr(self.index(session), "build_ann", None)
+            if callable(build):  # a large space's ANN graph, built now rather than by a search
+                build()
             return changed
 
     def _catch_up(self, session: Session) -> int:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kairox_core.errors import KairoxUserError
+from kairox_core.retrieval import ann
 from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit, RetrieverError
 from kairox_core.retrieval.chunking import Chunk, Chunker, content_hash
 from kairox_core.retrieval.fts import query_terms, terms_expression
@@ -110,6 +111,8 @@ MIGRATIONS = [
     """,
     # 3: text embedded with a chunk but never shown or keyword-indexed (DocumentInput.context)
     "ALTER TABLE rag_chunks ADD COLUMN context TEXT NOT NULL DEFAULT '';",
+    # 4: every vector write logged, so an ANN graph (retrieval/ann.py) catches up from it
+    ann.LOG_SCHEMA,
 ]
 
 _CODE_EXT = {
@@ -324,7 +327,25 @@ class WorkspaceRagIndex:
 
     def close(self) -> None:
         if self._owns_conn:
+            ann.forget(self.conn)
             self.conn.close()
+
+    def ann_space(self) -> ann.AnnSpace | None:
+        """The space's ANN graph state (retrieval/ann.py); None without usearch."""
+        if not ann.available():
+            return None
+        with self._lock:
+            return ann.space_for(self.conn, self._lock, self.workspace_id, self._dimension)
+
+    def build_ann(self) -> bool:
+        """Build (or merge) the space's ANN graph now, in this thread: after a bulk
+        load, so the next search finds it on disk. False when the space is small or
+        usearch is missing (searches then scan exactly)."""
+        space = self.ann_space()
+        if space is None or not self._has_vec_table(self._vec_table):
+            return False
+        space.wait()
+        return space.build()
 
     def as_retriever(self, name: str = SOURCE, mode: str = "hybrid") -> WorkspaceIndexRetriever:
         return WorkspaceIndexRetriever(self, name=name, mode=mode)
@@ -334,6 +355,10 @@ class WorkspaceRagIndex:
     @property
     def _vec_table(self) -> str:
         return f"rag_vec_{int(self.backend.dimension)}"
+
+    @property
+    def _dimension(self) -> int:
+        return int(self.backend.dimension)
 
     def recorded_backend(self) -> tuple[str, int] | None:
         row = self.conn.execute(
@@ -583,6 +608,9 @@ class WorkspaceRagIndex:
 
     def _delete_chunks(self, document_id: int) -> None:
         if self._has_vec_table(self._vec_table):
+            ann.log_deleted_document(
+                self.conn, self.workspace_id, int(self.backend.dimension), document_id
+            )
             self.conn.execute(
                 f"DELETE FROM {self._vec_table} WHERE rowid IN "
                 f"(SELECT id FROM rag_chunks WHERE document_id = ?)",
@@ -638,6 +666,7 @@ class WorkspaceRagIndex:
                     now,
                 ),
             ).lastrowid
+        added = []
         for ord_, c in enumerate(chunks):
             chunk_id = self.conn.execute(
                 "INSERT INTO rag_chunks(document_id, workspace_id, ord, text, heading, tokens, "
@@ -658,6 +687,8 @@ class WorkspaceRagIndex:
                 f"VALUES (?, ?, ?, ?, ?)",
                 (chunk_id, self.workspace_id, vectors[c.content_hash], doc.doc_type, doc.path),
             )
+            added.append(int(chunk_id))
+        ann.log_added(self.conn, self.workspace_id, int(self.backend.dimension), added)
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document and its chunks; False when it was not indexed."""
@@ -731,6 +762,9 @@ class WorkspaceRagIndex:
                 self.conn.execute(
                     f"DELETE FROM {self._vec_table} WHERE workspace_id = ?", (self.workspace_id,)
                 )
+                ann.log_reset(self.conn, self.workspace_id, int(self.backend.dimension))
+                if old is not None and old[1] != int(self.backend.dimension):
+                    ann.log_reset(self.conn, self.workspace_id, old[1])
                 self.conn.executemany(
                     f"INSERT INTO {self._vec_table}(rowid, workspace_id, embedding, doc_type, "
                     f"path) VALUES (?, ?, ?, ?, ?)",
@@ -879,8 +913,12 @@ class WorkspaceRagIndex:
                 k,
             )  # NULL: a chunk with an all-zero vector (no features)
         vwhere, vargs = push
+        graph = self.ann_space() if not vwhere else None
 
         def fetch(limit: int) -> list[tuple[int, int, float]]:
+            near = graph.search(qvec, limit) if graph is not None else None
+            if near is not None:  # a large space: its HNSW graph, not an exact scan
+                return self._with_documents(near)
             rows = self.conn.execute(
                 f"WITH knn AS (SELECT rowid AS id, distance FROM {table} "
                 f"WHERE embedding MATCH ? AND k = ? AND workspace_id = ?{vwhere}) "
@@ -891,6 +929,21 @@ class WorkspaceRagIndex:
             return [(r[0], r[1], 1.0 - float(r[2])) for r in rows if r[2] is not None]
 
         return self._collapse(fetch, k)
+
+    def _with_documents(self, near: Sequence[tuple[int, float]]) -> list[tuple[int, int, float]]:
+        """(chunk id, document id, similarity) for ANN results, in their order; a
+        chunk gone since (or of another space) is left out."""
+        if not near:
+            return []
+        ids = [cid for cid, _ in near]
+        docs = dict(
+            self.conn.execute(
+                f"SELECT id, document_id FROM rag_chunks WHERE workspace_id = ? AND id IN "
+                f"({','.join('?' * len(ids))})",
+                (self.workspace_id, *ids),
+            ).fetchall()
+        )
+        return [(cid, docs[cid], 1.0 - dist) for cid, dist in near if cid in docs]
 
     def _hits(self, ranked: Sequence[tuple[int, int, float]]) -> list[RetrievalHit]:
         """Hydrate (chunk id, document id, score) triples into hits, in one query."""
