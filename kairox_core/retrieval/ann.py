@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 ANN_MIN = 2048  # smaller spaces are scanned exactly (vec0): the results stay exact
 DELTA_MAX = 1024  # vectors searched exactly beside the graph before a merge
+MEMO_MAX = 4096  # vectors this process wrote, kept for the next catch-up
 CONNECTIVITY = 16
 EXPANSION_ADD = 96
 EXPANSION_SEARCH = 128  # raised to the number of results asked for, when more
@@ -72,12 +73,13 @@ def _importable() -> bool:
     return True
 
 
-def log_added(conn: Any, space: str, dim: int, chunk_ids: Sequence[int]) -> None:
-    """Inside the write's transaction: these chunks' vectors were stored."""
-    conn.executemany(
+def log_added(conn: Any, space: str, dim: int, chunk_id: int) -> int:
+    """Inside the write's transaction: the chunk's vector was stored. Its log id."""
+    cur = conn.execute(
         "INSERT INTO rag_vec_log(workspace_id, dimension, chunk_id, op) VALUES (?, ?, ?, 1)",
-        [(space, dim, c) for c in chunk_ids],
+        (space, dim, chunk_id),
     )
+    return int(cur.lastrowid)
 
 
 def log_deleted_document(conn: Any, space: str, dim: int, document_id: int) -> None:
@@ -116,6 +118,7 @@ class AnnSpace:
         self.worker: threading.Thread | None = None
         self.directory = _directory(conn)
         self._matrix: tuple[list[int], Any] | None = None
+        self._memo: dict[int, bytes] = {}  # log id -> vector this process wrote
         self.builds = 0  # graphs built by this process (tests, stats)
 
     # --- the log -----------------------------------------------------------------
@@ -139,6 +142,11 @@ class AnnSpace:
         return int(row[0])
 
     # --- searching ---------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """A graph is in use (the next search is likely approximate)."""
+        return self.graph is not None
 
     def search(self, qvec: Sequence[float], limit: int) -> list[tuple[int, float]] | None:
         """(chunk id, cosine distance) of about the ``limit`` nearest vectors, nearest
@@ -192,15 +200,22 @@ class AnnSpace:
 
     def _catch_up(self, head: int) -> None:
         """Apply the log entries after ``applied`` (any process's writes)."""
-        import numpy as np
 
         rows = self.conn.execute(
             "SELECT id, chunk_id, op FROM rag_vec_log WHERE workspace_id = ? AND dimension = ? "
             "AND id > ? AND id <= ? ORDER BY id",
             (self.space, self.dim, self.applied, head),
         ).fetchall()
-        added = [int(r[1]) for r in rows if r[2] == ADD]
         vectors: dict[int, Any] = {}
+        added = []
+        for entry, chunk, op in rows:
+            if op != ADD:
+                continue
+            blob = self._memo.pop(int(entry), None)
+            if blob is None:
+                added.append(int(chunk))
+            else:
+                _put(vectors, int(chunk), blob)
         for start in range(0, len(added), 500):
             part = added[start : start + 500]
             for rowid, blob in self.conn.execute(
@@ -208,10 +223,7 @@ class AnnSpace:
                 f"({','.join('?' * len(part))})",
                 part,
             ):
-                vec = np.frombuffer(bytes(blob), dtype=np.float32)
-                norm = float(np.linalg.norm(vec))
-                if norm > 0:  # an all-zero vector (no feature) never matches
-                    vectors[int(rowid)] = vec / norm
+                _put(vectors, int(rowid), bytes(blob))
         for _, chunk, op in rows:
             if op == RESET:  # only a graph older than the reset sees one: dropped above
                 continue
@@ -223,6 +235,16 @@ class AnnSpace:
                 self.delta[chunk] = vectors[chunk]
         self._matrix = None
         self.applied = head
+
+    def remember(self, entries: Sequence[tuple[int, bytes]]) -> None:
+        """Vectors this process has just committed, by log id: the catch-up takes them
+        from here instead of reading them back. Bounded (the rest are read)."""
+        if self.graph is None:
+            return
+        with self.lock:
+            if len(self._memo) + len(entries) > MEMO_MAX:
+                self._memo.clear()
+            self._memo.update(entries)
 
     def _in_graph(self, chunk: int) -> bool:
         return self.graph is not None and bool(self.graph.contains(chunk))
@@ -424,6 +446,15 @@ class AnnSpace:
             if upto < keep_upto:
                 with contextlib.suppress(OSError):
                     path.unlink()
+
+
+def _put(vectors: dict[int, Any], chunk: int, blob: bytes) -> None:
+    import numpy as np
+
+    vec = np.frombuffer(blob, dtype=np.float32)
+    norm = float(np.linalg.norm(vec))
+    if norm > 0:  # an all-zero vector (no feature) never matches
+        vectors[chunk] = vec / norm
 
 
 STEP = 512  # vectors added per call: a build stops between two at interpreter exit

@@ -291,6 +291,7 @@ class WorkspaceRagIndex:
         self.embed_calls = 0
         self.embedded_chunks = 0
         self._term_selector: TermSelector | None = None
+        self._fresh: list[tuple[int, bytes]] = []  # (log id, vector) written, not committed
         # One lock per connection: the shared database's when the index is on it.
         self._lock = lock_for(self.conn) if not self._owns_conn else threading.RLock()
         with self._lock:  # its BEGIN must not land inside another thread's transaction
@@ -538,6 +539,7 @@ class WorkspaceRagIndex:
                         missing.setdefault(c.content_hash, (c.text, c.heading, doc.context))
             fresh = self._embed(list(missing.values()))
             known.update(zip(missing, fresh, strict=True))
+            self._fresh.clear()
             with transaction(self.conn):
                 self._ensure_space()
                 for doc, dhash, chunks in plan:
@@ -551,6 +553,7 @@ class WorkspaceRagIndex:
                         self._write(doc, dhash, chunks, now[0] if now else None, known)
                     # else: planned as a touch, but another process has since stored a
                     # newer text: that one stands (it is the later write)
+            self._hand_to_ann()
             return statuses
 
     def _document_row(self, doc_id: str) -> tuple[int, str, str, str] | None:
@@ -666,7 +669,6 @@ class WorkspaceRagIndex:
                     now,
                 ),
             ).lastrowid
-        added = []
         for ord_, c in enumerate(chunks):
             chunk_id = self.conn.execute(
                 "INSERT INTO rag_chunks(document_id, workspace_id, ord, text, heading, tokens, "
@@ -687,8 +689,16 @@ class WorkspaceRagIndex:
                 f"VALUES (?, ?, ?, ?, ?)",
                 (chunk_id, self.workspace_id, vectors[c.content_hash], doc.doc_type, doc.path),
             )
-            added.append(int(chunk_id))
-        ann.log_added(self.conn, self.workspace_id, int(self.backend.dimension), added)
+            entry = ann.log_added(self.conn, self.workspace_id, self._dimension, int(chunk_id))
+            self._fresh.append((entry, vectors[c.content_hash]))
+
+    def _hand_to_ann(self) -> None:
+        """After the commit: the vectors just written, to this process's ANN graph of
+        the space (its catch-up then reads no vector back from vec0, where a lookup by
+        rowid reads a whole chunk of 1,024 vectors)."""
+        fresh, self._fresh = self._fresh, []
+        if fresh and ann.available():
+            ann.space_for(self.conn, self._lock, self.workspace_id, self._dimension).remember(fresh)
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document and its chunks; False when it was not indexed."""
@@ -815,10 +825,14 @@ class WorkspaceRagIndex:
         return self._keyword(query, n, where, args), self._vector(query, n, where, args, push)
 
     def _collapse(
-        self, fetch: Callable[[int], list[tuple[int, int, float]]], k: int
+        self,
+        fetch: Callable[[int], list[tuple[int, int, float]]],
+        k: int,
+        first: int | None = None,
     ) -> list[tuple[int, int, float]]:
-        """Best chunk per document from a ranked chunk list, over-fetching as needed."""
-        limit = k * 2 + 4
+        """Best chunk per document from a ranked chunk list, over-fetching as needed
+        (``first``: the first fetch's size, ``2k + 4`` unless given)."""
+        limit = first or k * 2 + 4
         while True:
             rows = fetch(limit)
             seen: dict[int, tuple[int, int, float]] = {}
@@ -914,6 +928,7 @@ class WorkspaceRagIndex:
             )  # NULL: a chunk with an all-zero vector (no features)
         vwhere, vargs = push
         graph = self.ann_space() if not vwhere else None
+        ready = graph is not None and graph.ready
 
         def fetch(limit: int) -> list[tuple[int, int, float]]:
             near = graph.search(qvec, limit) if graph is not None else None
@@ -928,7 +943,9 @@ class WorkspaceRagIndex:
             ).fetchall()
             return [(r[0], r[1], 1.0 - float(r[2])) for r in rows if r[2] is not None]
 
-        return self._collapse(fetch, k)
+        # a graph's cost grows with the results asked for: the documents wanted and a
+        # few more (a document of several chunks fetches more, as for the exact scan)
+        return self._collapse(fetch, k, k + 8 if ready else None)
 
     def _with_documents(self, near: Sequence[tuple[int, float]]) -> list[tuple[int, int, float]]:
         """(chunk id, document id, similarity) for ANN results, in their order; a
@@ -936,13 +953,15 @@ class WorkspaceRagIndex:
         if not near:
             return []
         ids = [cid for cid, _ in near]
-        docs = dict(
-            self.conn.execute(
-                f"SELECT id, document_id FROM rag_chunks WHERE workspace_id = ? AND id IN "
+        docs = {
+            r[0]: r[1]
+            for r in self.conn.execute(  # by primary key (no index on the workspace here)
+                f"SELECT id, document_id, workspace_id FROM rag_chunks WHERE id IN "
                 f"({','.join('?' * len(ids))})",
-                (self.workspace_id, *ids),
-            ).fetchall()
-        )
+                ids,
+            )
+            if r[2] == self.workspace_id
+        }
         return [(cid, docs[cid], 1.0 - dist) for cid, dist in near if cid in docs]
 
     def _hits(self, ranked: Sequence[tuple[int, int, float]]) -> list[RetrievalHit]:
