@@ -37,6 +37,15 @@ def _spaced(text: str) -> str:
     return " " + " ".join(_folded(text)) + " "
 
 
+def _contains(text: str, needle: str, first: str) -> bool:
+    """``needle`` (spaced folded words) among the folded words of ``text``. An ASCII
+    text folds to its lower case with whitespace runs made one space, so a text that
+    does not even contain the needle's first word is rejected without folding it."""
+    if text.isascii() and first.isascii() and first not in text.lower():
+        return False
+    return needle in _spaced(text)
+
+
 @functools.lru_cache(maxsize=4096)
 def _grams(text: str, ngram: int) -> frozenset[tuple[str, ...]]:
     toks = _folded(text)
@@ -61,7 +70,7 @@ def is_tainted(
         return False
     if len(words) < ngram:
         needle = " " + " ".join(words) + " "
-        return any(needle in _spaced(t) for t in untrusted_texts if t)
+        return any(_contains(t, needle, words[0]) for t in untrusted_texts if t)
     grams = {tuple(words[i : i + ngram]) for i in range(len(words) - ngram + 1)}
     need = threshold * len(grams)
     seen: set[tuple[str, ...]] = set()
