@@ -128,7 +128,7 @@ class Recall(Engine):
         self._session_locks: dict[str, threading.Lock] = {}
         self._pending: set[asyncio.Task[int]] = set()
         self._wakes: dict[asyncio.Task[int], asyncio.Future[None]] = {}
-        self._indexed: dict[str, int] = {}  # session -> top seq this process indexed to
+        self._indexed: dict[str, tuple[int, int]] = {}  # session -> stretch indexed here
 
     async def before_assembly(
         self, session: Session, request: AssemblyRequest
@@ -165,7 +165,8 @@ class Recall(Engine):
 
     async def _index_soon(self, session: Session, wake: asyncio.Future[None], seq: int) -> int:
         await asyncio.wait({wake}, timeout=BACKGROUND_DELAY)
-        if self._indexed.get(session.id, 0) >= seq:  # a search since has indexed the turn
+        low, last = self._indexed.get(session.id, (1, 0))
+        if low == 0 and last >= seq:  # a search since has indexed it all, the turn included
             return 0
         return await asyncio.to_thread(self._catch_up_quietly, session)
 
@@ -275,7 +276,7 @@ class Recall(Engine):
                 else:
                     low = 0  # everything down to the session's first turn is indexed
         self.kx.events_store.set_indexed_stretch(session.id, low, last)
-        self._indexed[session.id] = max(self._indexed.get(session.id, 0), last)
+        self._indexed[session.id] = (low, last)
         return changed
 
     def _seqs_below(self, session_id: str, below: int | None) -> list[int]:
