@@ -38,9 +38,9 @@ log = logging.getLogger(__name__)
 ANN_MIN = 2048  # smaller spaces are scanned exactly (vec0): the results stay exact
 DELTA_MAX = 1024  # vectors searched exactly beside the graph before a merge
 MEMO_MAX = 4096  # vectors this process wrote, kept for the next catch-up
-CONNECTIVITY = 16
-EXPANSION_ADD = 96
-EXPANSION_SEARCH = 128  # raised to the number of results asked for, when more
+CONNECTIVITY = 32
+EXPANSION_ADD = 128
+EXPANSION_SEARCH = 256  # raised to the number of results asked for, when more
 
 LOG_SCHEMA = """
 CREATE TABLE rag_vec_log (
