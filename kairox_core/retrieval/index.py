@@ -147,6 +147,7 @@ _META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 
 Ranked = list[tuple[int, int, float]]  # (chunk id, document row id, score), best first
+_known_tables: dict[tuple[int, str], Any] = {}  # (id(conn), table) -> conn: it exists
 
 
 def fuse_rankings(
@@ -402,9 +403,28 @@ class WorkspaceRagIndex:
         )
 
     def _has_vec_table(self, table: str) -> bool:
-        return (
+        """Whether ``table`` exists; a yes is remembered per connection (vector tables
+        are never dropped, and the schema lookup scans sqlite_master: ~0.2 ms)."""
+        key = (id(self.conn), table)
+        if _known_tables.get(key) is self.conn:
+            return True
+        found = (
             self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone()
             is not None
+        )
+        if found:
+            if len(_known_tables) > 1024:  # (it keeps closed connections' objects alive)
+                _known_tables.clear()
+            _known_tables[key] = self.conn
+        return found
+
+    def _is_empty(self) -> bool:
+        """No chunk in the space (one index probe): every search finds nothing."""
+        return (
+            self.conn.execute(
+                "SELECT 1 FROM rag_chunks WHERE workspace_id = ? LIMIT 1", (self.workspace_id,)
+            ).fetchone()
+            is None
         )
 
     def _embed(self, items: Sequence[tuple[str, str, str]]) -> list[bytes]:
@@ -800,6 +820,8 @@ class WorkspaceRagIndex:
             if mode == "keyword":
                 return self._hits(self._keyword(query, k, where, args))
             self._check_backend()
+            if self._is_empty():  # the default workspace of a chat: no files indexed
+                return []
             if mode == "vector":
                 return self._hits(self._vector(query, k, where, args, push))
             keyword, vector = self._rankings(query, max(k, self.candidates), where, args, push)
