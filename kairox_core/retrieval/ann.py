@@ -335,10 +335,11 @@ class AnnSpace:
         finally:
             _workers.discard(threading.current_thread())
 
-    def build(self) -> bool:
+    def build(self, threads: int = 1) -> bool:
         """A new graph of the space, saved and installed: the current graph with the
         delta merged in when there is one (and no reset since), else built from the
-        stored vectors. False when the space is below ``ANN_MIN``."""
+        stored vectors. False when the space is below ``ANN_MIN``. ``threads``: the
+        graph's insertion threads (0: every core; a bulk load's caller is waiting)."""
         import numpy as np
         from usearch.index import Index
 
@@ -368,14 +369,14 @@ class AnnSpace:
             matrix = matrix.reshape(len(rows), self.dim)
             norms = np.linalg.norm(matrix, axis=1)
             nonzero = norms > 0  # an all-zero vector (no feature) never matches
-            _add_in_steps(graph, ids[nonzero], matrix[nonzero] / norms[nonzero, None])
+            _add_in_steps(graph, ids[nonzero], matrix[nonzero] / norms[nonzero, None], threads)
             del rows, matrix
         present = [h for h in hidden if graph.contains(h)]
         if present:
             graph.remove(np.array(present, dtype=np.uint64))
         if keep:
             ids = np.array(list(keep), dtype=np.uint64)
-            _add_in_steps(graph, ids, np.stack(list(keep.values())))
+            _add_in_steps(graph, ids, np.stack(list(keep.values())), threads)
         path = self._save(graph, upto, chunk)
         view = Index.restore(str(path), view=True) if path is not None else graph
         with self.lock:
@@ -470,13 +471,13 @@ class _Stopped(Exception):
     """The interpreter is exiting: a build in a worker thread gives up."""
 
 
-def _add_in_steps(graph: Any, ids: Any, matrix: Any) -> None:
+def _add_in_steps(graph: Any, ids: Any, matrix: Any, threads: int) -> None:
     """``graph.add`` a slice at a time, so a worker thread is never inside usearch for
     long: a daemon thread still in its C++ code when Python exits aborts the process."""
     for start in range(0, len(ids), STEP):
         if _stopping.is_set():
             raise _Stopped
-        graph.add(ids[start : start + STEP], matrix[start : start + STEP], threads=1)
+        graph.add(ids[start : start + STEP], matrix[start : start + STEP], threads=threads)
 
 
 @atexit.register

@@ -347,7 +347,7 @@ class WorkspaceRagIndex:
         if space is None or not self._has_vec_table(self._vec_table):
             return False
         space.wait()
-        return space.build()
+        return space.build(threads=0)
 
     def as_retriever(self, name: str = SOURCE, mode: str = "hybrid") -> WorkspaceIndexRetriever:
         return WorkspaceIndexRetriever(self, name=name, mode=mode)
