@@ -34,28 +34,34 @@ IDLE_MAX = 8  # idle daemon threads kept for the next calls
 
 
 class _Worker(threading.Thread):
-    """A daemon thread that runs jobs one at a time, idle between them."""
+    """A daemon thread that runs jobs one at a time, idle between them. A job returns
+    what delivers its result: the thread is back among the idle ones before the caller
+    resumes, so a caller's next call reuses it."""
 
     def __init__(self) -> None:
         super().__init__(name="kairox-blocking", daemon=True)
-        self.jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self.jobs: queue.SimpleQueue[Callable[[], Callable[[], None]]] = queue.SimpleQueue()
 
     def run(self) -> None:
         while True:
             job = self.jobs.get()
-            job()
+            deliver = job()
             del job
             with _idle_lock:
-                if len(_idle) >= IDLE_MAX:
-                    return
-                _idle.append(self)
+                stay = len(_idle) < IDLE_MAX
+                if stay:
+                    _idle.append(self)
+            deliver()
+            del deliver
+            if not stay:
+                return
 
 
 _idle: list[_Worker] = []
 _idle_lock = threading.Lock()
 
 
-def _submit(job: Callable[[], None]) -> None:
+def _submit(job: Callable[[], Callable[[], None]]) -> None:
     with _idle_lock:
         worker = _idle.pop() if _idle else None
     if worker is None:
@@ -79,13 +85,17 @@ async def run_blocking(fn: Callable[..., T], /, *args: Any, name: str = "kairox-
         else:
             future.set_exception(value)
 
-    def work() -> None:
+    def work() -> Callable[[], None]:
         try:
             outcome: tuple[bool, Any] = (True, context.run(fn, *args))
         except Exception as exc:
             outcome = (False, exc)
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-            loop.call_soon_threadsafe(settle, *outcome)
+
+        def deliver() -> None:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+                loop.call_soon_threadsafe(settle, *outcome)
+
+        return deliver
 
     _submit(work)
     return await future
