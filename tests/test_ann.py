@@ -260,3 +260,27 @@ def test_another_process_writing_the_space_is_caught_up(tmp_path: Path) -> None:
     assert top_doc_ids(index, "q4") == {f"d{i}" for i in range(110)}
     assert graph(index).builds == 1
     index.close()
+
+
+def test_a_graph_whose_file_another_process_merged_away_is_rebuilt_from_the_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Connection B merges its delta into a new file and removes the old one, which A
+    still maps; A's own merge then builds from the stored vectors, and finds them all."""
+    monkeypatch.setattr(ann, "DELTA_MAX", 10)
+    db = tmp_path / "kx.db"
+    a, backend = build(db, 60)
+    assert top_doc_ids(a, "q5") == {f"d{i}" for i in range(60)}
+    b = WorkspaceRagIndex(db, "w", backend)
+    b.add_documents(docs(range(60, 80)))
+    b.search("q5", 5, "vector")
+    graph(b).wait(30)
+    assert graph(b).builds == 1  # B merged (its first graph came from A's file)
+    assert graph(a)._graph_path(graph(a).upto) is None  # A's file is gone, still mapped
+    a.add_documents(docs(range(80, 95)))
+    a.search("q5", 5, "vector")
+    graph(a).wait(30)
+    assert graph(a).builds == 2 and graph(a).upto >= graph(b).upto
+    assert top_doc_ids(a, "q5") == {f"d{i}" for i in range(95)}
+    b.close()
+    a.close()

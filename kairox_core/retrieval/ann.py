@@ -33,6 +33,7 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 ANN_MIN = 2048  # smaller spaces are scanned exactly (vec0): the results stay exact
 DELTA_MAX = 1024  # vectors searched exactly beside the graph before a merge
 MEMO_MAX = 4096  # vectors this process wrote, kept for the next catch-up
+RETRY_AFTER = 60.0  # seconds before a failed build is tried again
 CONNECTIVITY = 32
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 256  # raised to the number of results asked for, when more
@@ -124,6 +126,7 @@ class AnnSpace:
         self._matrix: tuple[list[int], Any] | None = None
         self._memo: dict[int, bytes] = {}  # log id -> vector this process wrote
         self.builds = 0  # graphs built by this process (tests, stats)
+        self._retry_at = 0.0  # monotonic time before which no build is started again
 
     # --- the log -----------------------------------------------------------------
 
@@ -180,7 +183,7 @@ class AnnSpace:
     def _nearest(self, qvec: Sequence[float], limit: int) -> list[tuple[int, float]]:
         import numpy as np
 
-        q = np.asarray(qvec, dtype=np.float32)
+        q = np.array(qvec, dtype=np.float32)  # a copy: the caller's vector stays as it was
         q /= float(np.linalg.norm(q)) or 1.0
         want = limit + len(self.hidden)
         graph = self.graph
@@ -315,6 +318,8 @@ class AnnSpace:
     def _start_worker(self) -> None:
         if _stopping.is_set() or (self.worker is not None and self.worker.is_alive()):
             return
+        if time.monotonic() < self._retry_at:  # the last build failed: not on every search
+            return
         self.worker = threading.Thread(target=self._work, name="kairox-ann", daemon=True)
         _workers.add(self.worker)
         self.worker.start()
@@ -330,7 +335,8 @@ class AnnSpace:
             self.build()
         except _Stopped:
             pass
-        except Exception:  # searches scan exactly meanwhile; the next one retries
+        except Exception:  # searches scan exactly meanwhile; a later one retries
+            self._retry_at = time.monotonic() + RETRY_AFTER
             log.warning("ann: building the graph of %s failed", self.space, exc_info=True)
         finally:
             _workers.discard(threading.current_thread())
@@ -347,17 +353,20 @@ class AnnSpace:
         with self.lock:
             head, reset = self._head()
             base = self.graph if self.graph is not None and reset <= self.upto else None
+            source = self._graph_path(self.upto) if base is not None else None
+            if base is not None and source is None and self.directory is not None:
+                base = None  # its file is gone (another process merged): a mapped graph
+                # cannot be copied into a writable one, so build from the rows
             if base is not None:
                 if head > self.applied:
                     self._catch_up(head)
                 keep, hidden, upto = dict(self.delta), set(self.hidden), self.applied
-                source = self._graph_path(self.upto)
             else:
                 rows, upto = self._snapshot()
                 if len(rows) < ANN_MIN:
                     self.size, self.applied = len(rows), upto
                     return False
-                keep, hidden, source = {}, set(), None
+                keep, hidden = {}, set()
             chunk = self._chunk_at(upto)
         graph: Any
         if base is not None:
