@@ -165,6 +165,8 @@ class Recall(Engine):
 
     async def _index_soon(self, session: Session, wake: asyncio.Future[None], seq: int) -> int:
         await asyncio.wait({wake}, timeout=BACKGROUND_DELAY)
+        if getattr(self.kx, "_closed", False):  # closed from another loop meanwhile: the
+            return 0  # next search (any process) indexes the turn
         low, last = self._indexed.get(session.id, (1, 0))
         if low == 0 and last >= seq:  # a search since has indexed it all, the turn included
             return 0
