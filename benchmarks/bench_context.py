@@ -2,8 +2,9 @@
 
 For each session size (chat messages: user, assistant, tool calls and results) a
 synthetic session is written to a fresh database through the event store's batch API
-and its turns indexed for recall in bulk (``Recall.index_all``), then timed in the
-same run:
+and its turns indexed for recall in bulk (``Recall.index_all``, which also builds the
+recall space's HNSW graph once it has 2,048 turns or more: retrieval/ann.py), then
+timed in the same run:
 
 - Kairox, the default configuration (recall of past turns on: a hybrid search over
   the session's own turns every turn, the finished turn indexed in the background): a
@@ -11,9 +12,10 @@ same run:
   assemble under the budget: memories, recalled turns, retrieval, history
   newest-first), streaming a ~300-token reply in small deltas through ``turn.feed``,
   and ``complete()`` (reply and delta events written, markers routed). Turns run back
-  to back, so the next turn's search waits for the last one's background indexing
-  (with a model, its reply hides it). Median of several warm turns, and the cold first
-  turn after opening (it reads the history window from the database). The workspace
+  to back, so the next turn's search indexes the last turn itself (the background
+  indexing starts 0.25 s after a turn; with a model, its reply hides it). Median of
+  several warm turns, and the cold first turn after opening (it reads the history
+  window from the database and maps the graph file). The workspace
   index is on (the default), empty. The compaction engine's turn-end check is left
   out of the figure and timed apart (``turn_with_turn_end_hooks_ms``), with compaction
   disabled; the same session with recall off is timed for reference.

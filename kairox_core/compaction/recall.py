@@ -64,6 +64,7 @@ log = logging.getLogger(__name__)
 CONTEXT_CHARS = 600  # the previous turn's tail embedded with a turn (the model reads ~256 tokens)
 BACKLOG_STEP = 128  # older turns indexed per catch-up, newest first
 BULK_STEP = 4096  # seqs read per slice by ``index_all`` (bounded memory at 100k turns)
+BACKGROUND_DELAY = 0.25  # seconds from a turn's end to its background indexing
 
 
 def recall_space(workspace_id: str, session_id: str) -> str:
@@ -95,7 +96,8 @@ def turn_document(event: Event, previous: Event | None = None) -> DocumentInput 
     assert isinstance(event, UserMessageAdded | AssistantMessageCompleted | ToolInvocationCompleted)
     speaker, text = said
     before = turn_text(previous) if previous is not None else None
-    context = redact(before[1].strip())[-CONTEXT_CHARS:] if before else ""
+    # redactions are remembered: each turn is redacted as the next one's context too
+    context = _redacted(before[1].strip())[-CONTEXT_CHARS:] if before else ""
     meta = {
         "session_id": event.session_id,
         "seq": event.seq,
@@ -106,7 +108,7 @@ def turn_document(event: Event, previous: Event | None = None) -> DocumentInput 
     }
     return DocumentInput(
         doc_id=f"turn:{event.session_id}:{event.seq}",
-        text=redact(text),  # re-sent to the model later, like a summary; the event keeps it
+        text=_redacted(text),  # re-sent to the model later, like a summary; the event keeps it
         doc_type=DOC_TYPE,
         metadata=meta,
         context=context,
@@ -126,6 +128,8 @@ class Recall(Engine):
         self._lock = threading.RLock()
         self._session_locks: dict[str, threading.Lock] = {}
         self._pending: set[asyncio.Task[int]] = set()
+        self._wakes: dict[asyncio.Task[int], asyncio.Future[None]] = {}
+        self._indexed: dict[str, tuple[int, int]] = {}  # session -> stretch indexed here
 
     async def before_assembly(
         self, session: Session, request: AssemblyRequest
@@ -141,12 +145,33 @@ class Recall(Engine):
         """Index the finished turn in the background, off the turn's critical path: the
         caller gets ``complete()`` back at once, the model's next reply hides the work,
         and the next search's ``catch_up`` waits for it (same session lock) and indexes
-        whatever is still missing, so every earlier turn is found, from any process."""
+        whatever is still missing, so every earlier turn is found, from any process.
+
+        The work starts ``BACKGROUND_DELAY`` later (at once on ``aclose``): a turn that
+        follows right away (an agent's loop) indexes it in its own search instead. Run
+        beside that turn, in a second thread, it made the turn several times slower:
+        the two threads took turns at the GIL, every SQLite call paying its 5 ms
+        switch interval."""
         if not self.enabled:
             return
-        task = asyncio.create_task(asyncio.to_thread(self._catch_up_quietly, session))
+        wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(self._index_soon(session, wake, result.assistant_seq))
         self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
+        self._wakes[task] = wake
+        task.add_done_callback(self._forget)
+
+    def _forget(self, task: asyncio.Task[int]) -> None:
+        self._pending.discard(task)
+        self._wakes.pop(task, None)
+
+    async def _index_soon(self, session: Session, wake: asyncio.Future[None], seq: int) -> int:
+        await asyncio.wait({wake}, timeout=BACKGROUND_DELAY)
+        if getattr(self.kx, "_closed", False):  # closed from another loop meanwhile: the
+            return 0  # next search (any process) indexes the turn
+        low, last = self._indexed.get(session.id, (1, 0))
+        if low == 0 and last >= seq:  # a search since has indexed it all, the turn included
+            return 0
+        return await asyncio.to_thread(self._catch_up_quietly, session)
 
     def _catch_up_quietly(self, session: Session) -> int:
         """``catch_up`` for the background: a failure is logged, never raised (nobody
@@ -160,6 +185,10 @@ class Recall(Engine):
     async def aclose(self) -> None:
         """Wait for background indexing (the storage closes after the engines)."""
         pending = [t for t in self._pending if t.get_loop() is asyncio.get_running_loop()]
+        for task in pending:
+            wake = self._wakes.get(task)
+            if wake is not None and not wake.done():
+                wake.set_result(None)
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
 
@@ -220,6 +249,9 @@ class Recall(Engine):
                 changed += self._index_range(session, first, last, context, batch_size=512)
             if top > 0:
                 self.kx.events_store.set_indexed_stretch(session.id, 0, top)
+            build = getattr(self.index(session), "build_ann", None)
+            if callable(build):  # a large space's ANN graph, built now rather than by a search
+                build()
             return changed
 
     def _catch_up(self, session: Session) -> int:
@@ -247,6 +279,7 @@ class Recall(Engine):
                 else:
                     low = 0  # everything down to the session's first turn is indexed
         self.kx.events_store.set_indexed_stretch(session.id, low, last)
+        self._indexed[session.id] = (low, last)
         return changed
 
     def _seqs_below(self, session_id: str, below: int | None) -> list[int]:

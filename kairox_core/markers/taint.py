@@ -9,6 +9,7 @@ so spacing, punctuation, case and disguises that read the same do not hide a cop
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -20,7 +21,35 @@ THRESHOLD = 0.6
 
 
 def _tokens(text: str) -> list[str]:
-    return _WORD.findall(fold(text))
+    return list(_folded(text))
+
+
+# The untrusted texts of a turn are mostly the same as the last turn's (recalled turns
+# and retrieval hits come back turn after turn): folding and splitting them cost a
+# turn with a memory marker ~1-5 ms, so their word tuples and n-gram sets are cached.
+@functools.lru_cache(maxsize=4096)
+def _folded(text: str) -> tuple[str, ...]:
+    return tuple(_WORD.findall(fold(text)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _spaced(text: str) -> str:
+    return " " + " ".join(_folded(text)) + " "
+
+
+def _contains(text: str, needle: str, first: str) -> bool:
+    """``needle`` (spaced folded words) among the folded words of ``text``. An ASCII
+    text folds to its lower case with whitespace runs made one space, so a text that
+    does not even contain the needle's first word is rejected without folding it."""
+    if text.isascii() and first.isascii() and first not in text.lower():
+        return False
+    return needle in _spaced(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _grams(text: str, ngram: int) -> frozenset[tuple[str, ...]]:
+    toks = _folded(text)
+    return frozenset(toks[i : i + ngram] for i in range(len(toks) - ngram + 1))
 
 
 def is_tainted(
@@ -41,18 +70,14 @@ def is_tainted(
         return False
     if len(words) < ngram:
         needle = " " + " ".join(words) + " "
-        return any(needle in " " + " ".join(_tokens(t)) + " " for t in untrusted_texts if t)
+        return any(_contains(t, needle, words[0]) for t in untrusted_texts if t)
     grams = {tuple(words[i : i + ngram]) for i in range(len(words) - ngram + 1)}
     need = threshold * len(grams)
     seen: set[tuple[str, ...]] = set()
     for text in untrusted_texts:
         if not text:
             continue
-        toks = _tokens(text)
-        for i in range(len(toks) - ngram + 1):
-            gram = tuple(toks[i : i + ngram])
-            if gram in grams:
-                seen.add(gram)
+        seen |= grams & _grams(text, ngram)
         if len(seen) >= need:
             return True
     return False

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kairox_core.errors import KairoxUserError
+from kairox_core.retrieval import ann
 from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit, RetrieverError
 from kairox_core.retrieval.chunking import Chunk, Chunker, content_hash
 from kairox_core.retrieval.fts import query_terms, terms_expression
@@ -110,6 +111,8 @@ MIGRATIONS = [
     """,
     # 3: text embedded with a chunk but never shown or keyword-indexed (DocumentInput.context)
     "ALTER TABLE rag_chunks ADD COLUMN context TEXT NOT NULL DEFAULT '';",
+    # 4: every vector write logged, so an ANN graph (retrieval/ann.py) catches up from it
+    ann.LOG_SCHEMA,
 ]
 
 _CODE_EXT = {
@@ -144,6 +147,7 @@ _META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 
 Ranked = list[tuple[int, int, float]]  # (chunk id, document row id, score), best first
+_known_tables: dict[tuple[int, str], Any] = {}  # (id(conn), table) -> conn: it exists
 
 
 def fuse_rankings(
@@ -288,6 +292,7 @@ class WorkspaceRagIndex:
         self.embed_calls = 0
         self.embedded_chunks = 0
         self._term_selector: TermSelector | None = None
+        self._fresh: list[tuple[int, bytes]] = []  # (log id, vector) written, not committed
         # One lock per connection: the shared database's when the index is on it.
         self._lock = lock_for(self.conn) if not self._owns_conn else threading.RLock()
         with self._lock:  # its BEGIN must not land inside another thread's transaction
@@ -324,7 +329,25 @@ class WorkspaceRagIndex:
 
     def close(self) -> None:
         if self._owns_conn:
+            ann.forget(self.conn)
             self.conn.close()
+
+    def ann_space(self) -> ann.AnnSpace | None:
+        """The space's ANN graph state (retrieval/ann.py); None without usearch."""
+        if not ann.available():
+            return None
+        with self._lock:
+            return ann.space_for(self.conn, self._lock, self.workspace_id, self._dimension)
+
+    def build_ann(self) -> bool:
+        """Build (or merge) the space's ANN graph now, in this thread: after a bulk
+        load, so the next search finds it on disk. False when the space is small or
+        usearch is missing (searches then scan exactly)."""
+        space = self.ann_space()
+        if space is None or not self._has_vec_table(self._vec_table):
+            return False
+        space.wait()
+        return space.build(threads=0)
 
     def as_retriever(self, name: str = SOURCE, mode: str = "hybrid") -> WorkspaceIndexRetriever:
         return WorkspaceIndexRetriever(self, name=name, mode=mode)
@@ -334,6 +357,10 @@ class WorkspaceRagIndex:
     @property
     def _vec_table(self) -> str:
         return f"rag_vec_{int(self.backend.dimension)}"
+
+    @property
+    def _dimension(self) -> int:
+        return int(self.backend.dimension)
 
     def recorded_backend(self) -> tuple[str, int] | None:
         row = self.conn.execute(
@@ -376,9 +403,28 @@ class WorkspaceRagIndex:
         )
 
     def _has_vec_table(self, table: str) -> bool:
-        return (
+        """Whether ``table`` exists; a yes is remembered per connection (vector tables
+        are never dropped, and the schema lookup scans sqlite_master: ~0.2 ms)."""
+        key = (id(self.conn), table)
+        if _known_tables.get(key) is self.conn:
+            return True
+        found = (
             self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone()
             is not None
+        )
+        if found:
+            if len(_known_tables) > 1024:  # (it keeps closed connections' objects alive)
+                _known_tables.clear()
+            _known_tables[key] = self.conn
+        return found
+
+    def _is_empty(self) -> bool:
+        """No chunk in the space (one index probe): every search finds nothing."""
+        return (
+            self.conn.execute(
+                "SELECT 1 FROM rag_chunks WHERE workspace_id = ? LIMIT 1", (self.workspace_id,)
+            ).fetchone()
+            is None
         )
 
     def _embed(self, items: Sequence[tuple[str, str, str]]) -> list[bytes]:
@@ -513,6 +559,7 @@ class WorkspaceRagIndex:
                         missing.setdefault(c.content_hash, (c.text, c.heading, doc.context))
             fresh = self._embed(list(missing.values()))
             known.update(zip(missing, fresh, strict=True))
+            self._fresh.clear()
             with transaction(self.conn):
                 self._ensure_space()
                 for doc, dhash, chunks in plan:
@@ -526,6 +573,7 @@ class WorkspaceRagIndex:
                         self._write(doc, dhash, chunks, now[0] if now else None, known)
                     # else: planned as a touch, but another process has since stored a
                     # newer text: that one stands (it is the later write)
+            self._hand_to_ann()
             return statuses
 
     def _document_row(self, doc_id: str) -> tuple[int, str, str, str] | None:
@@ -583,6 +631,9 @@ class WorkspaceRagIndex:
 
     def _delete_chunks(self, document_id: int) -> None:
         if self._has_vec_table(self._vec_table):
+            ann.log_deleted_document(
+                self.conn, self.workspace_id, int(self.backend.dimension), document_id
+            )
             self.conn.execute(
                 f"DELETE FROM {self._vec_table} WHERE rowid IN "
                 f"(SELECT id FROM rag_chunks WHERE document_id = ?)",
@@ -658,6 +709,16 @@ class WorkspaceRagIndex:
                 f"VALUES (?, ?, ?, ?, ?)",
                 (chunk_id, self.workspace_id, vectors[c.content_hash], doc.doc_type, doc.path),
             )
+            entry = ann.log_added(self.conn, self.workspace_id, self._dimension, int(chunk_id))
+            self._fresh.append((entry, vectors[c.content_hash]))
+
+    def _hand_to_ann(self) -> None:
+        """After the commit: the vectors just written, to this process's ANN graph of
+        the space (its catch-up then reads no vector back from vec0, where a lookup by
+        rowid reads a whole chunk of 1,024 vectors)."""
+        fresh, self._fresh = self._fresh, []
+        if fresh and ann.available():
+            ann.space_for(self.conn, self._lock, self.workspace_id, self._dimension).remember(fresh)
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document and its chunks; False when it was not indexed."""
@@ -731,6 +792,9 @@ class WorkspaceRagIndex:
                 self.conn.execute(
                     f"DELETE FROM {self._vec_table} WHERE workspace_id = ?", (self.workspace_id,)
                 )
+                ann.log_reset(self.conn, self.workspace_id, int(self.backend.dimension))
+                if old is not None and old[1] != int(self.backend.dimension):
+                    ann.log_reset(self.conn, self.workspace_id, old[1])
                 self.conn.executemany(
                     f"INSERT INTO {self._vec_table}(rowid, workspace_id, embedding, doc_type, "
                     f"path) VALUES (?, ?, ?, ?, ?)",
@@ -756,6 +820,8 @@ class WorkspaceRagIndex:
             if mode == "keyword":
                 return self._hits(self._keyword(query, k, where, args))
             self._check_backend()
+            if self._is_empty():  # the default workspace of a chat: no files indexed
+                return []
             if mode == "vector":
                 return self._hits(self._vector(query, k, where, args, push))
             keyword, vector = self._rankings(query, max(k, self.candidates), where, args, push)
@@ -781,10 +847,14 @@ class WorkspaceRagIndex:
         return self._keyword(query, n, where, args), self._vector(query, n, where, args, push)
 
     def _collapse(
-        self, fetch: Callable[[int], list[tuple[int, int, float]]], k: int
+        self,
+        fetch: Callable[[int], list[tuple[int, int, float]]],
+        k: int,
+        first: int | None = None,
     ) -> list[tuple[int, int, float]]:
-        """Best chunk per document from a ranked chunk list, over-fetching as needed."""
-        limit = k * 2 + 4
+        """Best chunk per document from a ranked chunk list, over-fetching as needed
+        (``first``: the first fetch's size, ``2k + 4`` unless given)."""
+        limit = first or k * 2 + 4
         while True:
             rows = fetch(limit)
             seen: dict[int, tuple[int, int, float]] = {}
@@ -879,8 +949,13 @@ class WorkspaceRagIndex:
                 k,
             )  # NULL: a chunk with an all-zero vector (no features)
         vwhere, vargs = push
+        graph = self.ann_space() if not vwhere else None
+        ready = graph is not None and graph.ready
 
         def fetch(limit: int) -> list[tuple[int, int, float]]:
+            near = graph.search(qvec, limit) if graph is not None else None
+            if near is not None:  # a large space: its HNSW graph, not an exact scan
+                return self._with_documents(near)
             rows = self.conn.execute(
                 f"WITH knn AS (SELECT rowid AS id, distance FROM {table} "
                 f"WHERE embedding MATCH ? AND k = ? AND workspace_id = ?{vwhere}) "
@@ -890,7 +965,26 @@ class WorkspaceRagIndex:
             ).fetchall()
             return [(r[0], r[1], 1.0 - float(r[2])) for r in rows if r[2] is not None]
 
-        return self._collapse(fetch, k)
+        # a graph's cost grows with the results asked for: the documents wanted and a
+        # few more (a document of several chunks fetches more, as for the exact scan)
+        return self._collapse(fetch, k, k + 8 if ready else None)
+
+    def _with_documents(self, near: Sequence[tuple[int, float]]) -> list[tuple[int, int, float]]:
+        """(chunk id, document id, similarity) for ANN results, in their order; a
+        chunk gone since (or of another space) is left out."""
+        if not near:
+            return []
+        ids = [cid for cid, _ in near]
+        docs = {
+            r[0]: r[1]
+            for r in self.conn.execute(  # by primary key (no index on the workspace here)
+                f"SELECT id, document_id, workspace_id FROM rag_chunks WHERE id IN "
+                f"({','.join('?' * len(ids))})",
+                ids,
+            )
+            if r[2] == self.workspace_id
+        }
+        return [(cid, docs[cid], 1.0 - dist) for cid, dist in near if cid in docs]
 
     def _hits(self, ranked: Sequence[tuple[int, int, float]]) -> list[RetrievalHit]:
         """Hydrate (chunk id, document id, score) triples into hits, in one query."""
