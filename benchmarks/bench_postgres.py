@@ -247,6 +247,22 @@ def _raw_knn(conn: Any, index: PgWorkspaceIndex, query: str) -> Any:
     ).fetchall()
 
 
+def _raw_knn_rows(index: PgWorkspaceIndex, query: str, n: int) -> Any:
+    """The raw HNSW query returning what a search shows (each chunk's text and its
+    document's fields), through the plugin's pool: Kairox's wrapping alone is the rest
+    (the backend check, the collapse per document, building the hits)."""
+    from kairox_postgres.index import _vector_text
+
+    qvec = _vector_text(index.backend.embed_query(query))
+    return index.db.execute(
+        "SELECT c.id, c.document_id, c.embedding::vector(384) <=> %s::vector(384) AS dist, "
+        "c.text, c.heading, d.doc_id, d.doc_type, d.path, d.title, d.metadata "
+        "FROM rag_chunks c JOIN rag_documents d ON d.id = c.document_id "
+        "WHERE c.workspace_id = %s AND vector_dims(c.embedding) = 384 ORDER BY dist LIMIT %s",
+        (qvec, index.workspace_id, n),
+    )
+
+
 def _paired_ms(ours: Any, raw: Any, repeat: int) -> tuple[float, float]:
     """Medians (ms) of two calls timed alternately, so a shared machine's changing load
     weighs on both alike."""
@@ -321,6 +337,11 @@ def search(
             lambda: raw_knn_query(index, query, 24),
             repeat,
         )
+        knn_rows = _paired_ms(
+            lambda: index.search(query, 10, "vector"),
+            lambda: _raw_knn_rows(index, query, 24),
+            repeat,
+        )
         knn_bare = _paired_ms(
             lambda: index.search(query, 10, "vector"), lambda: _raw_knn(bare, index, query), repeat
         )
@@ -337,12 +358,14 @@ def search(
             "knn_kairox_ms": knn[0],
             "knn_raw_ms": knn[1],
             "knn_raw_bare_ms": knn_bare[1],
+            "knn_raw_rows_ms": knn_rows[1],
             "keyword_kairox_ms": keyword[0],
             "keyword_raw_ms": keyword[1],
             "hybrid_kairox_ms": _median_ms(lambda: index.search(query, 10, "hybrid"), repeat),
         }
         out["knn_ratio"] = round(out["knn_kairox_ms"] / out["knn_raw_ms"], 2)
         out["knn_ratio_bare"] = round(knn_bare[0] / knn_bare[1], 2)
+        out["knn_ratio_same_rows"] = round(knn_rows[0] / knn_rows[1], 2)
         out["keyword_ratio"] = round(out["keyword_kairox_ms"] / out["keyword_raw_ms"], 2)
         return {k: round(v, 2) if isinstance(v, float) else v for k, v in out.items()}
     finally:
