@@ -162,3 +162,17 @@ def test_the_resume_command_repeats_the_config_and_database_given(tmp_path: Path
     assert last.endswith(
         f"kairox --config '{conf}' --db {db} chat --session {last.split()[2][:-1]}"
     )
+
+
+def test_the_resume_command_keeps_a_database_url_as_written(tmp_path: Path) -> None:
+    from kairox_core.cli.chat_cmd import _as_given
+
+    url = "postgresql://kairox@/team?host=/run/pg"
+    assert _as_given(url) == url  # a Path would have folded '//' and made it relative
+    keep = "postgresql://kairox:$env:PGPASS@db.internal:5432/team"
+    assert _as_given(keep) == keep
+    assert _as_given("postgresql://kairox:s3cret@db.internal/team") == (
+        "postgresql://kairox:***@db.internal/team"
+    )
+    assert _as_given(str(tmp_path / "k.db")) == str(tmp_path / "k.db")
+    assert _as_given("rel.db") == str(Path("rel.db").absolute())

@@ -8,11 +8,13 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import click
 from click.core import ParameterSource
 
 from kairox_core.cli.context import CliContext, pass_cli
+from kairox_core.config import is_database_url
 from kairox_core.errors import KairoxUserError
 from kairox_core.sync import run_sync
 
@@ -140,8 +142,22 @@ def _global_args(cli_ctx: CliContext) -> tuple[str, ...]:
         ("--db", "db_path", cli_ctx.db_path),
     ):
         if value and root.get_parameter_source(param) == ParameterSource.COMMANDLINE:
-            args += [option, str(Path(value).absolute())]
+            args += [option, _as_given(value) if option == "--db" else str(Path(value).absolute())]
     return tuple(args)
+
+
+def _as_given(db: str) -> str:
+    """A ``--db`` for the resume command: a file as an absolute path; a storage URL as
+    written (``Path`` would fold its ``//``), a literal password in it masked (it would
+    land in the terminal's scrollback; a ``$env:NAME`` one is kept)."""
+    if not is_database_url(db):
+        return str(Path(db).absolute())
+    parts = urlsplit(db)
+    if parts.password and not parts.password.startswith("$env:"):
+        user, _, host = parts.netloc.rpartition("@")
+        name = user.split(":", 1)[0]
+        return urlunsplit(parts._replace(netloc=f"{name}:***@{host}"))
+    return db
 
 
 def _prompt_lines(stream: Any) -> Iterator[str] | None:
