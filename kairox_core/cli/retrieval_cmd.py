@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import click
 from rich.console import Console
@@ -125,6 +126,29 @@ def _hit_dict(hit: RetrievalHit) -> dict[str, Any]:
 # --- kairox index -------------------------------------------------------------------
 
 
+class _FileIndex(Protocol):
+    """What ``kairox index`` needs of a space's index: ``WorkspaceRagIndex`` (SQLite) and
+    a storage backend's own (``PgWorkspaceIndex``) both have it."""
+
+    embedded_chunks: int
+    backend: Any
+
+    def add_file(self, path: str | os.PathLike[str]) -> str: ...
+    def check_backend(self) -> None: ...
+    def rebuild(self, *, progress: Callable[[int, int], None] | None = ...) -> int: ...
+    def documents(self, *, origin: str | None = ...) -> Sequence[Any]: ...
+    def delete_many(self, doc_ids: Iterable[str]) -> int: ...
+    def optimize(self) -> None: ...
+    def chunk_count(self) -> int: ...
+    def close(self) -> None: ...
+
+
+def _is_url(database: Path | str) -> bool:
+    from kairox_core.config import is_database_url
+
+    return isinstance(database, str) or is_database_url(database)
+
+
 def run_index(
     cli_ctx: CliContext, paths: Sequence[str], workspace: str | None, rebuild: bool
 ) -> tuple[IndexReport, int]:
@@ -135,7 +159,24 @@ def run_index(
     ws = workspace or config.kairox.default_workspace
     started = time.perf_counter()
     report = IndexReport()
-    index = WorkspaceRagIndex.from_config(config, cli_ctx.sqlite_database("index"), ws)
+    database = cli_ctx.database
+    storage = None
+    index: _FileIndex
+    if _is_url(database):  # a storage URL: its backend's own index of the space
+        from kairox_core.facade import open_storage
+
+        storage = open_storage(database)
+        found: Any = storage.workspace_index(config, ws)
+        if not all(hasattr(found, name) for name in ("add_file", "documents", "optimize")):
+            found.close()
+            storage.close()
+            raise KairoxUserError(
+                f"kairox index: the '{storage.name}' storage's index cannot index files; "
+                "index them with a SQLite database (--db FILE)"
+            )
+        index = found
+    else:
+        index = WorkspaceRagIndex.from_config(config, database, ws)
     try:
         if rebuild:
             with _Steps("re-embedding", index.chunk_count()) as steps:
@@ -173,6 +214,8 @@ def run_index(
         total = index.chunk_count()
     finally:
         index.close()
+        if storage is not None:
+            storage.close()
     report.seconds = time.perf_counter() - started
     return report, total
 
@@ -244,10 +287,13 @@ def search_command(
     config = cli_ctx.config
     pname, _ = config.resolve_profile(profile)
     ws = workspace or config.kairox.default_workspace
-    database = (
-        cli_ctx.sqlite_database("search") if config.retrieval.workspace_index else cli_ctx.database
-    )
+    database: Any = cli_ctx.database
+    storage = None
     opened = time.perf_counter()
+    if config.retrieval.workspace_index and _is_url(database):
+        from kairox_core.facade import open_storage
+
+        storage = database = open_storage(database)  # its backend's own index
     composite = retriever_for_profile(config, pname, database, workspace_id=ws)
     open_ms = (time.perf_counter() - opened) * 1000  # models load here, once per process
 
@@ -258,6 +304,8 @@ def search_command(
             return found, (time.perf_counter() - started) * 1000
         finally:
             await composite.close()
+            if storage is not None:
+                storage.close()
 
     result, search_ms = run_sync(go())
     wanted = k or config.retrieval.k

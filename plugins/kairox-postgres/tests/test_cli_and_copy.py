@@ -102,9 +102,6 @@ def test_db_flag_takes_a_url(kairox_home: Path, pg_url: str, kairox: Callable[..
     assert shown.returncode == 0, shown.stderr
     assert "helix" in shown.stdout
     assert not (kairox_home.parent / "unused.db").exists()
-    (kairox_home.parent / "docs").mkdir()
-    refused = kairox("--db", pg_url, "index", "docs")
-    assert refused.returncode == 2 and "SQLite database only" in refused.stderr
     bad = kairox("db", "migrate", "notaurl.db")
     assert bad.returncode == 2 and "not a postgresql://" in bad.stderr
 
@@ -222,3 +219,23 @@ def test_the_event_log_refuses_rewrites(pg_url: str) -> None:
         for statement in ("UPDATE events SET type = 'x'", "DELETE FROM events", "TRUNCATE events"):
             with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
                 conn.execute(statement)
+
+
+def test_index_and_search_a_folder_on_the_server(
+    tmp_path: Path, kairox_home: Path, pg_url: str, kairox: Callable[..., Result]
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "deploy.md").write_text("# Deploys\n\nThe staging server deploys every Friday.\n")
+    (docs / "team.txt").write_text("Ana reviews database migrations.\n")
+    first = kairox("--db", pg_url, "index", str(docs), "--json")
+    assert first.returncode == 0, first.stderr
+    assert '"added": 2' in first.stdout
+    again = kairox("--db", pg_url, "index", str(docs), "--json")
+    assert '"unchanged": 2' in again.stdout  # mtime and size: no read, no embedding
+    found = kairox("--db", pg_url, "search", "when does staging deploy?", "--json")
+    assert found.returncode == 0, found.stderr
+    assert str(docs / "deploy.md") in found.stdout.split('"doc_id"')[1]  # the best hit
+    (docs / "team.txt").unlink()
+    pruned = kairox("--db", pg_url, "index", str(docs), "--json")
+    assert '"removed": 1' in pruned.stdout

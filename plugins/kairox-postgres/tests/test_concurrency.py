@@ -8,6 +8,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from kairox_core.compaction.compactor import lease_name
 from kairox_core.config import KairoxConfig
 from kairox_core.facade import Kairox
 from kairox_postgres.storage import PostgresStorage
@@ -52,7 +53,7 @@ def _claim(url: str, holder: str, start: Any) -> bool:
     storage = PostgresStorage(url, max_connections=1)
     try:
         start.wait()
-        return storage.claim_compaction("s", holder, ttl=60)
+        return storage.leases.acquire(lease_name("s"), holder, ttl=60).ok
     finally:
         storage.close()
 
@@ -118,18 +119,20 @@ def test_one_compaction_lease_per_session(pg_url: str) -> None:
 
 def test_a_crashed_holder_blocks_only_until_its_lease_expires(pg_url: str) -> None:
     storage = PostgresStorage(pg_url)
+    leases, name = storage.leases, lease_name("s")
     try:
-        assert storage.claim_compaction("s", "crashed", ttl=0.2)
-        assert not storage.claim_compaction("s", "next", ttl=60)
-        assert storage.claim_compaction("s", "crashed", ttl=0.2)  # renewing one's own
-        assert storage.compaction_holder("s") == "crashed"
+        assert leases.acquire(name, "crashed", ttl=0.2).ok
+        refused = leases.acquire(name, "next", ttl=60)
+        assert not refused.ok and refused.current is not None
+        assert refused.current.holder == "crashed"
+        assert leases.acquire(name, "crashed", ttl=0.2).ok  # renewing one's own
         time.sleep(0.3)
-        assert storage.compaction_holder("s") is None
-        assert storage.claim_compaction("s", "next", ttl=60)
-        assert not storage.release_compaction("s", "crashed")
-        assert storage.release_compaction("s", "next")
-        assert storage.claim_compaction("s", "third", ttl=60)
-        assert storage.claim_compaction("other", "fourth", ttl=60)  # sessions are apart
+        taken = leases.acquire(name, "next", ttl=60)
+        assert taken.ok and taken.displaced is not None and taken.displaced.holder == "crashed"
+        assert not leases.release(name, "crashed")
+        assert leases.release(name, "next")
+        assert leases.acquire(name, "third", ttl=60).ok
+        assert leases.acquire(lease_name("other"), "fourth", ttl=60).ok  # sessions apart
     finally:
         storage.close()
 

@@ -16,11 +16,13 @@ rank), best chunk per document. Every query is confined to its space by a column
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from kairox_core.errors import KairoxUserError
@@ -42,6 +44,7 @@ from kairox_core.retrieval.index import (
     DocumentInput,
     IndexBackendMismatch,
     WorkspaceIndexRetriever,
+    doc_type_for,
 )
 from kairox_core.retrieval.index_common import (
     SOURCE,
@@ -240,6 +243,38 @@ class PgWorkspaceIndex:
     def add_text(self, doc_id: str, text: str, **fields: Any) -> str:
         """Index (or re-index) one string; "added", "updated" or "unchanged"."""
         return self.add_documents([DocumentInput(doc_id, text, **fields)])[0]
+
+    def add_file(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        doc_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Index one text file (by resolved path), as the SQLite index does (``kairox
+        index``): "unchanged" (same mtime and size) costs a stat and one query."""
+        p = Path(path).expanduser().resolve()
+        st = p.stat()
+        key = doc_id or str(p)
+        rows = self.db.execute(
+            "SELECT mtime, size FROM rag_documents WHERE workspace_id = %s AND doc_id = %s",
+            (self.workspace_id, key),
+        )
+        if rows and rows[0]["mtime"] == st.st_mtime and rows[0]["size"] == st.st_size:
+            return "unchanged"
+        text = p.read_bytes().decode("utf-8", errors="replace")
+        doc = DocumentInput(
+            key,
+            text,
+            doc_type_for(p),
+            str(p),
+            p.name,
+            dict(metadata or {}),
+            "file",
+            st.st_mtime,
+            st.st_size,
+        )
+        return self.add_documents([doc])[0]
 
     def add_documents(
         self,

@@ -25,22 +25,35 @@ class PgLeaseStore:
 
     def acquire(self, name: str, holder: str, *, ttl: float, note: str = "") -> Claim:
         """Take ``name`` for ``holder`` for ``ttl`` seconds unless a live holder has it
-        (a holder re-acquiring its own lease renews it)."""
+        (a holder re-acquiring its own lease renews it).
+
+        An existing row is locked (``FOR UPDATE``) and decided on; a missing one cannot
+        be locked, so it is inserted with ``ON CONFLICT DO NOTHING``: of N hosts racing
+        for a new lease exactly one inserts, the others then find its row and are
+        refused (an upsert there would let each overwrite the last)."""
         now = time.time()
+        values = (holder, os.getpid(), HOST, note, now, now + ttl)
         with self.db.atomic() as conn:
-            current = self._get(conn, name, lock=True)
-            if current is not None and current.holder != holder and not is_dead(current, now):
+            while (current := self._get(conn, name, lock=True)) is None:
+                inserted = conn.execute(
+                    "INSERT INTO kairox_leases (name, holder, pid, host, note, acquired_at, "
+                    "expires_at) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT (name) DO NOTHING RETURNING name",
+                    (name, *values),
+                ).fetchone()
+                if inserted is not None:
+                    return Claim(self._get(conn, name))
+                # another host's insert won (read committed: the next read sees it;
+                # released again meanwhile, it is inserted again)
+            if current.holder != holder and not is_dead(current, now):
                 return Claim(None, current=current)
             conn.execute(
-                "INSERT INTO kairox_leases (name, holder, pid, host, note, acquired_at, "
-                "expires_at) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO "
-                "UPDATE SET holder = excluded.holder, pid = excluded.pid, host = excluded.host, "
-                "note = excluded.note, acquired_at = excluded.acquired_at, "
-                "expires_at = excluded.expires_at",
-                (name, holder, os.getpid(), HOST, note, now, now + ttl),
+                "UPDATE kairox_leases SET holder = %s, pid = %s, host = %s, note = %s, "
+                "acquired_at = %s, expires_at = %s WHERE name = %s",
+                (*values, name),
             )
             lease = self._get(conn, name)
-        displaced = current if current is not None and current.holder != holder else None
+        displaced = current if current.holder != holder else None
         return Claim(lease, displaced=displaced)
 
     def renew(self, name: str, holder: str, *, ttl: float) -> bool:

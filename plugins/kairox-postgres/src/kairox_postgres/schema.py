@@ -147,6 +147,11 @@ LEASES: tuple[str, ...] = (
         expires_at DOUBLE PRECISION NOT NULL
     );
     """,
+    """
+    -- 3: the compactor takes its lease in kairox_leases (storage.leases); the first
+    -- table, behind a plugin-only API nothing called, goes
+    DROP TABLE compaction_leases;
+    """,
 )
 
 RETRIEVAL: tuple[str, ...] = (

@@ -2,14 +2,14 @@
 personal packs on one server.
 
 Many processes on many hosts share it: seqs are assigned under a row lock, decisions
-are conditional updates, and one compaction per session runs at a time under a lease
-row (``claim_compaction``), which expires so a crashed holder never blocks the next
-for longer than its ttl.
+are conditional updates, and one compaction per session runs at a time under the
+core's lease (``leases``: a row in ``kairox_leases``), which expires, and which a dead
+holder on the same host loses at once, so a crashed holder never blocks the next for
+longer than its ttl.
 """
 
 from __future__ import annotations
 
-import time
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -79,41 +79,6 @@ class PostgresStorage:
         from kairox_postgres.index import PgWorkspaceIndex
 
         return PgWorkspaceIndex.from_config(config, self.db, space, backend)
-
-    # --- one compaction per session ------------------------------------------------------
-
-    def claim_compaction(
-        self, session_id: str, holder: str, *, ttl: float = DEFAULT_LEASE_SECONDS
-    ) -> bool:
-        """Take the session's compaction lease for ``holder``; False while another
-        holder's lease is live. Renewing one's own lease succeeds; an expired lease (a
-        crashed holder) is taken over."""
-        now = time.time()
-        rows = self.db.execute(
-            "INSERT INTO compaction_leases (session_id, holder, acquired_at, expires_at) "
-            "VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET "
-            "holder = excluded.holder, acquired_at = excluded.acquired_at, "
-            "expires_at = excluded.expires_at WHERE compaction_leases.expires_at < %s "
-            "OR compaction_leases.holder = excluded.holder RETURNING holder",
-            (session_id, holder, now, now + ttl, now),
-        )
-        return bool(rows)
-
-    def release_compaction(self, session_id: str, holder: str) -> bool:
-        """Give the lease back; False if ``holder`` no longer held it."""
-        rows = self.db.execute(
-            "DELETE FROM compaction_leases WHERE session_id = %s AND holder = %s RETURNING 1",
-            (session_id, holder),
-        )
-        return bool(rows)
-
-    def compaction_holder(self, session_id: str) -> str | None:
-        """Who holds a live lease on the session's compaction, if anyone."""
-        rows = self.db.execute(
-            "SELECT holder FROM compaction_leases WHERE session_id = %s AND expires_at >= %s",
-            (session_id, time.time()),
-        )
-        return str(rows[0]["holder"]) if rows else None
 
     def close(self) -> None:
         self.db.close()
