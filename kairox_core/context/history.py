@@ -113,8 +113,10 @@ def _unit_from_row(row: Any, pc: ProfileCounter) -> HistoryUnit:
     """A unit from the columns SQLite extracted (cheaper than parsing whole events)."""
     seq, type_name, turn_id, text, atts, call_id, tool, args, result, tokens, scheme = row
     if type_name == "UserMessageAdded":
-        attachments = json.loads(atts) if atts and atts != "[]" else ()
-        messages: tuple[dict[str, Any], ...] = (history_user_message(text, attachments),)
+        if atts and atts != "[]":
+            messages: tuple[dict[str, Any], ...] = (history_user_message(text, json.loads(atts)),)
+        else:  # what history_user_message(text) gives, without its calls (most rows)
+            messages = ({"role": "user", "content": text},)
     elif type_name == "AssistantMessageCompleted":
         messages = (assistant_message(text),)
     else:
