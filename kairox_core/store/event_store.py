@@ -347,7 +347,8 @@ class EventStore(DatabaseStore):
         with self.db.lock:
             cursor = self.db.conn.cursor()
             cursor.row_factory = None  # plain tuples: no ``Row`` per row to convert back
-            return cursor.execute(sql, params).fetchall()
+            rows: list[tuple[Any, ...]] = cursor.execute(sql, params).fetchall()
+            return rows
 
     def conversation_seqs(self, session_id: str, below: int | None, limit: int) -> list[int]:
         """Seqs of conversation events below ``below`` (None: all), newest first, at
