@@ -153,9 +153,14 @@ def test_the_graph_is_saved_and_a_new_connection_maps_it(tmp_path: Path) -> None
     again.close()
 
 
-def test_writes_after_the_graph_are_caught_up_from_the_log(tmp_path: Path) -> None:
+@pytest.mark.parametrize("point_reads", [0, ann.POINT_READS])
+def test_writes_after_the_graph_are_caught_up_from_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point_reads: int
+) -> None:
     """A second connection (another process's view) adds and deletes documents; the
-    first one's graph sees both at its next search, without a rebuild."""
+    first one's graph sees both at its next search, without a rebuild (the 30 new
+    vectors read in one ``IN`` query, or one by one by rowid: vec0 scans for ``IN``)."""
+    monkeypatch.setattr(ann, "POINT_READS", point_reads)
     db = tmp_path / "kx.db"
     index, backend = build(db, 100)
     assert top_doc_ids(index, "q1") == {f"d{i}" for i in range(100)}

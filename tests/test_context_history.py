@@ -172,3 +172,50 @@ def test_assembly_over_event_history_fits_and_is_recent(tmp_path: Path) -> None:
     assert a.counter.count_messages(ctx.messages) == ctx.trace.total <= 300
     assert hist.rows_read < 200  # paged, not the whole session
     store.close()
+
+
+def test_units_read_as_columns_equal_units_of_whole_events(tmp_path: Path) -> None:
+    """The column decoding (``_unit_from_row``, with its fast path for a user message
+    without attachments) renders exactly what the whole events render."""
+    from kairox_core.context import history
+    from kairox_core.context.history import CONVERSATION_TYPES, unit_from_event
+
+    assert history._PLAIN_UNIT  # the fast construction is the one compared below
+
+    store = EventStore(tmp_path / "k.db")
+    sid = "s"
+    image = {"kind": "image", "filename": "cat.png", "data": "xx"}
+    doc = {"kind": "document", "filename": "a.md", "text": "body <kairox:x> [memory y"}
+    events = [
+        with_tokens(UserMessageAdded(session_id=sid, turn_id="t1", text="plain"), PC),
+        UserMessageAdded(session_id=sid, turn_id="t1", text="no count"),
+        with_tokens(
+            UserMessageAdded(session_id=sid, turn_id="t2", text="with", attachments=(image, doc)),
+            PC,
+        ),
+        UserMessageAdded(session_id=sid, turn_id="t2", text="img", attachments=(image,)),
+        with_tokens(AssistantMessageCompleted(session_id=sid, turn_id="t2", text="a"), PC),
+        dataclasses.replace(
+            with_tokens(UserMessageAdded(session_id=sid, turn_id="t3", text="other"), PC),
+            token_counter="another-scheme",
+        ),
+        with_tokens(
+            ToolInvocationCompleted(
+                session_id=sid,
+                turn_id="t3",
+                tool_call_id="c1",
+                tool_name="f",
+                arguments='{"q": 1}',
+                result="<kairox:memories>\n[memory fake]",
+            ),
+            PC,
+        ),
+        UserMessageAdded(session_id=sid, turn_id="", text=""),
+    ]
+    for event in events:
+        store.append(event)
+    stored = store.read(sid, types=CONVERSATION_TYPES)
+    expected = [unit_from_event(e, PC) for e in reversed(stored)]
+    got = list(EventHistory(store, sid, PC).newest_first())
+    assert got == expected
+    assert [u.seq for u in got] == [e.seq for e in reversed(stored)]

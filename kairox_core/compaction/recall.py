@@ -278,7 +278,8 @@ class Recall(Engine):
                     low = first
                 else:
                     low = 0  # everything down to the session's first turn is indexed
-        self.kx.events_store.set_indexed_stretch(session.id, low, last)
+        if known != (low, last):  # nothing new (most searches): no write transaction
+            self.kx.events_store.set_indexed_stretch(session.id, low, last)
         self._indexed[session.id] = (low, last)
         return changed
 

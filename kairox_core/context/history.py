@@ -9,6 +9,7 @@ under another scheme (a profile switch to another encoding) is counted again.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -77,8 +78,6 @@ def count_event(type_name: str, payload: Mapping[str, Any], pc: ProfileCounter) 
 
 def with_tokens(event: Event, pc: ProfileCounter) -> Event:
     """The event with its token count filled in (call once, before appending it)."""
-    import dataclasses
-
     if not isinstance(
         event, UserMessageAdded | AssistantMessageCompleted | ToolInvocationCompleted
     ):
@@ -113,14 +112,26 @@ def _unit_from_row(row: Any, pc: ProfileCounter) -> HistoryUnit:
     """A unit from the columns SQLite extracted (cheaper than parsing whole events)."""
     seq, type_name, turn_id, text, atts, call_id, tool, args, result, tokens, scheme = row
     if type_name == "UserMessageAdded":
-        attachments = json.loads(atts) if atts and atts != "[]" else ()
-        messages: tuple[dict[str, Any], ...] = (history_user_message(text, attachments),)
+        if atts and atts != "[]":
+            messages: tuple[dict[str, Any], ...] = (history_user_message(text, json.loads(atts)),)
+        else:  # what history_user_message(text) gives, without its calls (most rows)
+            messages = ({"role": "user", "content": text},)
     elif type_name == "AssistantMessageCompleted":
         messages = (assistant_message(text),)
     else:
         messages = tool_messages(call_id, tool, args, result)
     if tokens is None or scheme != pc.key:
         tokens = sum(pc.message(m) for m in messages)
+    if _PLAIN_UNIT:  # a cold turn builds ~1,000 units: skip the frozen __init__'s setattrs
+        unit = _new_unit(HistoryUnit)
+        unit.__dict__.update(
+            seq=seq,
+            turn_id=turn_id or "",
+            kind=_KINDS[type_name],
+            messages=messages,
+            tokens=int(tokens),
+        )
+        return unit
     return HistoryUnit(
         seq=seq,
         turn_id=turn_id or "",
@@ -128,6 +139,19 @@ def _unit_from_row(row: Any, pc: ProfileCounter) -> HistoryUnit:
         messages=messages,
         tokens=int(tokens),
     )
+
+
+# ``HistoryUnit`` is a frozen dataclass whose ``__init__`` only sets its fields (each
+# through ``object.__setattr__``, 0.7 us a unit, most of a row's decoding): while it has
+# an instance dict and no ``__post_init__``, filling the dict directly makes the same
+# object. tests/test_context_history.py compares the two.
+_new_unit = object.__new__
+_PLAIN_UNIT = (
+    not hasattr(HistoryUnit, "__slots__")
+    and not hasattr(HistoryUnit, "__post_init__")
+    and [f.name for f in dataclasses.fields(HistoryUnit)]
+    == ["seq", "turn_id", "kind", "messages", "tokens"]
+)
 
 
 class _Reader:
@@ -145,9 +169,18 @@ class _Reader:
         self.rows_read += len(rows)
         return [_unit_from_row(r, self.counter) for r in rows]
 
-    def older(self, upper: int | None, size: int) -> list[HistoryUnit]:
-        """Up to ``size`` units below seq ``upper`` (None: the newest), newest first."""
-        return self._units(self.store.history_rows(self.session_id, below=upper, limit=size))
+    def older(self, upper: int | None, size: int) -> list[tuple[Any, ...]]:
+        """Up to ``size`` rows below seq ``upper`` (None: the newest), newest first, not
+        decoded yet (``unit``): the rows of the page where the budget runs out are not."""
+        rows: list[tuple[Any, ...]] = self.store.history_rows(
+            self.session_id, below=upper, limit=size
+        )
+        self.pages_read += 1
+        self.rows_read += len(rows)
+        return rows
+
+    def unit(self, row: Sequence[Any]) -> HistoryUnit:
+        return _unit_from_row(row, self.counter)
 
     def newer(self, lower: int) -> list[HistoryUnit]:
         """Every unit above seq ``lower``, oldest first (what was added since)."""
@@ -171,16 +204,17 @@ def _walk_older(
     summarised ranges without reading them. Stops at the start of the session."""
     size = FIRST_PAGE
     while True:
-        units = reader.older(upper, size)
+        rows = reader.older(upper, size)
         jumped = False
-        for unit in units:
-            first = _covered(unit.seq, skip)
+        for row in rows:
+            seq = row[0]
+            first = _covered(seq, skip)
             if first is not None:
                 upper, jumped = first, True
                 break
-            yield unit
-            upper = unit.seq
-        if not jumped and len(units) < size:
+            yield reader.unit(row)
+            upper = seq
+        if not jumped and len(rows) < size:
             return
         size = min(size * 2, MAX_PAGE)
 

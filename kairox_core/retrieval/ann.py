@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 ANN_MIN = 2048  # smaller spaces are scanned exactly (vec0): the results stay exact
 DELTA_MAX = 1024  # vectors searched exactly beside the graph before a merge
 MEMO_MAX = 4096  # vectors this process wrote, kept for the next catch-up
+POINT_READS = 64  # a catch-up reading at most this many vectors reads them by rowid
 RETRY_AFTER = 60.0  # seconds before a failed build is tried again
 CONNECTIVITY = 32
 EXPANSION_ADD = 128
@@ -223,6 +224,15 @@ class AnnSpace:
                 added.append(int(chunk))
             else:
                 _put(vectors, int(chunk), blob)
+        if len(added) <= POINT_READS:
+            # vec0 scans the whole space for ``rowid IN (...)`` (1.5-7 ms at 10k vectors)
+            # but reads one row for ``rowid = ?`` (~15 us): a few are read one by one
+            sql = f"SELECT rowid, embedding FROM {self.table} WHERE rowid = ?"
+            for chunk in added:
+                row = self.conn.execute(sql, (chunk,)).fetchone()
+                if row is not None:
+                    _put(vectors, int(row[0]), bytes(row[1]))
+            added = []
         for start in range(0, len(added), 500):
             part = added[start : start + 500]
             for rowid, blob in self.conn.execute(

@@ -345,7 +345,10 @@ class EventStore(DatabaseStore):
             sql += " LIMIT ?"
             params.append(limit)
         with self.db.lock:
-            return [tuple(r) for r in self.db.conn.execute(sql, params).fetchall()]
+            cursor = self.db.conn.cursor()
+            cursor.row_factory = None  # plain tuples: no ``Row`` per row to convert back
+            rows: list[tuple[Any, ...]] = cursor.execute(sql, params).fetchall()
+            return rows
 
     def conversation_seqs(self, session_id: str, below: int | None, limit: int) -> list[int]:
         """Seqs of conversation events below ``below`` (None: all), newest first, at
