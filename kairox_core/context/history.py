@@ -122,16 +122,6 @@ def _unit_from_row(row: Any, pc: ProfileCounter) -> HistoryUnit:
         messages = tool_messages(call_id, tool, args, result)
     if tokens is None or scheme != pc.key:
         tokens = sum(pc.message(m) for m in messages)
-    if _PLAIN_UNIT:  # a cold turn builds ~1,000 units: skip the frozen __init__'s setattrs
-        unit = _new_unit(HistoryUnit)
-        unit.__dict__.update(
-            seq=seq,
-            turn_id=turn_id or "",
-            kind=_KINDS[type_name],
-            messages=messages,
-            tokens=int(tokens),
-        )
-        return unit
     return HistoryUnit(
         seq=seq,
         turn_id=turn_id or "",
@@ -139,19 +129,6 @@ def _unit_from_row(row: Any, pc: ProfileCounter) -> HistoryUnit:
         messages=messages,
         tokens=int(tokens),
     )
-
-
-# ``HistoryUnit`` is a frozen dataclass whose ``__init__`` only sets its fields (each
-# through ``object.__setattr__``, 0.7 us a unit, most of a row's decoding): while it has
-# an instance dict and no ``__post_init__``, filling the dict directly makes the same
-# object. tests/test_context_history.py compares the two.
-_new_unit = object.__new__
-_PLAIN_UNIT = (
-    not hasattr(HistoryUnit, "__slots__")
-    and not hasattr(HistoryUnit, "__post_init__")
-    and [f.name for f in dataclasses.fields(HistoryUnit)]
-    == ["seq", "turn_id", "kind", "messages", "tokens"]
-)
 
 
 class _Reader:

@@ -339,15 +339,16 @@ class WorkspaceRagIndex:
         with self._lock:
             return ann.space_for(self.conn, self._lock, self.workspace_id, self._dimension)
 
-    def build_ann(self) -> bool:
+    def build_ann(self, threads: int = 0) -> bool:
         """Build (or merge) the space's ANN graph now, in this thread: after a bulk
         load, so the next search finds it on disk. False when the space is small or
-        usearch is missing (searches then scan exactly)."""
+        usearch is missing (searches then scan exactly). ``threads``: insertion threads
+        (0: every core; 1 builds the same graph every time, as tests need)."""
         space = self.ann_space()
         if space is None or not self._has_vec_table(self._vec_table):
             return False
         space.wait()
-        return space.build(threads=0)
+        return space.build(threads=threads)
 
     def as_retriever(self, name: str = SOURCE, mode: str = "hybrid") -> WorkspaceIndexRetriever:
         return WorkspaceIndexRetriever(self, name=name, mode=mode)
