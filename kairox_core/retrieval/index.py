@@ -209,6 +209,24 @@ def doc_type_for(path: Path) -> str:
     return "text"
 
 
+def file_document(
+    path: Path, st: os.stat_result, doc_id: str, metadata: Mapping[str, Any] | None
+) -> DocumentInput:
+    """A text file as a document (origin ``file``, its mtime and size kept so the next
+    ``add_file`` of an unchanged file costs a stat): any index's ``add_file``."""
+    return DocumentInput(
+        doc_id,
+        path.read_bytes().decode("utf-8", errors="replace"),
+        doc_type_for(path),
+        str(path),
+        path.name,
+        dict(metadata or {}),
+        "file",
+        st.st_mtime,
+        st.st_size,
+    )
+
+
 def pack_vector(vector: Sequence[float]) -> bytes:
     return struct.pack(f"{len(vector)}f", *vector)
 
@@ -480,19 +498,7 @@ class WorkspaceRagIndex:
             ).fetchone()
         if row is not None and row[0] == st.st_mtime and row[1] == st.st_size:
             return "unchanged"
-        text = p.read_bytes().decode("utf-8", errors="replace")
-        doc = DocumentInput(
-            key,
-            text,
-            doc_type_for(p),
-            str(p),
-            p.name,
-            dict(metadata or {}),
-            "file",
-            st.st_mtime,
-            st.st_size,
-        )
-        return self.add_documents([doc])[0]
+        return self.add_documents([file_document(p, st, key, metadata)])[0]
 
     def add_documents(
         self,

@@ -44,7 +44,7 @@ from kairox_core.retrieval.index import (
     DocumentInput,
     IndexBackendMismatch,
     WorkspaceIndexRetriever,
-    doc_type_for,
+    file_document,
 )
 from kairox_core.retrieval.index_common import (
     SOURCE,
@@ -262,19 +262,7 @@ class PgWorkspaceIndex:
         )
         if rows and rows[0]["mtime"] == st.st_mtime and rows[0]["size"] == st.st_size:
             return "unchanged"
-        text = p.read_bytes().decode("utf-8", errors="replace")
-        doc = DocumentInput(
-            key,
-            text,
-            doc_type_for(p),
-            str(p),
-            p.name,
-            dict(metadata or {}),
-            "file",
-            st.st_mtime,
-            st.st_size,
-        )
-        return self.add_documents([doc])[0]
+        return self.add_documents([file_document(p, st, key, metadata)])[0]
 
     def add_documents(
         self,
