@@ -17,7 +17,7 @@ from typing import Any
 
 from kairox_core.errors import KairoxUserError
 from kairox_core.longterm.chunks import Chunk
-from kairox_core.longterm.store import Activation, Embed, PackRow, StoredChunk
+from kairox_core.longterm.store import Activation, Embed, PackRow, StoredChunk, chunk_filters
 from kairox_core.store.database import Database
 from kairox_core.store.migrations import migrate
 
@@ -239,16 +239,9 @@ class SqliteLongTermStore:
         session_id: str | None = None,
         workspace_id: str | None = None,
     ) -> list[Chunk]:
-        where: list[str] = []
-        args: list[Any] = []
-        for column, value in (
-            ("scope", scope),
-            ("session_id", session_id),
-            ("workspace_id", workspace_id),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                args.append(value)
+        where, args = chunk_filters(
+            "?", scope=scope, session_id=session_id, workspace_id=workspace_id
+        )
         if owners is not None:
             where.append(f"owner IN ({','.join('?' * len(owners))})" if owners else "0")
             args.extend(owners)

@@ -155,4 +155,26 @@ class LongTermStore(Protocol):
         ...
 
 
-__all__ = ["Activation", "Embed", "LongTermStore", "PackRow", "StoredChunk"]
+def chunk_filters(
+    placeholder: str,
+    *,
+    scope: str | None,
+    session_id: str | None,
+    workspace_id: str | None,
+) -> tuple[list[str], list[Any]]:
+    """``list_chunks``' equality filters as SQL terms and their arguments, for any
+    dialect (``placeholder``: ``?`` or ``%s``); each store adds its own owners term."""
+    where: list[str] = []
+    args: list[Any] = []
+    for column, value in (
+        ("scope", scope),
+        ("session_id", session_id),
+        ("workspace_id", workspace_id),
+    ):
+        if value is not None:
+            where.append(f"{column} = {placeholder}")
+            args.append(value)
+    return where, args
+
+
+__all__ = ["Activation", "Embed", "LongTermStore", "PackRow", "StoredChunk", "chunk_filters"]

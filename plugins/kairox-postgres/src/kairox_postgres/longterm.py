@@ -21,7 +21,7 @@ import psycopg
 
 from kairox_core.errors import KairoxUserError
 from kairox_core.longterm.chunks import Chunk
-from kairox_core.longterm.store import Activation, Embed, PackRow, StoredChunk
+from kairox_core.longterm.store import Activation, Embed, PackRow, StoredChunk, chunk_filters
 from kairox_postgres.db import PgDatabase
 
 _SPACE_LOCK = 0x6B78_4C74  # "kxLt": the advisory lock key for a change of vector space
@@ -188,16 +188,9 @@ class PgLongTermStore:
         session_id: str | None = None,
         workspace_id: str | None = None,
     ) -> list[Chunk]:
-        where: list[str] = []
-        args: list[Any] = []
-        for column, value in (
-            ("scope", scope),
-            ("session_id", session_id),
-            ("workspace_id", workspace_id),
-        ):
-            if value is not None:
-                where.append(f"{column} = %s")
-                args.append(value)
+        where, args = chunk_filters(
+            "%s", scope=scope, session_id=session_id, workspace_id=workspace_id
+        )
         if owners is not None:
             where.append("owner = ANY(%s)")
             args.append(list(owners))
