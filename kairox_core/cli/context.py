@@ -66,16 +66,11 @@ class CliContext:
         target = self.database
         return isinstance(target, str) or target.exists()
 
-    def sqlite_database(self, command: str) -> Path:
-        """The database file for a command that works on SQLite only (for now)."""
+    @property
+    def database_is_url(self) -> bool:
+        """Whether the database is a storage URL (opened by its plugin), not a file."""
         target = self.database
-        if isinstance(target, str) or is_database_url(target):
-            from kairox_core.errors import KairoxUserError
-
-            raise KairoxUserError(
-                f"`kairox {command}` works on a SQLite database only, not {target}"
-            )
-        return target
+        return isinstance(target, str) or is_database_url(target)
 
 
 def _get_cli(ctx: click.Context) -> CliContext:

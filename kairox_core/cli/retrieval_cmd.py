@@ -143,12 +143,6 @@ class _FileIndex(Protocol):
     def close(self) -> None: ...
 
 
-def _is_url(database: Path | str) -> bool:
-    from kairox_core.config import is_database_url
-
-    return isinstance(database, str) or is_database_url(database)
-
-
 def run_index(
     cli_ctx: CliContext, paths: Sequence[str], workspace: str | None, rebuild: bool
 ) -> tuple[IndexReport, int]:
@@ -162,7 +156,7 @@ def run_index(
     database = cli_ctx.database
     storage = None
     index: _FileIndex
-    if _is_url(database):  # a storage URL: its backend's own index of the space
+    if cli_ctx.database_is_url:  # a storage URL: its backend's own index of the space
         from kairox_core.facade import open_storage
 
         storage = open_storage(database)
@@ -290,7 +284,7 @@ def search_command(
     database: Any = cli_ctx.database
     storage = None
     opened = time.perf_counter()
-    if config.retrieval.workspace_index and _is_url(database):
+    if config.retrieval.workspace_index and cli_ctx.database_is_url:
         from kairox_core.facade import open_storage
 
         storage = database = open_storage(database)  # its backend's own index
