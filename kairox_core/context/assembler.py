@@ -29,7 +29,7 @@ from kairox_core.context.counting import (
 )
 from kairox_core.context.errors import ContextBudgetExceeded
 from kairox_core.context.longterm import LongTermContext, LongTermRecall
-from kairox_core.context.recalled import HEADER, TurnPack, turn_seq
+from kairox_core.context.recalled import HEADER, TurnPack, settle_deferred, turn_seq
 from kairox_core.context.rendering import (
     RECALL_SOURCE,
     block_close,
@@ -333,6 +333,7 @@ class ContextAssembler:
             # History gets at least what retrieval leaves at its cap: the turns that fit
             # there are in the context anyway, so they are not recalled a second time.
             held = {u.seq for u in _newest_that_fit(history_units.replay(), remaining - limit)}
+            recalled = settle_deferred(recalled, held)  # a search that skipped held turns
             turns = [h for h in recalled if turn_seq(h) not in held]
             if len(turns) < len(recalled):
                 ret_layer.notes.append(

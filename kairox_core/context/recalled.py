@@ -11,6 +11,7 @@ The seqs are in the trace (one entry per turn).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from kairox_core.context.counting import ProfileCounter
@@ -25,6 +26,49 @@ HEADER = "recalled turns of this conversation"
 def turn_seq(hit: RetrievalHit) -> int | None:
     seq = hit.metadata.get("seq")
     return seq if isinstance(seq, int) else None
+
+
+@dataclass(frozen=True)
+class DeferredTurns(RetrievalHit):
+    """Not a turn: the mark of a search that skipped the session's newest turns, not
+    indexed yet (``unindexed``: their seqs), because the history surely holds them
+    (the finished turn, searched by the next one right away). The assembler settles it
+    (``settle_deferred``) once it knows which turns its history holds: all of them
+    held, the mark goes and the hits stand; else ``exact()`` (index first, search
+    again) replaces the hits that came with the mark (``hits``)."""
+
+    unindexed: tuple[int, ...] = ()
+    hits: tuple[RetrievalHit, ...] = ()
+    exact: Callable[[], Sequence[RetrievalHit]] | None = None
+
+
+def deferred_mark(
+    hits: Sequence[RetrievalHit],
+    unindexed: Sequence[int],
+    exact: Callable[[], Sequence[RetrievalHit]],
+) -> DeferredTurns:
+    """The mark that goes with ``hits`` (found without the ``unindexed`` turns)."""
+    return DeferredTurns(
+        "", 0.0, SOURCE, "deferred", unindexed=tuple(unindexed), hits=tuple(hits), exact=exact
+    )
+
+
+def settle_deferred(recalled: Sequence[RetrievalHit], held: Collection[int]) -> list[RetrievalHit]:
+    """``recalled`` without its marks; the hits of a mark whose unindexed turns are not
+    all in ``held`` (seqs of the history units surely in the context) are replaced by
+    that search done after indexing them. Without marks, ``recalled`` as it is."""
+    marks = [h for h in recalled if isinstance(h, DeferredTurns)]
+    if not marks:
+        return list(recalled)
+    out = [h for h in recalled if not isinstance(h, DeferredTurns)]
+    for mark in marks:
+        if mark.exact is None or all(s in held for s in mark.unindexed):
+            continue
+        gone = {id(h) for h in mark.hits}
+        at = next((i for i, h in enumerate(out) if id(h) in gone), len(out))
+        out = [h for h in out if id(h) not in gone]
+        out[at:at] = list(mark.exact())
+    return out
 
 
 def turn_line(hit: RetrievalHit) -> str:
@@ -100,4 +144,15 @@ class TurnPack:
         return render_turns(self.turns)
 
 
-__all__ = ["DOC_TYPE", "HEADER", "SOURCE", "TurnPack", "render_turns", "turn_line", "turn_seq"]
+__all__ = [
+    "DOC_TYPE",
+    "HEADER",
+    "SOURCE",
+    "DeferredTurns",
+    "TurnPack",
+    "deferred_mark",
+    "render_turns",
+    "settle_deferred",
+    "turn_line",
+    "turn_seq",
+]
