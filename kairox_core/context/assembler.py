@@ -542,7 +542,7 @@ class ContextAssembler:
     def _block_cost(self, name: str, cands: Sequence[_Candidate]) -> int:
         pc = self.counter
         raw = pc.raw_count(block_open(name)) + pc.raw_count(block_close(name))
-        raw += sum(pc.raw_count(c.unit) for c in cands)
+        raw += sum(_unit_count(pc, c) for c in cands)
         return pc.block_message("system", raw)
 
     def _fill(
@@ -634,6 +634,14 @@ def _contributed_block(c: Contribution) -> dict[str, Any]:
     name = header_field(c.label or c.engine)
     body = neutralise(c.text.strip())
     return {"role": "system", "content": f"<kairox:{name}>\n{body}\n</kairox:{name}>"}
+
+
+def _unit_count(pc: ProfileCounter, cand: _Candidate) -> int:
+    """A unit's raw tokens; the recalled turns' item (new text each turn, mostly the
+    same lines) line by line, each line's count cached (``raw_count_lines``)."""
+    if cand.source == RECALL_SOURCE and cand.id == "recalled turns":
+        return pc.raw_count_lines(cand.unit)
+    return pc.raw_count(cand.unit)
 
 
 def _recall_candidate(pack: TurnPack) -> _Candidate:

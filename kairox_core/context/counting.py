@@ -9,6 +9,7 @@ and a unit is counted once (and cached), not the whole block every turn.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -29,6 +30,10 @@ __all__ = [
 ]
 
 _lock = threading.Lock()
+# A newline followed by an ASCII letter or digit: no pre-token of tiktoken's (cl100k,
+# o200k) runs across it (a newline run, or punctuation and its newlines, stops
+# before a letter or digit, and a word's optional leading char is never a newline).
+_LINE_START = re.compile(r"(?<=\n)(?=[A-Za-z0-9])")
 _counters: dict[tuple[str, float], ProfileCounter] = {}
 
 
@@ -55,6 +60,15 @@ class ProfileCounter:
 
     def raw_count(self, text: str) -> int:
         return self.raw.count(text)
+
+    def raw_count_lines(self, text: str) -> int:
+        """``raw_count(text)``, as the sum of its lines' counts (split where a line
+        starts with an ASCII letter or digit: tiktoken's pre-tokeniser splits there
+        too, so the sum is exact). Each line is cached: a block rebuilt every turn
+        from mostly the same lines (the recalled turns) is not encoded whole again."""
+        if len(text) < 512:
+            return self.raw.count(text)
+        return sum(self.raw.count(part) for part in _LINE_START.split(text))
 
     def message(self, message: Mapping[str, Any]) -> int:
         """Tokens one message costs, framing included (``TokenCounter.message_tokens``)."""
