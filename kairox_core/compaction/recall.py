@@ -35,7 +35,6 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kairox_core.compaction.base import history_items
@@ -172,7 +171,7 @@ class Recall(Engine):
         await asyncio.wait({wake}, timeout=BACKGROUND_DELAY)
         if getattr(self.kx, "_closed", False):  # closed from another loop meanwhile: the
             return 0  # next search (any process) indexes the turn
-        if not wake.done() and self._latest.get(session.id, seq) > seq:
+        if self._latest.get(session.id, seq) > seq:
             return 0  # a later turn followed within the delay: its own task indexes both
         low, last = self._indexed.get(session.id, (1, 0))
         if low == 0 and last >= seq:  # a search since has indexed it all, the turn included
@@ -405,7 +404,10 @@ class Recall(Engine):
             if before_seq is None or seq < before_seq:
                 # a turn indexed before redaction (no "redacted" mark) is redacted now
                 text = hit.text if hit.metadata.get("redacted") is True else _redacted(hit.text)
-                hits.append(replace(hit, source=SOURCE, text=text))
+                # built directly: ``dataclasses.replace`` cost ~8 us a hit, 32 every turn
+                hits.append(
+                    RetrievalHit(text, hit.score, SOURCE, hit.doc_id, hit.metadata, hit.chunk_id)
+                )
         hits = arrange_recalled(self.kx, session, hits, before_seq, turn_document)
         return rerank_for_profile(cfg, session.profile, prompt, hits)
 

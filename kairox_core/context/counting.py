@@ -51,6 +51,7 @@ class ProfileCounter:
         self.margin = margin
         self.key = f"{encoding}+{margin:g}"
         self._permille = round((1 + margin) * 1000)
+        self._last_lines: tuple[str, int] | None = None
 
     def scale(self, n: int) -> int:
         """Apply the margin as ``TokenCounter`` does (ceil, integer-exact)."""
@@ -68,7 +69,12 @@ class ProfileCounter:
         from mostly the same lines (the recalled turns) is not encoded whole again."""
         if len(text) < 512:
             return self.raw.count(text)
-        return sum(self.raw.count(part) for part in _LINE_START.split(text))
+        last = self._last_lines  # one turn counts its block several times (fit, emit)
+        if last is not None and last[0] is text:
+            return last[1]
+        n = sum(self.raw.count(part) for part in _LINE_START.split(text))
+        self._last_lines = (text, n)
+        return n
 
     def message(self, message: Mapping[str, Any]) -> int:
         """Tokens one message costs, framing included (``TokenCounter.message_tokens``)."""

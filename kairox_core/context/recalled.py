@@ -11,6 +11,7 @@ The seqs are in the trace (one entry per turn).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -96,6 +97,9 @@ class TurnPack:
     turns: list[RetrievalHit] = field(default_factory=list)
     costs: list[int] = field(default_factory=list)
     days: dict[str, int] = field(default_factory=dict)  # day -> turns chosen on it
+    _unit: tuple[tuple[RetrievalHit, ...], str] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def estimate(self) -> int:
@@ -105,7 +109,7 @@ class TurnPack:
         """Raw tokens ``hit`` would add: its line, a date line for a new day, and the
         item's header for the first turn."""
         pc = self.counter
-        n = pc.raw_count(neutralise(turn_line(hit)) + "\n")
+        n = pc.raw_count(_neutral_line(turn_line(hit)))
         if str(hit.metadata.get("date")) not in self.days:
             n += pc.raw_count(f"{hit.metadata.get('date')}:\n")
         if not self.turns:
@@ -141,7 +145,23 @@ class TurnPack:
         return dropped
 
     def unit(self) -> str:
-        return render_turns(self.turns)
+        """The item's text, rendered once per set of turns (the assembler asks for it
+        to count, to check and to emit)."""
+        memo = self._unit
+        if (
+            memo is None
+            or len(memo[0]) != len(self.turns)
+            or any(a is not b for a, b in zip(memo[0], self.turns, strict=True))
+        ):
+            memo = self._unit = (tuple(self.turns), render_turns(self.turns))
+        return memo[1]
+
+
+@functools.lru_cache(maxsize=8192)
+def _neutral_line(line: str) -> str:
+    """A turn's line as counted, remembered: the same turns come back turn after turn,
+    and ``neutralise`` (regexes) cost more than the cached count."""
+    return neutralise(line) + "\n"
 
 
 __all__ = [

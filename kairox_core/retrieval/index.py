@@ -113,6 +113,10 @@ MIGRATIONS = [
     "ALTER TABLE rag_chunks ADD COLUMN context TEXT NOT NULL DEFAULT '';",
     # 4: every vector write logged, so an ANN graph (retrieval/ann.py) catches up from it
     ann.LOG_SCHEMA,
+    # 5: a chunk's document and space from a small covering index: the ANN's ~100 results
+    # and the keyword ranking's rows are mapped to their documents by id every search
+    # (from the table itself each lookup read a page of chunk text: ~3x slower)
+    "CREATE INDEX rag_chunks_owner ON rag_chunks(id, document_id, workspace_id);",
 ]
 
 _CODE_EXT = {
@@ -912,7 +916,8 @@ class WorkspaceRagIndex:
             docs = (
                 dict(
                     self.conn.execute(
-                        "SELECT id, document_id FROM rag_chunks WHERE id IN "
+                        "SELECT id, document_id FROM rag_chunks INDEXED BY rag_chunks_owner "
+                        "WHERE id IN "
                         f"({','.join('?' * len(ids))})",
                         ids,
                     )
@@ -984,9 +989,9 @@ class WorkspaceRagIndex:
         ids = [cid for cid, _ in near]
         docs = {
             r[0]: r[1]
-            for r in self.conn.execute(  # by primary key (no index on the workspace here)
-                f"SELECT id, document_id, workspace_id FROM rag_chunks WHERE id IN "
-                f"({','.join('?' * len(ids))})",
+            for r in self.conn.execute(  # by id, from the covering index (migration 5)
+                "SELECT id, document_id, workspace_id FROM rag_chunks "
+                f"INDEXED BY rag_chunks_owner WHERE id IN ({','.join('?' * len(ids))})",
                 ids,
             )
             if r[2] == self.workspace_id
