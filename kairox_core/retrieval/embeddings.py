@@ -54,6 +54,7 @@ class HashingEmbedding:
         self._cache_size = cache_size
         # word -> its sparse contribution (unigram + its character n-grams)
         self._word_cache: dict[str, _Sparse] = {}
+        self._pair_cache: dict[tuple[str, str], int] = {}
 
     def _feature(self, key: str) -> tuple[int, float]:
         h = zlib.crc32(key.encode("utf-8"))
@@ -87,6 +88,16 @@ class HashingEmbedding:
         self._word_cache[word] = features
         return features
 
+    def _pair_feature(self, pair: tuple[str, str]) -> int:
+        """A bigram's feature as one int, ``±(index + 1)`` (the sign is the feature's);
+        cached like words: each turn is embedded again as the next one's context."""
+        idx, sign = self._feature("b:" + " ".join(pair))
+        signed = idx + 1 if sign > 0 else -(idx + 1)
+        if len(self._pair_cache) >= self._cache_size:
+            self._pair_cache.clear()
+        self._pair_cache[pair] = signed
+        return signed
+
     def _embed_many(self, texts: Sequence[str]) -> list[list[float]]:
         """One ``bincount`` for the whole batch: row ``r``'s features go to bins
         ``r * dimension + index``, added in the order the per-text loop used to add
@@ -107,17 +118,14 @@ class HashingEmbedding:
             idx_parts.append(np.concatenate([f[0] for f in feats]) + base)
             val_parts.append(np.concatenate([f[1] for f in feats]) * np.repeat(tf, sizes))
             if self.bigram_weight and len(words) > 1:
-                bw = self.bigram_weight
-                feature = self._feature
                 pairs = Counter(itertools.pairwise(words))
-                bidx: list[int] = []
-                bval: list[float] = []
-                for pair, count in pairs.items():
-                    i, sign = feature("b:" + " ".join(pair))
-                    bidx.append(base + i)
-                    bval.append(sign * bw * math.sqrt(count))
-                idx_parts.append(np.array(bidx, dtype=np.intp))
-                val_parts.append(np.array(bval, dtype=np.float64))
+                known = self._pair_cache
+                signed = [known.get(p) or self._pair_feature(p) for p in pairs]
+                bidx = np.fromiter(signed, dtype=np.intp, count=len(signed))
+                sign = np.where(bidx > 0, 1.0, -1.0)
+                pf = np.sqrt(np.fromiter(pairs.values(), dtype=np.float64, count=len(pairs)))
+                idx_parts.append(np.abs(bidx) - 1 + base)
+                val_parts.append(sign * self.bigram_weight * pf)
         n = len(texts)
         if not idx_parts:
             return [[0.0] * dim for _ in range(n)]
