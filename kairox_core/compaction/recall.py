@@ -20,7 +20,15 @@ one it saw, whichever process wrote them, and at most
 ``BACKLOG_STEP`` older ones, newest first, that were written before recall was on (a
 long session's first search would otherwise embed thousands of turns at once).
 The event store records the indexed stretch (``indexed_stretch``); a doc id per seq
-makes a repeat a no-op. ``turns`` then returns the best turns for the new prompt, one
+makes a repeat a no-op. A turn's own search (``defer``) skips the catch-up when the
+only turns missing are the newest ``DEFER_MAX`` or fewer, which the history almost
+always holds (the last turn, searched by the next one at once in an agent's loop): it
+marks the search, and the assembler, once it knows which turns its history holds, has
+it done again, indexed first, if one of them is not held (context/recalled.py). What
+differs from catching up first: an unindexed turn the history holds takes no slot of
+``recall_k`` (the next-best turn, outside the history, gets it), and its words do not
+count in the keyword statistics (bm25's document frequencies) of that search.
+``turns`` then returns the best turns for the new prompt, one
 hit each (source ``recall``); as the built-in ``recall`` engine, ``before_assembly``
 contributes them (layer ``recalled``) and the assembler skips those its history holds
 verbatim and fits the rest, turn by turn, within the retrieval share
