@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from kairox_core.compaction import recall as recall_module
 from kairox_core.compaction.recall import DEFER_MAX, recall_of
 from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig, RetrievalSection
 from kairox_core.context.history import with_tokens
@@ -196,3 +199,36 @@ def test_settle_keeps_the_hits_when_the_history_holds_every_unindexed_turn() -> 
     empty = deferred_mark([], (4,), exact)
     assert settle_deferred([empty], {4}) == []
     assert settle_deferred([other, empty], set()) == [other, _hit(9)]
+
+
+async def test_background_indexing_runs_once_after_the_last_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Turns back to back: each one's search defers the one before, and of the
+    background tasks only the last turn's indexes (here woken by ``aclose``; the delay
+    is raised so that no task wakes by itself), so no indexing runs beside a turn."""
+    monkeypatch.setattr(recall_module, "BACKGROUND_DELAY", 60.0)
+    kx = Kairox.open(tmp_path / "kx.db", config())
+    try:
+        session = kx.session()
+        recall = recall_of(kx)
+        calls: list[int] = []
+        catch_up = recall.catch_up
+
+        def counted(s: Any) -> int:
+            calls.append(catch_up(s))
+            return calls[-1]
+
+        monkeypatch.setattr(recall, "catch_up", counted)
+        await session.run_turn("The spare key is under the blue flowerpot.", "Blue pot.")
+        recall._catch_up(session)  # the first turn's search had nothing indexed to defer to
+        calls.clear()
+        for i in range(3):
+            await session.run_turn(f"turn {i}: and the garden?", f"Tomatoes, turn {i}.")
+        assert calls == []  # every search deferred
+        await kx.aclose()  # wakes the four tasks: the last turn's indexes the three turns
+        assert calls == [6]
+    finally:
+        kx.close()
+    with Kairox.open(tmp_path / "kx.db", config()) as again:
+        assert chunks(again, again.session(session_id=session.id)) == 2 + 6
