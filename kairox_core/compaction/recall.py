@@ -59,6 +59,7 @@ from kairox_core.redaction import redact
 from kairox_core.retrieval.base import RetrievalHit
 from kairox_core.retrieval.index import DocumentInput, IndexBackendMismatch
 from kairox_core.retrieval.rerank import rerank_for_profile
+from kairox_core.retrieval.threads import run_blocking
 from kairox_core.store.event_store import CONVERSATION_TYPES
 
 if TYPE_CHECKING:
@@ -145,9 +146,14 @@ class Recall(Engine):
         self, session: Session, request: AssemblyRequest
     ) -> list[Contribution]:
         """The session's past turns that match the prompt, as one contribution. Indexing
-        and search (embedding, SQLite) run in a worker thread, off the event loop."""
-        hits = await asyncio.to_thread(
-            self.turns, session, request.prompt, before_seq=request.before_seq, defer=True
+        and search (embedding, SQLite) run in a worker thread, off the event loop: one of
+        the process's reused daemon threads (``run_blocking``), so the first turn of a new
+        loop does not start the loop's executor thread."""
+        hits = await run_blocking(
+            functools.partial(
+                self.turns, session, request.prompt, before_seq=request.before_seq, defer=True
+            ),
+            name="kairox-recall",
         )
         return [Contribution(self.name, "recalled", label="recalled turns", hits=tuple(hits))]
 
