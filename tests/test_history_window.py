@@ -1,0 +1,228 @@
+"""The session's history path (projection rows, cache, running sums, ``within``) gives
+the assembler exactly what a plain reference gives: units rebuilt from the stored
+events' JSON, filtered by hand, walked newest first until one does not fit."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kairox_core.config import ProfileConfig
+from kairox_core.context import CompactionState, ContextAssembler, counter_for_profile
+from kairox_core.context.history import CONVERSATION_TYPES, HistoryCache, with_tokens
+from kairox_core.context.sources import HistoryUnit, ListHistory
+from kairox_core.events import (
+    AssistantMessageCompleted,
+    CompactionSummary,
+    ModelTokenDelta,
+    ToolInvocationCompleted,
+    UserMessageAdded,
+)
+from kairox_core.retrieval.base import RetrievalHit
+from kairox_core.store.event_store import EventStore
+
+PROFILES = (
+    ProfileConfig(model="gpt-4o", context_window=3_000, reserve=200),
+    ProfileConfig(model="gpt-4o", context_window=1_200, reserve=100),
+    ProfileConfig(model="gpt-4", context_window=2_500, reserve=300),  # cl100k: recounted
+)
+WORDS = ("alpha", "beta", "gamma", "delta", "<kairox:x>", "[memory y]", "é", "日本", "42")
+
+texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=60).map(" ".join)
+attachment = st.one_of(
+    st.fixed_dictionaries({"kind": st.just("image"), "filename": st.sampled_from(["a.png", ""])}),
+    st.fixed_dictionaries({"kind": st.just("file"), "filename": st.just("n.txt"), "text": texts}),
+)
+turn = st.tuples(
+    texts,  # user text
+    st.lists(attachment, max_size=2),
+    st.lists(st.tuples(texts, texts), max_size=2),  # tool calls: (arguments, result)
+    st.one_of(st.none(), texts),  # the reply (None: the turn was aborted)
+)
+step = st.tuples(
+    st.lists(turn, min_size=0, max_size=12),  # turns appended before this assembly
+    st.one_of(st.none(), st.tuples(st.floats(0, 1), st.floats(0, 1))),  # a compaction
+    st.integers(0, len(PROFILES) - 1),
+    st.booleans(),  # before_seq at the newest prompt
+    st.booleans(),  # recalled hits for some seqs
+    st.integers(0, 4_000),  # trim the cache to this many tokens afterwards
+)
+
+
+def append_turn(store: EventStore, n: int, spec: tuple[Any, ...], pc: Any) -> None:
+    text, atts, tools, reply = spec
+    t = f"t{n}"
+    events: list[Any] = [
+        with_tokens(
+            UserMessageAdded(session_id="s", turn_id=t, text=text, attachments=tuple(atts)), pc
+        ),
+        ModelTokenDelta(session_id="s", turn_id=t, delta="d"),
+    ]
+    for i, (args, result) in enumerate(tools):
+        events.append(
+            with_tokens(
+                ToolInvocationCompleted(
+                    session_id="s",
+                    turn_id=t,
+                    tool_call_id=f"c{n}.{i}",
+                    tool_name="look",
+                    arguments=args,
+                    result=result,
+                ),
+                pc,
+            )
+        )
+    if reply is not None:
+        events.append(
+            with_tokens(AssistantMessageCompleted(session_id="s", turn_id=t, text=reply), pc)
+        )
+    store.append_many(events)
+
+
+def reference_units(
+    store: EventStore, pc: Any, before: int | None, skip: list[tuple[int, int]]
+) -> list[HistoryUnit]:
+    """Newest first, straight from the events' JSON (no projection, no cache)."""
+    from kairox_core.context.history import unit_from_event
+
+    out = []
+    for event in reversed(store.read("s", types=CONVERSATION_TYPES)):
+        seq = event.seq or 0
+        if before is not None and seq >= before:
+            continue
+        if any(a <= seq <= b for a, b in skip):
+            continue
+        unit = unit_from_event(event, pc)
+        assert unit is not None
+        out.append(unit)
+    return out
+
+
+def plain_rule(units: list[HistoryUnit], room: int) -> list[HistoryUnit]:
+    """Newest first, stop at the first that does not fit, never open with an orphan."""
+    taken, used = [], 0
+    for unit in units:
+        if used + unit.tokens > room:
+            while taken and taken[-1].kind != "user":
+                taken.pop()
+            break
+        taken.append(unit)
+        used += unit.tokens
+    return taken
+
+
+def recalled_for(units: list[HistoryUnit]) -> list[RetrievalHit]:
+    hits = []
+    for unit in units[::3]:
+        meta = {"seq": unit.seq, "speaker": unit.kind, "date": "2026-12-01", "session_id": "s"}
+        hits.append(
+            RetrievalHit(
+                text=f"turn {unit.seq}",
+                score=1.0,
+                source="recall",
+                doc_id=f"t{unit.seq}",
+                metadata=meta,
+            )
+        )
+    return hits
+
+
+@settings(
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(st.lists(step, min_size=1, max_size=6))
+def test_cached_assembly_is_the_reference_assembly(tmp_path_factory: Any, steps: Any) -> None:
+    path: Path = tmp_path_factory.mktemp("window") / "k.db"
+    store = EventStore(path)
+    cache = HistoryCache(store, "s")
+    state = CompactionState()
+    writer = counter_for_profile(PROFILES[0])
+    n = 0
+    try:
+        for turns, compaction, profile_at, before_prompt, recall, keep in steps:
+            for spec in turns:
+                append_turn(store, n, spec, writer)
+                n += 1
+            last = store.last_seq("s")
+            if compaction is not None and last >= 2:
+                lo, hi = sorted(1 + int(f * (last - 1)) for f in compaction)
+                store.append(
+                    CompactionSummary(
+                        session_id="s",
+                        compaction_id=f"c{lo}.{hi}",
+                        summary="summary",
+                        first_seq=lo,
+                        last_seq=hi,
+                        strategy="t",
+                    )
+                )
+                state.apply(store.read("s", first_seq=state.watermark + 1))
+            profile = PROFILES[profile_at]
+            assembler = ContextAssembler(profile)
+            pc = assembler.counter
+            skip = state.covered_ranges()
+            before = None
+            if before_prompt:
+                users = store.read("s", types=["UserMessageAdded"])
+                before = users[-1].seq if users else None
+            ref = reference_units(store, pc, before, skip)
+            hits = recalled_for(ref) if recall else []
+            got = assembler.assemble(
+                "what now?",
+                history=cache.source(pc, before_seq=before, skip=skip),
+                recalled=hits,
+            )
+            expected = assembler.assemble(
+                "what now?", history=ListHistory(tuple(reversed(ref))), recalled=hits
+            )
+            assert got.messages == expected.messages
+            assert got.trace.as_dict() == expected.trace.as_dict()
+            room = got.trace.layer("history").limit
+            assert room is not None
+            chosen = list(reversed(plain_rule(ref, room)))
+            history = [dict(m) for u in chosen for m in u.messages]
+            start = len(got.messages) - 1 - len(history)
+            assert got.messages[start:-1] == history
+            # ``within`` at the edges: a room that the newest k units fill exactly, and one less
+            sums = list(itertools.accumulate(u.tokens for u in ref))
+            for k in {0, 1, len(sums) // 2, len(sums) - 1}:
+                for room in (sums[k] - 1, sums[k]) if 0 <= k < len(sums) else ():
+                    view = cache.source(pc, before_seq=before, skip=skip)
+                    fit = len([s for s in sums if s <= room])
+                    assert view.within(room) == (ref[:fit], ref[fit] if fit < len(ref) else None)
+            cache.trim(keep)
+    finally:
+        store.close()
+
+
+def test_a_long_session_reads_about_the_rows_its_window_needs(tmp_path: Path) -> None:
+    """Cold: the first page tells the tokens per unit, the next is sized to the rest."""
+    pc = counter_for_profile(PROFILES[0])
+    store = EventStore(tmp_path / "k.db")
+    store.append_many(
+        itertools.chain.from_iterable(
+            [
+                with_tokens(UserMessageAdded(session_id="s", turn_id=f"t{i}", text="q " * 30), pc),
+                with_tokens(
+                    AssistantMessageCompleted(session_id="s", turn_id=f"t{i}", text="a " * 30), pc
+                ),
+            ]
+            for i in range(5_000)
+        )
+    )
+    cache = HistoryCache(store, "s")
+    taken, over = cache.source(pc).within(20_000)
+    assert over is not None and sum(u.tokens for u in taken) <= 20_000
+    assert sum(u.tokens for u in taken) + over.tokens > 20_000
+    assert cache.reader is not None
+    assert cache.reader.pages_read <= 3 and cache.reader.rows_read < 1.25 * len(taken) + 64
+    # warm: nothing new, nothing read
+    again, _ = cache.source(pc).within(20_000)
+    assert again == taken and cache.reader.rows_read == 0
+    store.close()
