@@ -131,6 +131,29 @@ def _unit_from_row(row: Sequence[Any], pc: ProfileCounter) -> HistoryUnit:
     return HistoryUnit(seq, turn_id or "", HISTORY_KINDS[kind], messages, int(tokens))
 
 
+_ROLES = ("user", "assistant")
+_new_unit = tuple.__new__  # HistoryUnit's own __new__ is a Python frame per unit
+
+
+def _units_from_rows(rows: Sequence[Sequence[Any]], pc: ProfileCounter) -> list[HistoryUnit]:
+    """``_unit_from_row`` for each row, the common case (a plain user or assistant
+    message with its count stored) inline: a cold turn converts ~1,000 rows."""
+    out: list[HistoryUnit] = []
+    add = out.append
+    for row in rows:
+        seq, kind, turn_id, tokens, extra, text = row
+        if extra is None and tokens is not None and kind != 2:
+            message = {"role": _ROLES[kind], "content": text}
+            add(
+                _new_unit(
+                    HistoryUnit, (seq, turn_id or "", HISTORY_KINDS[kind], (message,), tokens)
+                )
+            )
+        else:
+            add(_unit_from_row(row, pc))
+    return out
+
+
 class _Reader:
     """Paged reads of a session's conversation events (``EventStore.history_rows``)."""
 
@@ -144,7 +167,7 @@ class _Reader:
     def _units(self, rows: Sequence[Any]) -> list[HistoryUnit]:
         self.pages_read += 1
         self.rows_read += len(rows)
-        return [_unit_from_row(r, self.counter) for r in rows]
+        return _units_from_rows(rows, self.counter)
 
     def older(self, upper: int | None, size: int) -> list[tuple[Any, ...]]:
         """Up to ``size`` rows below seq ``upper`` (None: the newest), newest first, not
@@ -341,7 +364,7 @@ class HistoryCache:
         skip, unit = self.skip, self.reader.unit
         jumped: int | None = None
         if not skip:
-            older = [unit(r) for r in rows]
+            older = _units_from_rows(rows, self.reader.counter)
         else:
             older = []
             for row in rows:
