@@ -69,12 +69,6 @@ DELTA_BATCH_CHARS = 4096
 DELTA_BATCH_COUNT = 256
 
 
-def _observed(task: asyncio.Future[Any]) -> None:
-    """Mark a task abandoned after another failed as seen (no "never retrieved" noise)."""
-    if not task.cancelled():
-        task.exception()
-
-
 class TurnInProgress(KairoxUserError):
     """A synchronous call found the session busy with an unfinished turn."""
 
@@ -205,21 +199,11 @@ class Session:
         (recalled past turns among them), also returned."""
         assembler = self.assembler(profile)
         report = None
-        # Retrieval and the engines' before-assembly work both wait on threads: they run
-        # side by side (retrieval reads only; engines are still called one after another).
-        retrieval = asyncio.ensure_future(self.retrieve(prompt, profile)) if hits is None else None
-        try:
-            if contributions is None:  # engines: before assembly
-                request = AssemblyRequest(prompt, profile or self.profile, before_seq)
-                contributions = await self._before_assembly(request)
-            if retrieval is not None:
-                hits, report = await retrieval
-        except BaseException:
-            if retrieval is not None:
-                retrieval.cancel()  # no-op once done
-                retrieval.add_done_callback(_observed)
-            raise
-        assert hits is not None
+        if hits is None:
+            hits, report = await self.retrieve(prompt, profile)
+        if contributions is None:  # engines: before assembly
+            request = AssemblyRequest(prompt, profile or self.profile, before_seq)
+            contributions = await self._before_assembly(request)
         state = self.refresh_compaction()
         history = self._history.source(
             assembler.counter, before_seq=before_seq, skip=state.covered_ranges()
