@@ -226,3 +226,69 @@ def test_a_long_session_reads_about_the_rows_its_window_needs(tmp_path: Path) ->
     again, _ = cache.source(pc).within(20_000)
     assert again == taken and cache.reader.rows_read == 0
     store.close()
+
+
+def test_migration_backfills_the_projection_of_an_older_database(tmp_path: Path) -> None:
+    """A database written before the projection (events schema 1) gets it filled on open:
+    history then reads what the events' JSON says."""
+    import json
+
+    from kairox_core.store import event_store
+    from kairox_core.store.connection import connect
+    from kairox_core.store.migrations import migrate
+
+    pc = counter_for_profile(PROFILES[0])
+    path = tmp_path / "old.db"
+    conn = connect(path)
+    migrate(conn, event_store.COMPONENT, event_store.MIGRATIONS[:1])
+    events = []
+    seq = 0
+    for n, spec in enumerate(
+        [
+            ("hi", ({"kind": "image", "filename": "a.png"},), (("{}", "res"),), "yes"),
+            ("again", (), (), None),
+        ]
+    ):
+        text, atts, tools, reply = spec
+        batch = [
+            with_tokens(
+                UserMessageAdded(session_id="s", turn_id=f"t{n}", text=text, attachments=atts), pc
+            )
+        ]
+        batch += [
+            with_tokens(
+                ToolInvocationCompleted(
+                    session_id="s",
+                    turn_id=f"t{n}",
+                    tool_call_id="c",
+                    tool_name="f",
+                    arguments=a,
+                    result=r,
+                ),
+                pc,
+            )
+            for a, r in tools
+        ]
+        if reply:
+            batch.append(
+                with_tokens(
+                    AssistantMessageCompleted(session_id="s", turn_id=f"t{n}", text=reply), pc
+                )
+            )
+        for event in batch:
+            seq += 1
+            event = event.with_seq(seq)
+            events.append(event)
+            conn.execute(
+                "INSERT INTO events (session_id, seq, type, version, created_at, data) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                ("s", seq, event.type, 1, event.created_at, json.dumps(event.to_dict())),
+            )
+    conn.close()
+    store = EventStore(path)
+    try:
+        cache = HistoryCache(store, "s")
+        assert list(cache.source(pc)) == reference_units(store, pc, None, [])
+        assert len(store.history_rows("s")) == len(events)
+    finally:
+        store.close()
