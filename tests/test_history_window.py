@@ -292,3 +292,29 @@ def test_migration_backfills_the_projection_of_an_older_database(tmp_path: Path)
         assert len(store.history_rows("s")) == len(events)
     finally:
         store.close()
+
+
+def test_history_tokens_is_the_walk_that_stops_past_the_limit(tmp_path: Path) -> None:
+    """The turn-end check's count (from the running sums) is what adding units newest
+    first until the total passes ``limit`` gives, for every limit around the edges."""
+    from kairox_core import Kairox
+    from kairox_core.config import KairoxConfig
+
+    cfg = KairoxConfig.model_validate({"compaction": {"enabled": False, "recall": False}})
+    with Kairox.open(tmp_path / "k.db", cfg) as kx:
+        s = kx.session(workspace="w")
+        for i in range(12):
+            s.run_turn_sync(f"question {i} " * (i % 4 + 1), f"answer {i} " * (i % 3 + 1))
+        s.pin_fact_sync("keep this")
+        counter = s.assembler().counter
+        units = list(s._history.source(counter))
+        base = s.history_tokens(limit=0) - units[0].tokens  # the pinned fact's share
+        edges = itertools.accumulate(u.tokens for u in units)
+        for limit in {0, base - 1, base, *(base + e + d for e in edges for d in (-1, 0, 1))}:
+            total = base
+            for unit in units:
+                total += unit.tokens
+                if total > limit:
+                    break
+            assert s.history_tokens(limit=limit) == total
+        assert s.history_tokens() == base + sum(u.tokens for u in units)
