@@ -318,3 +318,18 @@ def test_history_tokens_is_the_walk_that_stops_past_the_limit(tmp_path: Path) ->
                     break
             assert s.history_tokens(limit=limit) == total
         assert s.history_tokens() == base + sum(u.tokens for u in units)
+
+
+def test_a_range_no_longer_replaced_is_read_again(tmp_path: Path) -> None:
+    """Summaries only widen what they replace, but should one range stop being replaced
+    (a summary edited away by hand), the cache does not serve the gap it never kept."""
+    pc = counter_for_profile(PROFILES[0])
+    store = EventStore(tmp_path / "k.db")
+    for n in range(10):
+        append_turn(store, n, (f"q{n}", [], [], f"a{n}"), pc)
+    cache = HistoryCache(store, "s")
+    assert list(cache.source(pc, skip=[(5, 12)])) == reference_units(store, pc, None, [(5, 12)])
+    assert list(cache.source(pc, skip=[(3, 14)])) == reference_units(store, pc, None, [(3, 14)])
+    assert list(cache.source(pc, skip=[(3, 8)])) == reference_units(store, pc, None, [(3, 8)])
+    assert list(cache.source(pc)) == reference_units(store, pc, None, [])
+    store.close()

@@ -311,6 +311,10 @@ class HistoryCache:
         self._page = FIRST_PAGE
         ranges = sorted(skip, reverse=True)
         if ranges != self.skip:
+            if not all(
+                _covering(a, ranges) == _covering(b, ranges) is not None for a, b in self.skip
+            ):
+                self._reset()  # a range no longer replaced: its units were never kept
             self.skip = ranges
             if ranges and self.units:
                 self._replace([u for u in self.units if _covering(u.seq, ranges) is None])
