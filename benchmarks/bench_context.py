@@ -287,6 +287,8 @@ def time_turns(
         "stream_ms": round(med["stream"] * 1000, 3),
         "complete_ms": round(med["complete"] * 1000, 3),
         "first_turn_ms": round(first["total"] * 1000, 3),
+        "first_begin_ms": round(first["begin"] * 1000, 3),  # reporting: the cold turn's parts
+        "first_complete_ms": round(first["complete"] * 1000, 3),
         "history_messages_in_context": runs[-1]["history_messages"],
         "context_tokens": runs[-1]["context_tokens"],
         "turn_end_hooks": len(hooks),
@@ -317,6 +319,8 @@ def bench_size(n: int, turns: int, baseline_repeats: int, workdir: Path) -> dict
         "deltas_per_turn": len(reply_deltas(random.Random(0))),
         "recall_off_turn_ms": off["turn_ms"],
         "recall_off_first_turn_ms": off["first_turn_ms"],
+        "recall_off_first_begin_ms": off["first_begin_ms"],
+        "recall_off_first_complete_ms": off["first_complete_ms"],
     }
     if base is not None:
         secs = base["seconds"]

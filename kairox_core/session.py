@@ -161,11 +161,12 @@ class Session:
             counter.raw_count(item_unit(summary_header(s.seq, s.first_seq, s.last_seq), s.text))
             for s in state.summaries
         )
-        for unit in self._history.source(counter, skip=state.covered_ranges()):
-            total += unit.tokens
-            if limit is not None and total > limit:
-                break
-        return total
+        history = self._history.source(counter, skip=state.covered_ranges())
+        if limit is None:
+            return total + sum(unit.tokens for unit in history)
+        # what adding units newest first until past ``limit`` gives, from the running sums
+        taken, over = history.within(limit - total)
+        return total + sum(u.tokens for u in taken) + (over.tokens if over is not None else 0)
 
     async def retrieve(self, prompt: str, profile: str | None = None) -> tuple[list[Any], Any]:
         """Hits for ``prompt`` from the profile's composite retriever, and its report."""

@@ -325,14 +325,15 @@ class ContextAssembler:
             if c.layer == "recalled":
                 ret_layer.notes.extend(c.notes)
         limit = min(remaining, math.floor(self.retrieval_share * budget))
-        history_units = _Replay(
-            history.newest_first() if hasattr(history, "newest_first") else iter(history)
-        )
+        history_units = _History(history)
         turns: list[RetrievalHit] = []
         if recalled:
             # History gets at least what retrieval leaves at its cap: the turns that fit
             # there are in the context anyway, so they are not recalled a second time.
-            held = {u.seq for u in _newest_that_fit(history_units.replay(), remaining - limit)}
+            fit, over = history_units.take(remaining - limit)
+            if over is not None:
+                _drop_orphans(fit)
+            held = {u.seq for u in fit}
             recalled = settle_deferred(recalled, held)  # a search that skipped held turns
             turns = [h for h in recalled if turn_seq(h) not in held]
             if len(turns) < len(recalled):
@@ -348,27 +349,22 @@ class ContextAssembler:
         # --- history, newest first, whole units, stop at the first that does not fit ---
         hist_layer = trace.layer("history")
         hist_layer.limit = remaining
-        units: list[HistoryUnit] = []
-        used = 0
-        stopped = False
-        for unit in history_units.replay():
-            if used + unit.tokens > remaining:
-                stopped = True
-                hist_layer.dropped.append(
-                    TraceItem(
-                        f"seq {unit.seq}",
-                        unit.kind,
-                        unit.tokens,
-                        reason=f"budget full ({remaining - used} tokens left); "
-                        f"older history not included",
-                    )
+        units, over = history_units.take(remaining)
+        used = sum(u.tokens for u in units)
+        stopped = over is not None
+        if over is not None:
+            hist_layer.dropped.append(
+                TraceItem(
+                    f"seq {over.seq}",
+                    over.kind,
+                    over.tokens,
+                    reason=f"budget full ({remaining - used} tokens left); "
+                    f"older history not included",
                 )
-                hist_layer.notes.append(
-                    f"stopped at seq {unit.seq}: messages with a lower seq were not read"
-                )
-                break
-            units.append(unit)
-            used += unit.tokens
+            )
+            hist_layer.notes.append(
+                f"stopped at seq {over.seq}: messages with a lower seq were not read"
+            )
         if stopped:
             # Never open with an orphan: a reply (or tool call) whose user message is gone.
             while units and units[-1].kind != "user":
@@ -614,19 +610,40 @@ class _Replay:
             yield unit
 
 
-def _newest_that_fit(units: Iterator[HistoryUnit], room: int) -> list[HistoryUnit]:
-    """The units the history layer includes with ``room`` tokens (same rule: newest
-    first, stop at the first that does not fit, never open with an orphan)."""
-    taken: list[HistoryUnit] = []
-    used = 0
-    for unit in units:
-        if used + unit.tokens > room:
-            while taken and taken[-1].kind != "user":
-                taken.pop()
-            break
-        taken.append(unit)
-        used += unit.tokens
-    return taken
+class _History:
+    """What the assembler asks of history: ``take(room)``, the newest units that fit in
+    ``room`` tokens (stopping at the first that does not) and that first unit (None:
+    history ran out). A source with ``within`` (the session's cached history) answers
+    from its running sums; any other is walked once and replayed."""
+
+    def __init__(self, history: HistorySource | Iterable[HistoryUnit]) -> None:
+        self._within = getattr(history, "within", None)
+        self._replay: _Replay | None = None
+        if self._within is None:
+            self._replay = _Replay(
+                history.newest_first() if hasattr(history, "newest_first") else iter(history)
+            )
+
+    def take(self, room: int) -> tuple[list[HistoryUnit], HistoryUnit | None]:
+        if self._within is not None:
+            found: tuple[list[HistoryUnit], HistoryUnit | None] = self._within(room)
+            return found
+        assert self._replay is not None
+        taken: list[HistoryUnit] = []
+        used = 0
+        for unit in self._replay.replay():
+            if used + unit.tokens > room:
+                return taken, unit
+            taken.append(unit)
+            used += unit.tokens
+        return taken, None
+
+
+def _drop_orphans(units: list[HistoryUnit]) -> None:
+    """Never open with an orphan: drop the oldest units (the list is newest first) up
+    to the oldest user message kept."""
+    while units and units[-1].kind != "user":
+        units.pop()
 
 
 def _contributed_block(c: Contribution) -> dict[str, Any]:

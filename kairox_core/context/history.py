@@ -9,7 +9,9 @@ under another scheme (a profile switch to another encoding) is counted again.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import itertools
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -30,6 +32,7 @@ CONVERSATION_TYPES = ("AssistantMessageCompleted", "ToolInvocationCompleted", "U
 # 128k-token window takes a handful of queries.
 FIRST_PAGE = 64
 MAX_PAGE = 256
+MAX_BULK = 4096  # a page sized from a token estimate (a cold turn's window)
 
 
 def image_marker(filename: str) -> str:
@@ -64,6 +67,8 @@ def messages_for(type_name: str, payload: Mapping[str, Any]) -> tuple[dict[str, 
     raise ValueError(f"{type_name} is not a conversation event")
 
 
+# by a history row's ``kind`` (event_rows.HISTORY_KINDS)
+HISTORY_KINDS: tuple[HistoryKind, ...] = ("user", "assistant", "tool")
 _KINDS: dict[str, HistoryKind] = {
     "UserMessageAdded": "user",
     "AssistantMessageCompleted": "assistant",
@@ -108,27 +113,45 @@ def unit_from_event(event: Event, pc: ProfileCounter) -> HistoryUnit | None:
     return unit_from(event.seq, event.type, event.payload(), pc)
 
 
-def _unit_from_row(row: Any, pc: ProfileCounter) -> HistoryUnit:
-    """A unit from the columns SQLite extracted (cheaper than parsing whole events)."""
-    seq, type_name, turn_id, text, atts, call_id, tool, args, result, tokens, scheme = row
-    if type_name == "UserMessageAdded":
-        if atts and atts != "[]":
-            messages: tuple[dict[str, Any], ...] = (history_user_message(text, json.loads(atts)),)
+def _unit_from_row(row: Sequence[Any], pc: ProfileCounter) -> HistoryUnit:
+    """A unit from a history row (``event_rows.HISTORY_COLUMNS``: plain columns)."""
+    seq, kind, turn_id, tokens, extra, text = row
+    if kind == 0:
+        if extra:
+            messages: tuple[dict[str, Any], ...] = (history_user_message(text, json.loads(extra)),)
         else:  # what history_user_message(text) gives, without its calls (most rows)
             messages = ({"role": "user", "content": text},)
-    elif type_name == "AssistantMessageCompleted":
-        messages = (assistant_message(text),)
+    elif kind == 1:
+        messages = ({"role": "assistant", "content": text},)
     else:
-        messages = tool_messages(call_id, tool, args, result)
-    if tokens is None or scheme != pc.key:
+        call_id, tool, args = json.loads(extra)
+        messages = tool_messages(call_id, tool, args, text)
+    if tokens is None:  # not stored, or counted under another scheme
         tokens = sum(pc.message(m) for m in messages)
-    return HistoryUnit(
-        seq=seq,
-        turn_id=turn_id or "",
-        kind=_KINDS[type_name],
-        messages=messages,
-        tokens=int(tokens),
-    )
+    return HistoryUnit(seq, turn_id or "", HISTORY_KINDS[kind], messages, int(tokens))
+
+
+_ROLES = ("user", "assistant")
+_new_unit = tuple.__new__  # HistoryUnit's own __new__ is a Python frame per unit
+
+
+def _units_from_rows(rows: Sequence[Sequence[Any]], pc: ProfileCounter) -> list[HistoryUnit]:
+    """``_unit_from_row`` for each row, the common case (a plain user or assistant
+    message with its count stored) inline: a cold turn converts ~1,000 rows."""
+    out: list[HistoryUnit] = []
+    add = out.append
+    for row in rows:
+        seq, kind, turn_id, tokens, extra, text = row
+        if extra is None and tokens is not None and kind != 2:
+            message = {"role": _ROLES[kind], "content": text}
+            add(
+                _new_unit(
+                    HistoryUnit, (seq, turn_id or "", HISTORY_KINDS[kind], (message,), tokens)
+                )
+            )
+        else:
+            add(_unit_from_row(row, pc))
+    return out
 
 
 class _Reader:
@@ -144,13 +167,13 @@ class _Reader:
     def _units(self, rows: Sequence[Any]) -> list[HistoryUnit]:
         self.pages_read += 1
         self.rows_read += len(rows)
-        return [_unit_from_row(r, self.counter) for r in rows]
+        return _units_from_rows(rows, self.counter)
 
     def older(self, upper: int | None, size: int) -> list[tuple[Any, ...]]:
         """Up to ``size`` rows below seq ``upper`` (None: the newest), newest first, not
         decoded yet (``unit``): the rows of the page where the budget runs out are not."""
         rows: list[tuple[Any, ...]] = self.store.history_rows(
-            self.session_id, below=upper, limit=size
+            self.session_id, below=upper, limit=size, counter_key=self.counter.key
         )
         self.pages_read += 1
         self.rows_read += len(rows)
@@ -161,7 +184,8 @@ class _Reader:
 
     def newer(self, lower: int) -> list[HistoryUnit]:
         """Every unit above seq ``lower``, oldest first (what was added since)."""
-        return self._units(self.store.history_rows(self.session_id, above=lower))
+        rows = self.store.history_rows(self.session_id, above=lower, counter_key=self.counter.key)
+        return self._units(rows)
 
 
 def _covered(seq: int, skip: list[tuple[int, int]]) -> int | None:
@@ -228,6 +252,15 @@ class EventHistory:
         return _walk_older(self._reader, self.before_seq, list(self.skip))
 
 
+def _covering(seq: int, skip: Sequence[tuple[int, int]]) -> int | None:
+    """The first seq of the range in ``skip`` covering ``seq``, else None (no popping:
+    the cache checks seqs in any order)."""
+    for first, last in skip:
+        if first <= seq <= last:
+            return first
+    return None
+
+
 class HistoryCache:
     """The recent end of one session's history, kept between turns by its session.
 
@@ -235,17 +268,32 @@ class HistoryCache:
     (by any process) and, if the budget reaches further back than the cache, older
     reverse pages. Valid because events are append-only and summaries only ever widen
     what they replace. ``trim`` bounds it to about what a turn can include.
+
+    Units are kept oldest first with running token sums (``sums[i]``: the tokens of
+    ``units[:i]`` plus a base), so the newest units that fit a budget are found by
+    bisection, not by walking them: a warm turn's history costs next to nothing
+    whatever its length, and a cold one reads about the rows it needs (the page size
+    is estimated from the tokens per unit read so far).
     """
 
     def __init__(self, store: Any, session_id: str) -> None:
         self.store = store
         self.session_id = session_id
         self.counter_key: str | None = None
-        self.desc: list[HistoryUnit] = []  # newest first
+        self.units: list[HistoryUnit] = []  # oldest first, none covered by ``skip``
+        self.sums: list[int] = [0]
+        self.skip: list[tuple[int, int]] = []  # the ranges ``units`` were filtered with
         self.high = 0  # every unit up to here has been seen
         self.started = False  # False until the first read from the top
         self.at_start = False  # the cache reaches back to the session's first event
+        self.below: int | None = None  # where the next older read starts (None: the top)
         self.reader: _Reader | None = None
+        self._page = FIRST_PAGE  # the next page's size when no estimate is given
+
+    @property
+    def desc(self) -> list[HistoryUnit]:
+        """The cached units, newest first."""
+        return self.units[::-1]
 
     def source(
         self,
@@ -253,52 +301,146 @@ class HistoryCache:
         *,
         before_seq: int | None = None,
         skip: Sequence[tuple[int, int]] = (),
-    ) -> Iterator[HistoryUnit]:
-        """Newest first, like ``EventHistory.newest_first``, served from the cache."""
+    ) -> CachedHistory:
+        """Newest first, like ``EventHistory.newest_first``, served from the cache; reads
+        what was appended since the last call now, older pages when asked for."""
         if self.counter_key != counter.key:
-            self.desc, self.started, self.at_start, self.high = [], False, False, 0
+            self._reset()
             self.counter_key = counter.key
         self.reader = _Reader(self.store, self.session_id, counter)
+        self._page = FIRST_PAGE
+        ranges = sorted(skip, reverse=True)
+        if ranges != self.skip:
+            if not all(
+                _covering(a, ranges) == _covering(b, ranges) is not None for a, b in self.skip
+            ):
+                self._reset()  # a range no longer replaced: its units were never kept
+            self.skip = ranges
+            if ranges and self.units:
+                self._replace([u for u in self.units if _covering(u.seq, ranges) is None])
         if self.started:
             new = self.reader.newer(self.high)
             if new:
-                self.desc[:0] = reversed(new)
                 self.high = new[-1].seq
-        return self._iterate(before_seq, sorted(skip, reverse=True))
+                if ranges:
+                    new = [u for u in new if _covering(u.seq, ranges) is None]
+                total = self.sums[-1]
+                for unit in new:
+                    total += unit.tokens
+                    self.sums.append(total)
+                self.units.extend(new)
+        return CachedHistory(self, before_seq)
 
-    def _iterate(
-        self, before_seq: int | None, skip: list[tuple[int, int]]
-    ) -> Iterator[HistoryUnit]:
+    def _reset(self) -> None:
+        self.units, self.sums, self.skip = [], [0], []
+        self.started = self.at_start = False
+        self.high, self.below, self._page = 0, None, FIRST_PAGE
+
+    def _replace(self, units: list[HistoryUnit]) -> None:
+        self.units = units
+        self.sums = [0, *itertools.accumulate(u.tokens for u in units)]
+
+    def end(self, before_seq: int | None) -> int:
+        """How many cached units (oldest first) lie below ``before_seq``."""
+        n = len(self.units)
+        if before_seq is not None:
+            while n and self.units[n - 1].seq >= before_seq:
+                n -= 1
+        return n
+
+    def extend_older(self, want_tokens: int | None = None) -> int:
+        """Read one page of older units into the cache; how many were added (0: none
+        left, ``at_start`` is set). ``want_tokens``: about how many tokens are still
+        wanted, to size the page; None: pages grow from FIRST_PAGE to MAX_PAGE."""
         assert self.reader is not None
-        lowest: int | None = None
-        for unit in list(self.desc):
-            lowest = unit.seq
-            if before_seq is not None and unit.seq >= before_seq:
-                continue
-            if _covered(unit.seq, skip) is not None:
-                continue
-            yield unit
-        if self.at_start and self.started:
-            return
-        upper = lowest if self.started else before_seq
-        if not self.started and before_seq is None:
-            upper = None
-        fetched_from_top = not self.started
-        self.started = True
-        for unit in _walk_older(self.reader, upper, list(skip)):
-            self.desc.append(unit)
-            if fetched_from_top and unit.seq > self.high:
-                self.high = unit.seq
-            yield unit
+        if self.at_start:
+            return 0
+        if want_tokens is not None and self.units:
+            per_unit = max(1.0, (self.sums[-1] - self.sums[0]) / len(self.units))
+            size = max(FIRST_PAGE, min(MAX_BULK, int(want_tokens / per_unit * 1.1) + 8))
         else:
+            size = self._page
+            self._page = min(self._page * 2, MAX_PAGE)
+        rows = self.reader.older(self.below, size)
+        if not self.started:
+            self.started = True
+            self.high = rows[0][0] if rows else 0
+        skip, unit = self.skip, self.reader.unit
+        jumped: int | None = None
+        if not skip:
+            older = _units_from_rows(rows, self.reader.counter)
+        else:
+            older = []
+            for row in rows:
+                jumped = _covering(row[0], skip)
+                if jumped is not None:
+                    break
+                older.append(unit(row))
+        if older:
+            self.below = older[-1].seq
+        if jumped is not None:
+            self.below = jumped
+        elif len(rows) < size:
             self.at_start = True
+        if older:
+            older.reverse()
+            base = self.sums[0] - sum(u.tokens for u in older)
+            self.sums[:1] = itertools.accumulate((u.tokens for u in older), initial=base)
+            self.units[:0] = older
+        elif jumped is not None:
+            return self.extend_older(want_tokens)
+        return len(older)
 
     def trim(self, keep_tokens: int) -> None:
-        """Forget the oldest cached units beyond ``keep_tokens`` (re-read if needed)."""
-        total = 0
-        for i, unit in enumerate(self.desc):
-            total += unit.tokens
-            if total > keep_tokens:
-                del self.desc[i + 1 :]
-                self.at_start = False
+        """Forget the oldest cached units beyond ``keep_tokens`` (re-read if needed):
+        the newest units up to the first one past ``keep_tokens`` stay."""
+        total = self.sums[-1]
+        i = bisect.bisect_left(self.sums, total - keep_tokens) - 1
+        if i > 0:
+            del self.units[:i]
+            del self.sums[:i]
+            self.below = self.units[0].seq
+            self.at_start = False
+
+
+class CachedHistory:
+    """One turn's view of a ``HistoryCache``: newest first below ``before_seq``
+    (iterate it, or ``newest_first()``), and ``within(room)`` for the assembler."""
+
+    def __init__(self, cache: HistoryCache, before_seq: int | None) -> None:
+        self.cache = cache
+        self.before_seq = before_seq
+
+    def newest_first(self) -> Iterator[HistoryUnit]:
+        return iter(self)
+
+    def __iter__(self) -> Iterator[HistoryUnit]:
+        cache, before = self.cache, self.before_seq
+        bottom = cache.units[0].seq if cache.units else None
+        yield from reversed(cache.units[: cache.end(before)])
+        while (cache.units[0].seq if cache.units else None) == bottom:
+            if cache.at_start:
                 return
+            older = cache.units[: cache.extend_older()]
+            bottom = cache.units[0].seq if cache.units else None
+            yield from (u for u in reversed(older) if before is None or u.seq < before)
+        # The cache changed while this iteration was suspended (a trim, another view):
+        # the rest comes straight from the store.
+        assert cache.reader is not None
+        upper = bottom if bottom is not None else before
+        yield from _walk_older(cache.reader, upper, list(cache.skip))
+
+    def within(self, room: int) -> tuple[list[HistoryUnit], HistoryUnit | None]:
+        """The newest units whose tokens add up to at most ``room`` (newest first) and
+        the first unit that did not fit (None: the history ran out), as walking
+        ``newest_first()`` and stopping at the first that does not fit gives."""
+        cache = self.cache
+        while True:
+            n = cache.end(self.before_seq)
+            sums = cache.sums
+            j = min(bisect.bisect_left(sums, sums[n] - room, 0, n + 1), n)
+            if j > 0 or cache.at_start:
+                taken = cache.units[j:n]
+                taken.reverse()
+                return taken, cache.units[j - 1] if j > 0 else None
+            cache.extend_older(room - (sums[n] - sums[0]))

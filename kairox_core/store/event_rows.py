@@ -30,6 +30,13 @@ COMPACTION_EVENT_TYPES = (
     "SummaryEdited",
     "ChunkDropped",
 )
+# A history row, as every backend's ``history_rows`` returns it: ``kind`` indexes
+# ``HISTORY_KINDS``; ``tokens`` is the stored count when it was made under the counting
+# scheme asked for, else None; ``extra`` is JSON or None: a user message's attachments
+# (None when there are none), a tool's ``[tool_call_id, tool_name, arguments]``;
+# ``text`` is the message text (a tool's: its result).
+HISTORY_COLUMNS = ("seq", "kind", "turn_id", "tokens", "extra", "text")
+HISTORY_KINDS = ("user", "assistant", "tool")
 COMPACTION_RUN_TYPES = (
     "ContextCompactionStarted",
     "ContextCompactionCompleted",
@@ -187,6 +194,8 @@ __all__ = [
     "COMPACTION_EVENT_TYPES",
     "COMPACTION_RUN_TYPES",
     "CONVERSATION_TYPES",
+    "HISTORY_COLUMNS",
+    "HISTORY_KINDS",
     "Row",
     "SessionChanges",
     "SessionInfo",

@@ -53,20 +53,52 @@ from kairox_core.store.event_rows import (
 from kairox_core.store.migrations import migrate
 
 COMPONENT = "events"
-_CONVERSATION = (
-    "type IN ('AssistantMessageCompleted', 'ToolInvocationCompleted', 'UserMessageAdded')"
+# The conversation as plain columns, one row per conversation event, kept by a trigger
+# in the statement that inserts the event (so in its transaction, whoever inserts: the
+# store, ``kairox db copy``). A cold turn reads ~1,000 of them: no JSON is parsed at
+# read time. The text comes last (a record is read up to its last column wanted) and
+# the rows live in a rowid table (large rows fit its pages; a clustered WITHOUT ROWID
+# table would spill most of them to overflow pages).
+_KIND = (
+    "CASE {r}.type WHEN 'UserMessageAdded' THEN 0 WHEN 'AssistantMessageCompleted' THEN 1 "
+    "ELSE 2 END"
 )
-# Each extraction costs a JSON lookup (a cold turn reads ~1,000 rows): the tool columns
-# are read for tool results only, the attachments for user messages only (the other
-# types have none of those keys, so the values are the same NULLs either way).
-_TOOL = "WHEN 'ToolInvocationCompleted' THEN data ->> '$.payload.{}' END"
-_HISTORY_COLUMNS = (
-    "seq, type, data ->> '$.payload.turn_id', data ->> '$.payload.text', "
-    "CASE type WHEN 'UserMessageAdded' THEN data -> '$.payload.attachments' END, "
-    + ", ".join(
-        f"CASE type {_TOOL.format(k)}" for k in ("tool_call_id", "tool_name", "arguments", "result")
-    )
-    + ", data ->> '$.payload.tokens', data ->> '$.payload.token_counter'"
+_PROJECTION = (
+    "{r}.session_id, {r}.seq, " + _KIND + ", "
+    "{r}.data ->> '$.payload.tokens', {r}.data ->> '$.payload.token_counter', "
+    "{r}.data ->> '$.payload.turn_id', "
+    "CASE {r}.type "
+    "WHEN 'UserMessageAdded' THEN CASE WHEN json_array_length({r}.data, '$.payload.attachments')"
+    " > 0 THEN {r}.data -> '$.payload.attachments' END "
+    "WHEN 'ToolInvocationCompleted' THEN json_array({r}.data ->> '$.payload.tool_call_id', "
+    "{r}.data ->> '$.payload.tool_name', {r}.data ->> '$.payload.arguments') END, "
+    "CASE {r}.type WHEN 'ToolInvocationCompleted' THEN {r}.data ->> '$.payload.result' "
+    "ELSE {r}.data ->> '$.payload.text' END"
+)
+_IS_CONVERSATION = (
+    "{r}.type IN ('AssistantMessageCompleted', 'ToolInvocationCompleted', 'UserMessageAdded')"
+)
+_HISTORY_TABLE = f"""
+    CREATE TABLE history (
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        kind INTEGER NOT NULL,
+        tokens INTEGER,
+        token_counter TEXT,
+        turn_id TEXT,
+        extra TEXT,
+        text TEXT,
+        UNIQUE (session_id, seq)
+    );
+    CREATE TRIGGER events_history AFTER INSERT ON events
+    WHEN {_IS_CONVERSATION.format(r="NEW")}
+    BEGIN INSERT INTO history SELECT {_PROJECTION.format(r="NEW")}; END;
+    INSERT INTO history SELECT {_PROJECTION.format(r="events")} FROM events
+    WHERE {_IS_CONVERSATION.format(r="events")} ORDER BY session_id, seq;
+"""
+# ``HISTORY_COLUMNS``; the stored count only when it was made under the scheme asked for
+_HISTORY_SELECT = (
+    "seq, kind, turn_id, CASE WHEN token_counter = ? THEN tokens END, extra, text FROM history"
 )
 # Recall's record of the stretch of each session's turns already indexed.
 INDEXED_COMPONENT = "recall"
@@ -118,6 +150,8 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX sessions_by_workspace ON sessions (workspace_id, created_at);
     """,
+    # 2: the conversation projection history reads (backfilled from the events)
+    _HISTORY_TABLE,
 )
 
 
@@ -325,14 +359,14 @@ class EventStore(DatabaseStore):
         below: int | None = None,
         above: int | None = None,
         limit: int | None = None,
+        counter_key: str | None = None,
     ) -> list[tuple[Any, ...]]:
-        """What history renders, as columns SQLite extracts from the JSON (cheaper than
-        whole events): ``(seq, type, turn_id, text, attachments JSON, tool_call_id,
-        tool_name, arguments, result, tokens, token_counter)``. With ``above``: the
-        rows above it, oldest first; otherwise newest first below ``below`` (None: from
-        the newest), at most ``limit``."""
-        sql = f"SELECT {_HISTORY_COLUMNS} FROM events WHERE session_id = ? AND {_CONVERSATION}"
-        params: list[Any] = [session_id]
+        """What history renders (``event_rows.HISTORY_COLUMNS``: ``tokens`` is None
+        unless counted under ``counter_key``), from the projection the trigger keeps.
+        With ``above``: the rows above it, oldest first; otherwise newest first below
+        ``below`` (None: from the newest), at most ``limit``."""
+        sql = f"SELECT {_HISTORY_SELECT} WHERE session_id = ?"
+        params: list[Any] = [counter_key, session_id]
         if above is not None:
             sql += " AND seq > ? ORDER BY seq"
             params.append(above)

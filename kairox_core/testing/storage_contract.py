@@ -15,6 +15,7 @@ and a whole turn through ``Kairox`` on top of the backend.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -134,6 +135,50 @@ class StorageContract:
         assert log.conversation_seqs("s", 4, 10) == [2, 1]
         assert [e.type for e in log.compaction_events("s")] == ["FactPinned"]
         assert log.compaction_events("s", after_seq=3) == []
+
+    def test_history_rows(self, storage: Storage) -> None:
+        """``event_rows.HISTORY_COLUMNS``: the rows history renders, in both directions;
+        a stored count only under the scheme asked for."""
+        log = storage.events
+        log.append(
+            UserMessageAdded(
+                session_id="s",
+                turn_id="t1",
+                text="look é",
+                attachments=({"kind": "file", "filename": "n.txt", "text": "x"},),
+                tokens=9,
+                token_counter="o200k_base+0",
+            )
+        )
+        log.append(FactPinned(session_id="s", fact_id="f-1", text="keep"))
+        log.append(
+            ToolInvocationCompleted(
+                session_id="s",
+                turn_id="t1",
+                tool_call_id="c",
+                tool_name="look",
+                arguments='{"q": 1}',
+                result="found",
+                tokens=5,
+                token_counter="o200k_base+0",
+            )
+        )
+        log.append_many(_turn("s", "t2", "second"))
+        log.append_many(_turn("other", "t9", "elsewhere"))
+        rows = log.history_rows("s", counter_key="o200k_base+0")
+        assert [r[:4] for r in rows] == [
+            (5, 1, "t2", None),
+            (4, 0, "t2", None),
+            (3, 2, "t1", 5),
+            (1, 0, "t1", 9),
+        ]
+        user, tool = rows[3], rows[2]
+        assert json.loads(user[4]) == [{"kind": "file", "filename": "n.txt", "text": "x"}]
+        assert user[5] == "look é" and rows[1][4] is None and rows[1][5] == "second"
+        assert json.loads(tool[4]) == ["c", "look", '{"q": 1}'] and tool[5] == "found"
+        assert [r[3] for r in log.history_rows("s", counter_key="cl100k_base+0")] == [None] * 4
+        assert [r[0] for r in log.history_rows("s", below=4, limit=1)] == [3]
+        assert [r[0] for r in log.history_rows("s", above=1)] == [3, 4, 5]
 
     def test_a_compaction_in_flight_is_seen_until_it_ends(self, storage: Storage) -> None:
         log = storage.events

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -147,6 +148,14 @@ def _snapshot(kx: Kairox, ids: list[str]) -> dict[str, object]:
         ],
         "packs": [p.as_dict() for p in kx.packs.list()],
         "active": kx.packs.active_names("alpha", None),
+        # what history reads (the SQLite side from its trigger-kept projection)
+        "history_rows": {
+            sid: [
+                (*r[:4], json.loads(r[4]) if r[4] else None, r[5])
+                for r in kx.events_store.history_rows(sid, counter_key="o200k_base+0")
+            ]
+            for sid in ids
+        },
     }
 
 

@@ -40,12 +40,18 @@ from kairox_core.store.event_rows import (
 from kairox_postgres.db import PgDatabase
 
 _P = "data -> 'payload'"
+# ``event_rows.HISTORY_COLUMNS``, extracted from the JSON; the first parameter is the
+# counting scheme whose stored counts are wanted (others come back NULL: recounted).
 _HISTORY_COLUMNS = (
-    f"seq, type, {_P} ->> 'turn_id' AS turn_id, {_P} ->> 'text' AS text, "
-    f"({_P} -> 'attachments')::text AS attachments, {_P} ->> 'tool_call_id' AS call_id, "
-    f"{_P} ->> 'tool_name' AS tool, {_P} ->> 'arguments' AS arguments, "
-    f"{_P} ->> 'result' AS result, ({_P} ->> 'tokens')::bigint AS tokens, "
-    f"{_P} ->> 'token_counter' AS token_counter"
+    "seq, CASE type WHEN 'UserMessageAdded' THEN 0 WHEN 'AssistantMessageCompleted' THEN 1 "
+    "ELSE 2 END AS kind, "
+    f"{_P} ->> 'turn_id' AS turn_id, "
+    f"CASE WHEN {_P} ->> 'token_counter' = %s THEN ({_P} ->> 'tokens')::bigint END AS tokens, "
+    f"CASE type WHEN 'UserMessageAdded' THEN NULLIF(({_P} -> 'attachments')::text, '[]') "
+    f"WHEN 'ToolInvocationCompleted' THEN jsonb_build_array({_P} ->> 'tool_call_id', "
+    f"{_P} ->> 'tool_name', {_P} ->> 'arguments')::text END AS extra, "
+    f"CASE type WHEN 'ToolInvocationCompleted' THEN {_P} ->> 'result' "
+    f"ELSE {_P} ->> 'text' END AS text"
 )
 _CONVERSATION = "type = ANY(%s)"
 # A session's batch in one statement: the upsert creates or locks the session's row
@@ -263,10 +269,12 @@ class PgEventLog:
         below: int | None = None,
         above: int | None = None,
         limit: int | None = None,
+        counter_key: str | None = None,
     ) -> list[tuple[Any, ...]]:
-        """What history renders, as columns extracted from the JSON (see ``EventStore``)."""
+        """What history renders (``event_rows.HISTORY_COLUMNS``; see ``EventStore``),
+        extracted from the JSON."""
         sql = f"SELECT {_HISTORY_COLUMNS} FROM events WHERE session_id = %s AND {_CONVERSATION}"
-        params: list[Any] = [session_id, list(CONVERSATION_TYPES)]
+        params: list[Any] = [counter_key, session_id, list(CONVERSATION_TYPES)]
         if above is not None:
             sql += " AND seq > %s ORDER BY seq"
             params.append(above)
