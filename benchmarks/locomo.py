@@ -21,7 +21,7 @@ turns ranked by BM25 (rank-bm25), filling the budget.
 
     python benchmarks/locomo.py --data FILE --budget 4000 [--budget 2000] --json
         [--backend sentence-transformers|hashing] [--backend-option model=all-mpnet-base-v2]
-        [--share 0.6] [--keep-recent 2] [--content-prior 1.0] ...
+        [--share 0.6] [--keep-recent 2] [--content-prior 1.0] [--speaker-prior 1.5] ...
         [--cache-dir /tmp/locomo-cache] [--dump RUN.json]
     python benchmarks/locomo.py --leave-one-out RUN1.json RUN2.json ... [--budget 4000]
 
