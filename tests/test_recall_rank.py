@@ -7,8 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from kairox_core.compaction.recall import recall_of
 from kairox_core.compaction.recall_rank import (
@@ -85,6 +87,14 @@ def test_weigh_speakers_puts_the_named_speakers_turns_first() -> None:
     # a whole word, any case: "Johnny" is not John, "JOHN" is
     assert seqs(weigh_speakers(hits, "Where is Johnny?", 1.0)) == [1, 2, 3, 4]
     assert seqs(weigh_speakers(hits, "WHAT DOES JOHN LIKE", 1.0))[0] == 2
+
+
+def test_speaker_prior_is_a_typed_setting() -> None:
+    assert CompactionSection().recall_speaker_prior == 0.0
+    assert RankSettings.of(CompactionSection(recall_speaker_prior=1.5)).speaker_prior == 1.5
+    assert RankSettings.of(CompactionSection(recall_speaker_prior=1.5)).active
+    with pytest.raises(ValidationError):
+        CompactionSection(recall_speaker_prior=-1.0)
 
 
 def test_weigh_speakers_falls_back_to_the_speaker_metadata() -> None:
