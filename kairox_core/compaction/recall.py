@@ -353,7 +353,7 @@ class Recall(Engine):
                 # a turn indexed before redaction (no "redacted" mark) is redacted now
                 text = hit.text if hit.metadata.get("redacted") is True else _redacted(hit.text)
                 hits.append(replace(hit, source=SOURCE, text=text))
-        hits = arrange_recalled(self.kx, session, hits, before_seq, turn_document)
+        hits = arrange_recalled(self.kx, session, hits, before_seq, turn_document, prompt)
         return rerank_for_profile(cfg, session.profile, prompt, hits)
 
 
