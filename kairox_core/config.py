@@ -349,6 +349,7 @@ class CompactionSection(_Strict):
     recall_content_prior: float = Field(0.0, ge=0)  # turns that say more (content words) first
     recall_content_words: int = Field(20, gt=0)  # content words that count as a full turn
     recall_neighbour_weight: float = Field(0.0, ge=0)  # a turn lifted by its neighbours' score
+    recall_speaker_prior: float = Field(0.0, ge=0)  # turns of a speaker the prompt names first
 
 
 class LongTermSection(_Strict):

@@ -1,4 +1,4 @@
-"""Reordering recalled turns: content prior and neighbours (recall_rank.py)."""
+"""Reordering recalled turns: speaker and content priors, neighbours (recall_rank.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from kairox_core.compaction.recall import recall_of
 from kairox_core.compaction.recall_rank import (
@@ -17,7 +19,9 @@ from kairox_core.compaction.recall_rank import (
     content_words,
     neighbour_reader,
     propagate,
+    speaker_of,
     weigh_content,
+    weigh_speakers,
 )
 from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig, RetrievalSection
 from kairox_core.context.recalled import turn_seq
@@ -25,8 +29,9 @@ from kairox_core.facade import Kairox
 from kairox_core.retrieval.base import RetrievalHit
 
 
-def hit(seq: int, score: float, text: str = "") -> RetrievalHit:
-    return RetrievalHit(text or f"turn {seq}", score, "recall", f"turn:s:{seq}", {"seq": seq})
+def hit(seq: int, score: float, text: str = "", speaker: str = "user") -> RetrievalHit:
+    meta = {"seq": seq, "speaker": speaker}
+    return RetrievalHit(text or f"turn {seq}", score, "recall", f"turn:s:{seq}", meta)
 
 
 def seqs(hits: Sequence[RetrievalHit]) -> list[int | None]:
@@ -51,6 +56,52 @@ def test_weigh_content_puts_the_turn_that_says_more_first() -> None:
     assert seqs(weigh_content(hits, 0.0, 12)) == [1, 2]
 
 
+def test_speaker_of_reads_a_transcript_label_else_the_metadata() -> None:
+    assert speaker_of(hit(1, 0.0, "John: I ran for office again.")) == "John"
+    assert speaker_of(hit(1, 0.0, "Dr. Mary Ann: The results are in.")) == "Dr. Mary Ann"
+    assert speaker_of(hit(1, 0.0, "  Gina: hi")) == "Gina"
+    for text in (
+        "note: buy milk",  # not capitalised
+        "Yes, and: more",  # not a name
+        "See https://example.org for it",  # no space after the colon
+        "The four of us went: me, Ann, Bob and Tim",  # more than three words
+        "12: the answer",
+    ):
+        assert speaker_of(hit(1, 0.0, text, speaker="assistant")) == "assistant", text
+
+
+def test_weigh_speakers_puts_the_named_speakers_turns_first() -> None:
+    hits = [
+        hit(1, 0.030, "Maria: The shelter needs more volunteers this winter."),
+        hit(2, 0.020, "John: I tried to stay calm and asked for assistance."),
+        hit(3, 0.016, "Maria: I love the beach."),
+        hit(4, 0.012, "John: Family time means a lot to me."),
+    ]
+    out = weigh_speakers(hits, "What attributes describe John?", 1.0)
+    assert seqs(out) == [2, 1, 4, 3]  # 0.040, 0.030, 0.024, 0.016
+    assert out[0].score == 0.020 * 2
+    assert seqs(weigh_speakers(hits, "What attributes describe John?", 0.0)) == [1, 2, 3, 4]
+    # naming every speaker, or none, says nothing about who: the order stays
+    assert seqs(weigh_speakers(hits, "Did John and Maria meet?", 1.0)) == [1, 2, 3, 4]
+    assert seqs(weigh_speakers(hits, "Who likes the beach?", 1.0)) == [1, 2, 3, 4]
+    # a whole word, any case: "Johnny" is not John, "JOHN" is
+    assert seqs(weigh_speakers(hits, "Where is Johnny?", 1.0)) == [1, 2, 3, 4]
+    assert seqs(weigh_speakers(hits, "WHAT DOES JOHN LIKE", 1.0))[0] == 2
+
+
+def test_speaker_prior_is_a_typed_setting() -> None:
+    assert CompactionSection().recall_speaker_prior == 0.0
+    assert RankSettings.of(CompactionSection(recall_speaker_prior=1.5)).speaker_prior == 1.5
+    assert RankSettings.of(CompactionSection(recall_speaker_prior=1.5)).active
+    with pytest.raises(ValidationError):
+        CompactionSection(recall_speaker_prior=-1.0)
+
+
+def test_weigh_speakers_falls_back_to_the_speaker_metadata() -> None:
+    hits = [hit(1, 0.03, "Try the blue one.", "assistant"), hit(2, 0.02, "I like red.", "user")]
+    assert seqs(weigh_speakers(hits, "What colour did the user like?", 1.0)) == [2, 1]
+
+
 def no_neighbours(seqs: Sequence[int]) -> dict[int, tuple[RetrievalHit | None, ...]]:
     raise AssertionError("no neighbour read expected")
 
@@ -68,17 +119,20 @@ def test_arrange_with_every_weight_zero_keeps_the_order(scores: list[float], lim
     st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=30, unique=True),
     st.floats(0.01, 2),
     st.floats(0.01, 3),
+    st.floats(0, 3),
 )
 def test_arrange_never_repeats_a_turn_and_respects_the_limit(
-    scores: list[float], neighbour: float, prior: float
+    scores: list[float], neighbour: float, prior: float, speaker: float
 ) -> None:
-    hits = [hit(2 * i, s, "word " * i) for i, s in enumerate(scores)]
+    hits = [
+        hit(2 * i, s, f"{'Ann' if i % 3 else 'Bob'}: " + "word " * i) for i, s in enumerate(scores)
+    ]
 
     def neighbours(s: Sequence[int]) -> dict[int, tuple[RetrievalHit | None, ...]]:
         return {x: (hit(x - 1, 0.0), hit(x + 1, 0.0)) for x in s}
 
-    settings = RankSettings(content_prior=prior, neighbour_weight=neighbour)
-    out = arrange(hits, settings, neighbours, limit=len(hits))
+    settings = RankSettings(content_prior=prior, neighbour_weight=neighbour, speaker_prior=speaker)
+    out = arrange(hits, settings, neighbours, limit=len(hits), prompt="What does Ann say?")
     assert len(out) == len(hits)
     assert len(set(seqs(out))) == len(out)
     assert all(a.score >= b.score for a, b in itertools.pairwise(out))
@@ -151,3 +205,23 @@ def test_recall_turns_brings_the_answer_after_a_hit(tmp_path: Path) -> None:
 
     assert place(found[False]) > first_filler(found[False])
     assert place(found[True]) < first_filler(found[True])
+
+
+def test_recall_turns_puts_the_named_speakers_turns_first(tmp_path: Path) -> None:
+    """``[compaction] recall_speaker_prior`` reaches ``Recall.turns``: asked about Ann,
+    the turns Ann said come before Ben's, which match the prompt's words better."""
+    talk = [
+        ("Ann: My weekend was hiking in the hills.", "Ben: My weekend was hiking by the sea."),
+        ("Ann: The hills were windy on the weekend.", "Ben: The sea was calm on the weekend."),
+        *FILLER,
+    ]
+    order: dict[float, list[str]] = {}
+    for prior in (0.0, 3.0):
+        with Kairox.open(tmp_path / f"{prior}.db", kx_config(recall_speaker_prior=prior)) as kx:
+            session = kx.session(workspace="w")
+            for user, reply in talk:
+                session.run_turn_sync(user, reply)
+            turns = recall_of(kx).turns(session, "Ann, was the sea calm on the weekend?")
+            order[prior] = [h.text.split(":")[0] for h in turns if ":" in h.text][:4]
+    assert order[0.0][0] == "Ben"  # the search alone: Ben's words are the prompt's
+    assert order[3.0] == ["Ann", "Ann", "Ben", "Ben"]

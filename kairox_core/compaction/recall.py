@@ -422,7 +422,7 @@ class Recall(Engine):
                 hits.append(
                     RetrievalHit(text, hit.score, SOURCE, hit.doc_id, hit.metadata, hit.chunk_id)
                 )
-        hits = arrange_recalled(self.kx, session, hits, before_seq, turn_document)
+        hits = arrange_recalled(self.kx, session, hits, before_seq, turn_document, prompt)
         return rerank_for_profile(cfg, session.profile, prompt, hits)
 
 

@@ -1,8 +1,16 @@
-"""Reordering recalled turns before they are fitted: content and neighbours.
+"""Reordering recalled turns before they are fitted: speaker, content and neighbours.
 
 Recall (recall.py) ranks each past turn on its own against the prompt, and the
-assembler fits them in that order. Two cheap, model-free adjustments act on the ranking
-(each off at weight 0; ``[compaction]`` keys):
+assembler fits them in that order. Three cheap, model-free adjustments act on the
+ranking (each off at weight 0; ``[compaction]`` keys):
+
+- **Speaker** (``recall_speaker_prior``): when the prompt names some of the
+  conversation's speakers but not all, their turns' scores are multiplied by ``1 +
+  prior``. "What attributes describe John?" is answered by what John said: on LoCoMo,
+  of the evidence turns of questions that name one speaker, 97% are that speaker's
+  (449 of 463), against about half of all turns. A turn's speaker is the name of a
+  transcript line (``"John: ..."``, a label of one to three capitalised words before
+  the first colon) or else its ``speaker`` metadata (``user``, ``assistant``).
 
 - **Content** (``recall_content_prior``): a turn's score is scaled by ``1 + prior x
   (c - 0.5)``, ``c`` its content words (not stop words, three letters or more) over
@@ -16,7 +24,9 @@ assembler fits them in that order. Two cheap, model-free adjustments act on the 
   so the neighbour of a strong hit can outrank a weak hit elsewhere; a neighbour that
   was not retrieved at all joins the list (its event is read, not searched).
 
-Measured on LoCoMo (docs/recall.md): the content prior helps, neighbours trade
+Measured on LoCoMo (docs/recall.md): the speaker prior lifts every category, open-domain
+most (the inference questions whose evidence no word of the question finds); the content
+prior helps, neighbours trade
 open-domain and multi-hop recall for temporal; keyword pseudo-relevance feedback and
 MMR diversity were tried too and left out (feedback lost recall at every weight, and
 diversity never changed which turns fit).
@@ -64,6 +74,7 @@ class RankSettings:
     content_prior: float = 0.0
     content_words: int = 20
     neighbour_weight: float = 0.0
+    speaker_prior: float = 0.0
 
     @classmethod
     def of(cls, section: Any) -> RankSettings:
@@ -72,11 +83,12 @@ class RankSettings:
             content_prior=float(getattr(section, "recall_content_prior", 0.0)),
             content_words=int(getattr(section, "recall_content_words", 20)),
             neighbour_weight=float(getattr(section, "recall_neighbour_weight", 0.0)),
+            speaker_prior=float(getattr(section, "recall_speaker_prior", 0.0)),
         )
 
     @property
     def active(self) -> bool:
-        return bool(self.content_prior or self.neighbour_weight)
+        return bool(self.content_prior or self.neighbour_weight or self.speaker_prior)
 
 
 # seqs -> for each, the conversation turns just before and after it (None: none there),
@@ -143,6 +155,44 @@ def weigh_content(hits: Sequence[RetrievalHit], prior: float, full: int) -> list
     ]
 
 
+# a transcript line's speaker: one to three capitalised words before the first colon
+_LABEL = re.compile(r"\s*([^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}):\s")
+
+
+@functools.lru_cache(maxsize=8192)
+def _label(text: str) -> str | None:
+    m = _LABEL.match(text[:64])
+    return m.group(1) if m and m.group(1)[:1].isupper() else None
+
+
+def speaker_of(hit: RetrievalHit) -> str:
+    """Who said the turn: a transcript line's name (``"John: ..."``), else the
+    ``speaker`` metadata (``user``, ``assistant``, ``tool <name>``)."""
+    return _label(hit.text) or str(hit.metadata.get("speaker") or "")
+
+
+def _names(speaker: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)" + re.escape(speaker) + r"(?!\w)", re.IGNORECASE)
+
+
+def weigh_speakers(hits: Sequence[RetrievalHit], prompt: str, prior: float) -> list[RetrievalHit]:
+    """Each score times ``1 + prior`` for a turn whose speaker the prompt names (a whole
+    word, any case), when it names some of the speakers among ``hits`` but not all (all
+    or none says nothing about who); best first, ties by input order."""
+    speakers = [speaker_of(h) for h in hits]
+    named = {s for s in set(speakers) if s and _names(s).search(prompt)}
+    if prior <= 0 or not named or len(named) == len(set(speakers)):
+        return list(hits)
+    scored = [
+        (h.score * (1 + prior) if who in named else h.score, i, h)
+        for i, (h, who) in enumerate(zip(hits, speakers, strict=True))
+    ]
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return [
+        RetrievalHit(h.text, s, h.source, h.doc_id, h.metadata, h.chunk_id) for s, _, h in scored
+    ]
+
+
 NEIGHBOUR_WINDOW = 8  # seqs read either side of a hit for its neighbours (one read each)
 
 
@@ -192,16 +242,20 @@ def arrange(
     neighbours: Neighbours,
     *,
     limit: int,
+    prompt: str = "",
 ) -> list[RetrievalHit]:
-    """The recalled turns reordered by ``settings`` (neighbours, then content), at most
-    ``limit``. With every weight 0 they come back as they were. Neighbours are read for
-    the best quarter of the list only (one event read per window, not per turn)."""
+    """The recalled turns reordered by ``settings`` (neighbours, speakers named in
+    ``prompt``, then content), at most ``limit``. With every weight 0 they come back as
+    they were. Neighbours are read for the best quarter of the list only (one event read
+    per window, not per turn)."""
     out = list(hits)
     if not settings.active or not out:
         return out[:limit]
     if settings.neighbour_weight > 0:
         seqs = [s for s in (turn_seq(h) for h in out[: max(1, limit // 4)]) if s is not None]
         out = propagate(out, neighbours(seqs), settings.neighbour_weight)
+    if settings.speaker_prior > 0 and prompt:
+        out = weigh_speakers(out, prompt, settings.speaker_prior)
     if settings.content_prior > 0:
         out = weigh_content(out, settings.content_prior, settings.content_words)
     return out[:limit]
@@ -213,8 +267,10 @@ def arrange_recalled(
     hits: list[RetrievalHit],
     before_seq: int | None,
     turn_document: Callable[[Any], Any],
+    prompt: str = "",
 ) -> list[RetrievalHit]:
-    """``arrange`` for ``Recall.turns``: the settings from ``[compaction]``, neighbours
+    """``arrange`` for ``Recall.turns`` (``prompt``: the search's): the settings from
+    ``[compaction]``, neighbours
     read from the event store (only turns below ``before_seq``) and made hits as recall
     indexes them (``turn_document``, passed in: recall.py imports this module)."""
     settings = RankSettings.of(kx.config.compaction)
@@ -234,7 +290,11 @@ def arrange_recalled(
         return RetrievalHit(doc.text, 0.0, SOURCE, doc.doc_id, dict(doc.metadata))
 
     return arrange(
-        hits, settings, neighbour_reader(read, to_hit), limit=kx.config.compaction.recall_k
+        hits,
+        settings,
+        neighbour_reader(read, to_hit),
+        limit=kx.config.compaction.recall_k,
+        prompt=prompt,
     )
 
 
@@ -248,6 +308,8 @@ __all__ = [
     "content_words",
     "neighbour_reader",
     "propagate",
+    "speaker_of",
     "weigh_content",
+    "weigh_speakers",
     "words",
 ]
