@@ -128,6 +128,9 @@ def common_index(tmp_path: Path) -> WorkspaceRagIndex:
 def test_a_small_index_searches_every_word(common_index: WorkspaceRagIndex) -> None:
     words = query_terms("the walrus project meeting notes")
     assert common_index._keyword_terms("the walrus project meeting notes") == words
+    selector = common_index._term_selector
+    assert selector is not None and selector._counts == {}  # fewer rows than CHEAP_ROWS:
+    # no term can be in more, so none is counted
 
 
 def test_weightless_long_doclists_are_skipped_rare_words_kept(

@@ -6,6 +6,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kairox_core.errors import KairoxUserError, UnknownNameError
 from kairox_core.retrieval.base import EmbeddingBackend
@@ -92,3 +94,80 @@ def test_bad_options_are_a_user_error() -> None:
     assert "retrieval.backend_options.dimensions" in str(info.value)
     with pytest.raises(KairoxUserError, match="greater than or equal to 8"):
         load_embedding_backend("hashing", {"dimension": 2})
+
+
+def _reference_embedding(b: HashingEmbedding, text: str) -> list[float]:
+    """The pure-Python implementation the numpy one replaced, kept as the oracle."""
+    import itertools
+    import math
+    import re
+    import zlib
+    from collections import Counter
+
+    def feature(key: str) -> tuple[int, float]:
+        h = zlib.crc32(key.encode("utf-8"))
+        return h % b.dimension, 1.0 if (h >> 31) & 1 else -1.0
+
+    def word_features(word: str) -> list[tuple[int, float]]:
+        acc: dict[int, float] = {}
+        idx, sign = feature("w:" + word)
+        acc[idx] = acc.get(idx, 0.0) + sign
+        padded = f"<{word}>"
+        grams = [
+            padded[i : i + n] for n in b.char_ngrams for i in range(max(1, len(padded) - n + 1))
+        ]
+        if grams:
+            weight = b.char_weight / math.sqrt(len(grams))
+            for gram in grams:
+                idx, sign = feature("c:" + gram)
+                acc[idx] = acc.get(idx, 0.0) + sign * weight
+        return list(acc.items())
+
+    vec = [0.0] * b.dimension
+    words = re.findall(r"\w+", text.lower())
+    for word, count in Counter(words).items():
+        for idx, value in word_features(word):
+            vec[idx] += value * math.sqrt(count)
+    if b.bigram_weight and len(words) > 1:
+        for pair, count in Counter(itertools.pairwise(words)).items():
+            idx, sign = feature("b:" + " ".join(pair))
+            vec[idx] += sign * b.bigram_weight * math.sqrt(count)
+    norm = math.sqrt(sum(x * x for x in vec))
+    return vec if norm == 0.0 else [x * (1.0 / norm) for x in vec]
+
+
+_texts = st.lists(
+    st.lists(
+        st.sampled_from([*"ab cd éß 1_.\n-", "word", "WORD", "ab ab", "Ünïcode"]), max_size=40
+    ).map("".join),
+    max_size=6,
+)
+
+
+@given(texts=_texts, dimension=st.sampled_from([8, 31, 384]), batch=st.sampled_from([1, 2, 256]))
+def test_vectors_equal_the_pure_python_reference(
+    texts: list[str], dimension: int, batch: int
+) -> None:
+    b = HashingEmbedding(dimension, batch_size=batch)
+    got = b.embed_documents(texts)
+    assert len(got) == len(texts)
+    for text, vec in zip(texts, got, strict=True):
+        want = _reference_embedding(b, text)
+        assert len(vec) == dimension and all(isinstance(x, float) for x in vec)
+        assert max((abs(x - y) for x, y in zip(vec, want, strict=True)), default=0.0) <= 1e-9
+        # the same whether embedded alone, as a query, or again (word cache warm)
+        assert b.embed_query(text) == vec
+    assert b.name == "hashing" and b.dimension == dimension
+
+
+def test_known_vector_is_unchanged() -> None:
+    """A fixed text against the reference with non-default weights and n-grams."""
+    b = HashingEmbedding(64, char_ngrams=(2, 5), bigram_weight=0.0, char_weight=1.0)
+    text = "Repeated repeated words, words; and numbers 42 42 42"
+    assert (
+        max(
+            abs(x - y)
+            for x, y in zip(b.embed_query(text), _reference_embedding(b, text), strict=True)
+        )
+        <= 1e-9
+    )

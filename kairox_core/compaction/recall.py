@@ -20,7 +20,15 @@ one it saw, whichever process wrote them, and at most
 ``BACKLOG_STEP`` older ones, newest first, that were written before recall was on (a
 long session's first search would otherwise embed thousands of turns at once).
 The event store records the indexed stretch (``indexed_stretch``); a doc id per seq
-makes a repeat a no-op. ``turns`` then returns the best turns for the new prompt, one
+makes a repeat a no-op. A turn's own search (``defer``) skips the catch-up when the
+only turns missing are the newest ``DEFER_MAX`` or fewer, which the history almost
+always holds (the last turn, searched by the next one at once in an agent's loop): it
+marks the search, and the assembler, once it knows which turns its history holds, has
+it done again, indexed first, if one of them is not held (context/recalled.py). What
+differs from catching up first: an unindexed turn the history holds takes no slot of
+``recall_k`` (the next-best turn, outside the history, gets it), and its words do not
+count in the keyword statistics (bm25's document frequencies) of that search.
+``turns`` then returns the best turns for the new prompt, one
 hit each (source ``recall``); as the built-in ``recall`` engine, ``before_assembly``
 contributes them (layer ``recalled``) and the assembler skips those its history holds
 verbatim and fits the rest, turn by turn, within the retrieval share
@@ -35,12 +43,11 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kairox_core.compaction.base import history_items
 from kairox_core.compaction.recall_rank import arrange_recalled
-from kairox_core.context.recalled import DOC_TYPE, SOURCE, turn_seq
+from kairox_core.context.recalled import DOC_TYPE, SOURCE, deferred_mark, turn_seq
 from kairox_core.engines import AssemblyRequest, CompactionResult, Contribution, Engine
 from kairox_core.events import (
     AssistantMessageCompleted,
@@ -52,6 +59,7 @@ from kairox_core.redaction import redact
 from kairox_core.retrieval.base import RetrievalHit
 from kairox_core.retrieval.index import DocumentInput, IndexBackendMismatch
 from kairox_core.retrieval.rerank import rerank_for_profile
+from kairox_core.retrieval.threads import run_blocking
 from kairox_core.store.event_store import CONVERSATION_TYPES
 
 if TYPE_CHECKING:
@@ -65,6 +73,7 @@ CONTEXT_CHARS = 600  # the previous turn's tail embedded with a turn (the model 
 BACKLOG_STEP = 128  # older turns indexed per catch-up, newest first
 BULK_STEP = 4096  # seqs read per slice by ``index_all`` (bounded memory at 100k turns)
 BACKGROUND_DELAY = 0.25  # seconds from a turn's end to its background indexing
+DEFER_MAX = 64  # newest turns a turn's search may leave unindexed (the history holds them)
 
 
 def recall_space(workspace_id: str, session_id: str) -> str:
@@ -130,14 +139,21 @@ class Recall(Engine):
         self._pending: set[asyncio.Task[int]] = set()
         self._wakes: dict[asyncio.Task[int], asyncio.Future[None]] = {}
         self._indexed: dict[str, tuple[int, int]] = {}  # session -> stretch indexed here
+        self._latest: dict[str, int] = {}  # session -> its last finished turn's reply seq
+        self._bottom: dict[str, int] = {}  # session -> a stretch low with no turn below it
 
     async def before_assembly(
         self, session: Session, request: AssemblyRequest
     ) -> list[Contribution]:
         """The session's past turns that match the prompt, as one contribution. Indexing
-        and search (embedding, SQLite) run in a worker thread, off the event loop."""
-        hits = await asyncio.to_thread(
-            self.turns, session, request.prompt, before_seq=request.before_seq
+        and search (embedding, SQLite) run in a worker thread, off the event loop: one of
+        the process's reused daemon threads (``run_blocking``), so the first turn of a new
+        loop does not start the loop's executor thread."""
+        hits = await run_blocking(
+            functools.partial(
+                self.turns, session, request.prompt, before_seq=request.before_seq, defer=True
+            ),
+            name="kairox-recall",
         )
         return [Contribution(self.name, "recalled", label="recalled turns", hits=tuple(hits))]
 
@@ -154,6 +170,7 @@ class Recall(Engine):
         switch interval."""
         if not self.enabled:
             return
+        self._latest[session.id] = max(self._latest.get(session.id, 0), result.assistant_seq)
         wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         task = asyncio.create_task(self._index_soon(session, wake, result.assistant_seq))
         self._pending.add(task)
@@ -168,6 +185,8 @@ class Recall(Engine):
         await asyncio.wait({wake}, timeout=BACKGROUND_DELAY)
         if getattr(self.kx, "_closed", False):  # closed from another loop meanwhile: the
             return 0  # next search (any process) indexes the turn
+        if self._latest.get(session.id, seq) > seq:
+            return 0  # a later turn followed within the delay: its own task indexes both
         low, last = self._indexed.get(session.id, (1, 0))
         if low == 0 and last >= seq:  # a search since has indexed it all, the turn included
             return 0
@@ -327,13 +346,60 @@ class Recall(Engine):
     # --- recalling ---------------------------------------------------------------------
 
     def turns(
-        self, session: Session, prompt: str, *, before_seq: int | None = None
+        self,
+        session: Session,
+        prompt: str,
+        *,
+        before_seq: int | None = None,
+        defer: bool = False,
     ) -> list[RetrievalHit]:
         """The session's past turns that best match ``prompt``, one hit each, best
-        first (at most ``[compaction] recall_k``); only seqs below ``before_seq``."""
+        first (at most ``[compaction] recall_k``); only seqs below ``before_seq``.
+
+        ``defer`` (the assembler's call, which settles the mark: context/recalled.py):
+        when the only turns not indexed yet are the newest few, search without them
+        and add a ``DeferredTurns`` mark. They are almost always in the history the
+        assembler keeps, so they would be skipped anyway; when one is not, the
+        assembler calls the mark back and the search is done again, indexed first.
+        Indexing the last turn cost most of a back-to-back turn's recall."""
         if not self.enabled or not prompt.strip():
             return []
-        self.catch_up(session)
+        unindexed = self._newest_unindexed(session, before_seq) if defer else None
+        if unindexed is None:
+            self.catch_up(session)
+        hits = self._search(session, prompt, before_seq)
+        if not unindexed:
+            return hits
+        done: list[list[RetrievalHit]] = []
+
+        def exact() -> list[RetrievalHit]:
+            if not done:  # once: a reassembly after a tool call settles the same mark
+                done.append(self.turns(session, prompt, before_seq=before_seq))
+            return done[0]
+
+        return [*hits, deferred_mark(hits, unindexed, exact)]
+
+    def _newest_unindexed(self, session: Session, before_seq: int | None) -> tuple[int, ...] | None:
+        """Seqs (below ``before_seq``) of the conversation turns written after the indexed
+        stretch, when every older turn is indexed and they are at most ``DEFER_MAX``;
+        None otherwise (the search catches up first)."""
+        known = self.progress(session.id)
+        if known is None:
+            return None
+        low, last = known
+        if low > 0 and self._bottom.get(session.id) != low:
+            if self.kx.events_store.conversation_seqs(session.id, low, 1):
+                return None  # a backlog of older turns (recall turned on late): index it
+            self._bottom[session.id] = low  # nothing below: no second look
+        known = (0, last)
+        seqs = self.kx.events_store.conversation_seqs(session.id, None, DEFER_MAX + 1)
+        newer = [s for s in seqs if s > last]
+        if len(newer) > DEFER_MAX:
+            return None
+        self._indexed[session.id] = known
+        return tuple(sorted(s for s in newer if before_seq is None or s < before_seq))
+
+    def _search(self, session: Session, prompt: str, before_seq: int | None) -> list[RetrievalHit]:
         cfg = self.kx.config
         index = self.index(session)
         # No filters: the space holds this session's turns only, and a filter would cost a
@@ -352,7 +418,10 @@ class Recall(Engine):
             if before_seq is None or seq < before_seq:
                 # a turn indexed before redaction (no "redacted" mark) is redacted now
                 text = hit.text if hit.metadata.get("redacted") is True else _redacted(hit.text)
-                hits.append(replace(hit, source=SOURCE, text=text))
+                # built directly: ``dataclasses.replace`` cost ~8 us a hit, 32 every turn
+                hits.append(
+                    RetrievalHit(text, hit.score, SOURCE, hit.doc_id, hit.metadata, hit.chunk_id)
+                )
         hits = arrange_recalled(self.kx, session, hits, before_seq, turn_document, prompt)
         return rerank_for_profile(cfg, session.profile, prompt, hits)
 

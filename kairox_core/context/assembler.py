@@ -29,7 +29,7 @@ from kairox_core.context.counting import (
 )
 from kairox_core.context.errors import ContextBudgetExceeded
 from kairox_core.context.longterm import LongTermContext, LongTermRecall
-from kairox_core.context.recalled import HEADER, TurnPack, turn_seq
+from kairox_core.context.recalled import HEADER, TurnPack, settle_deferred, turn_seq
 from kairox_core.context.rendering import (
     RECALL_SOURCE,
     block_close,
@@ -334,6 +334,7 @@ class ContextAssembler:
             if over is not None:
                 _drop_orphans(fit)
             held = {u.seq for u in fit}
+            recalled = settle_deferred(recalled, held)  # a search that skipped held turns
             turns = [h for h in recalled if turn_seq(h) not in held]
             if len(turns) < len(recalled):
                 ret_layer.notes.append(
@@ -537,7 +538,7 @@ class ContextAssembler:
     def _block_cost(self, name: str, cands: Sequence[_Candidate]) -> int:
         pc = self.counter
         raw = pc.raw_count(block_open(name)) + pc.raw_count(block_close(name))
-        raw += sum(pc.raw_count(c.unit) for c in cands)
+        raw += sum(_unit_count(pc, c) for c in cands)
         return pc.block_message("system", raw)
 
     def _fill(
@@ -650,6 +651,14 @@ def _contributed_block(c: Contribution) -> dict[str, Any]:
     name = header_field(c.label or c.engine)
     body = neutralise(c.text.strip())
     return {"role": "system", "content": f"<kairox:{name}>\n{body}\n</kairox:{name}>"}
+
+
+def _unit_count(pc: ProfileCounter, cand: _Candidate) -> int:
+    """A unit's raw tokens; the recalled turns' item (new text each turn, mostly the
+    same lines) line by line, each line's count cached (``raw_count_lines``)."""
+    if cand.source == RECALL_SOURCE and cand.id == "recalled turns":
+        return pc.raw_count_lines(cand.unit)
+    return pc.raw_count(cand.unit)
 
 
 def _recall_candidate(pack: TurnPack) -> _Candidate:

@@ -9,6 +9,7 @@ and a unit is counted once (and cached), not the whole block every turn.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -29,6 +30,10 @@ __all__ = [
 ]
 
 _lock = threading.Lock()
+# A newline followed by an ASCII letter or digit: no pre-token of tiktoken's (cl100k,
+# o200k) runs across it (a newline run, or punctuation and its newlines, stops
+# before a letter or digit, and a word's optional leading char is never a newline).
+_LINE_START = re.compile(r"(?<=\n)(?=[A-Za-z0-9])")
 _counters: dict[tuple[str, float], ProfileCounter] = {}
 
 
@@ -46,6 +51,7 @@ class ProfileCounter:
         self.margin = margin
         self.key = f"{encoding}+{margin:g}"
         self._permille = round((1 + margin) * 1000)
+        self._last_lines: tuple[str, int] | None = None
 
     def scale(self, n: int) -> int:
         """Apply the margin as ``TokenCounter`` does (ceil, integer-exact)."""
@@ -55,6 +61,20 @@ class ProfileCounter:
 
     def raw_count(self, text: str) -> int:
         return self.raw.count(text)
+
+    def raw_count_lines(self, text: str) -> int:
+        """``raw_count(text)``, as the sum of its lines' counts (split where a line
+        starts with an ASCII letter or digit: tiktoken's pre-tokeniser splits there
+        too, so the sum is exact). Each line is cached: a block rebuilt every turn
+        from mostly the same lines (the recalled turns) is not encoded whole again."""
+        if len(text) < 512:
+            return self.raw.count(text)
+        last = self._last_lines  # one turn counts its block several times (fit, emit)
+        if last is not None and last[0] is text:
+            return last[1]
+        n = sum(self.raw.count(part) for part in _LINE_START.split(text))
+        self._last_lines = (text, n)
+        return n
 
     def message(self, message: Mapping[str, Any]) -> int:
         """Tokens one message costs, framing included (``TokenCounter.message_tokens``)."""

@@ -11,6 +11,8 @@ The seqs are in the trace (one entry per turn).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from kairox_core.context.counting import ProfileCounter
@@ -25,6 +27,49 @@ HEADER = "recalled turns of this conversation"
 def turn_seq(hit: RetrievalHit) -> int | None:
     seq = hit.metadata.get("seq")
     return seq if isinstance(seq, int) else None
+
+
+@dataclass(frozen=True)
+class DeferredTurns(RetrievalHit):
+    """Not a turn: the mark of a search that skipped the session's newest turns, not
+    indexed yet (``unindexed``: their seqs), because the history surely holds them
+    (the finished turn, searched by the next one right away). The assembler settles it
+    (``settle_deferred``) once it knows which turns its history holds: all of them
+    held, the mark goes and the hits stand; else ``exact()`` (index first, search
+    again) replaces the hits that came with the mark (``hits``)."""
+
+    unindexed: tuple[int, ...] = ()
+    hits: tuple[RetrievalHit, ...] = ()
+    exact: Callable[[], Sequence[RetrievalHit]] | None = None
+
+
+def deferred_mark(
+    hits: Sequence[RetrievalHit],
+    unindexed: Sequence[int],
+    exact: Callable[[], Sequence[RetrievalHit]],
+) -> DeferredTurns:
+    """The mark that goes with ``hits`` (found without the ``unindexed`` turns)."""
+    return DeferredTurns(
+        "", 0.0, SOURCE, "deferred", unindexed=tuple(unindexed), hits=tuple(hits), exact=exact
+    )
+
+
+def settle_deferred(recalled: Sequence[RetrievalHit], held: Collection[int]) -> list[RetrievalHit]:
+    """``recalled`` without its marks; the hits of a mark whose unindexed turns are not
+    all in ``held`` (seqs of the history units surely in the context) are replaced by
+    that search done after indexing them. Without marks, ``recalled`` as it is."""
+    marks = [h for h in recalled if isinstance(h, DeferredTurns)]
+    if not marks:
+        return list(recalled)
+    out = [h for h in recalled if not isinstance(h, DeferredTurns)]
+    for mark in marks:
+        if mark.exact is None or all(s in held for s in mark.unindexed):
+            continue
+        gone = {id(h) for h in mark.hits}
+        at = next((i for i, h in enumerate(out) if id(h) in gone), len(out))
+        out = [h for h in out if id(h) not in gone]
+        out[at:at] = list(mark.exact())
+    return out
 
 
 def turn_line(hit: RetrievalHit) -> str:
@@ -52,6 +97,9 @@ class TurnPack:
     turns: list[RetrievalHit] = field(default_factory=list)
     costs: list[int] = field(default_factory=list)
     days: dict[str, int] = field(default_factory=dict)  # day -> turns chosen on it
+    _unit: tuple[tuple[RetrievalHit, ...], str] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def estimate(self) -> int:
@@ -61,7 +109,7 @@ class TurnPack:
         """Raw tokens ``hit`` would add: its line, a date line for a new day, and the
         item's header for the first turn."""
         pc = self.counter
-        n = pc.raw_count(neutralise(turn_line(hit)) + "\n")
+        n = pc.raw_count(_neutral_line(turn_line(hit)))
         if str(hit.metadata.get("date")) not in self.days:
             n += pc.raw_count(f"{hit.metadata.get('date')}:\n")
         if not self.turns:
@@ -97,7 +145,34 @@ class TurnPack:
         return dropped
 
     def unit(self) -> str:
-        return render_turns(self.turns)
+        """The item's text, rendered once per set of turns (the assembler asks for it
+        to count, to check and to emit)."""
+        memo = self._unit
+        if (
+            memo is None
+            or len(memo[0]) != len(self.turns)
+            or any(a is not b for a, b in zip(memo[0], self.turns, strict=True))
+        ):
+            memo = self._unit = (tuple(self.turns), render_turns(self.turns))
+        return memo[1]
 
 
-__all__ = ["DOC_TYPE", "HEADER", "SOURCE", "TurnPack", "render_turns", "turn_line", "turn_seq"]
+@functools.lru_cache(maxsize=8192)
+def _neutral_line(line: str) -> str:
+    """A turn's line as counted, remembered: the same turns come back turn after turn,
+    and ``neutralise`` (regexes) cost more than the cached count."""
+    return neutralise(line) + "\n"
+
+
+__all__ = [
+    "DOC_TYPE",
+    "HEADER",
+    "SOURCE",
+    "DeferredTurns",
+    "TurnPack",
+    "deferred_mark",
+    "render_turns",
+    "settle_deferred",
+    "turn_line",
+    "turn_seq",
+]

@@ -2,7 +2,9 @@
 
 ``HashingEmbedding`` needs no model and no dependency: word unigrams and bigrams and
 character n-grams are hashed (``zlib.crc32``, stable across processes, unlike
-``hash()``) into a signed vector, which is L2-normalised. It is the embedded default,
+``hash()``) into a signed vector, which is L2-normalised. A batch is summed with
+numpy (one ``bincount``): in pure Python it cost ~0.3 ms a text, paid each turn by
+recall's indexing of the last turn and by every query. It is the embedded default,
 so a fresh install searches by meaning-ish similarity with nothing downloaded.
 """
 
@@ -16,10 +18,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from kairox_core.errors import KairoxUserError
 from kairox_core.retrieval.base import EmbeddingBackend
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_Sparse = tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]
 DEFAULT_DIMENSION = 384
 
 
@@ -47,14 +53,17 @@ class HashingEmbedding:
         self.batch_size = int(batch_size)
         self._cache_size = cache_size
         # word -> its sparse contribution (unigram + its character n-grams)
-        self._word_cache: dict[str, tuple[tuple[int, float], ...]] = {}
+        self._word_cache: dict[str, _Sparse] = {}
+        self._pair_cache: dict[tuple[str, str], int] = {}
 
     def _feature(self, key: str) -> tuple[int, float]:
         h = zlib.crc32(key.encode("utf-8"))
         sign = 1.0 if (h >> 31) & 1 else -1.0
         return h % self.dimension, sign
 
-    def _word_features(self, word: str) -> tuple[tuple[int, float], ...]:
+    def _word_features(self, word: str) -> _Sparse:
+        """A word's sparse contribution (unigram plus its character n-grams), as
+        (indices, values) arrays: cached, a session repeats its words."""
         cached = self._word_cache.get(word)
         if cached is not None:
             return cached
@@ -70,40 +79,73 @@ class HashingEmbedding:
             for gram in grams:
                 idx, sign = self._feature("c:" + gram)
                 acc[idx] = acc.get(idx, 0.0) + sign * weight
-        features = tuple(acc.items())
+        features = (
+            np.fromiter(acc.keys(), dtype=np.intp, count=len(acc)),
+            np.fromiter(acc.values(), dtype=np.float64, count=len(acc)),
+        )
         if len(self._word_cache) >= self._cache_size:
             self._word_cache.clear()
         self._word_cache[word] = features
         return features
 
-    def _embed_one(self, text: str) -> list[float]:
-        vec = [0.0] * self.dimension
-        words = _WORD.findall(text.lower())
-        # sublinear term frequency (sqrt): a word repeated 20 times must not drown the rest
-        for word, count in Counter(words).items():
-            weight = math.sqrt(count)
-            for idx, value in self._word_features(word):
-                vec[idx] += value * weight
-        if self.bigram_weight and len(words) > 1:
-            bw = self.bigram_weight
-            feature = self._feature
-            for pair, count in Counter(itertools.pairwise(words)).items():
-                idx, sign = feature("b:" + " ".join(pair))
-                vec[idx] += sign * bw * math.sqrt(count)
-        norm = math.sqrt(sum(x * x for x in vec))
-        if norm == 0.0:
-            return vec
-        inv = 1.0 / norm
-        return [x * inv for x in vec]
+    def _pair_feature(self, pair: tuple[str, str]) -> int:
+        """A bigram's feature as one int, ``±(index + 1)`` (the sign is the feature's);
+        cached like words: each turn is embedded again as the next one's context."""
+        idx, sign = self._feature("b:" + " ".join(pair))
+        signed = idx + 1 if sign > 0 else -(idx + 1)
+        if len(self._pair_cache) >= self._cache_size:
+            self._pair_cache.clear()
+        self._pair_cache[pair] = signed
+        return signed
+
+    def _embed_many(self, texts: Sequence[str]) -> list[list[float]]:
+        """One ``bincount`` for the whole batch: row ``r``'s features go to bins
+        ``r * dimension + index``, added in the order the per-text loop used to add
+        them (words, then bigrams), so each sum is the same float sum as before."""
+        dim = self.dimension
+        idx_parts: list[npt.NDArray[np.intp]] = []
+        val_parts: list[npt.NDArray[np.float64]] = []
+        for row, text in enumerate(texts):
+            words = _WORD.findall(text.lower())
+            if not words:
+                continue
+            base = row * dim
+            counts = Counter(words)
+            feats = [self._word_features(w) for w in counts]
+            sizes = [len(f[0]) for f in feats]
+            # sublinear term frequency (sqrt): a word repeated 20 times must not drown the rest
+            tf = np.sqrt(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))
+            idx_parts.append(np.concatenate([f[0] for f in feats]) + base)
+            val_parts.append(np.concatenate([f[1] for f in feats]) * np.repeat(tf, sizes))
+            if self.bigram_weight and len(words) > 1:
+                pairs = Counter(itertools.pairwise(words))
+                known = self._pair_cache
+                signed = [known.get(p) or self._pair_feature(p) for p in pairs]
+                bidx = np.fromiter(signed, dtype=np.intp, count=len(signed))
+                sign = np.where(bidx > 0, 1.0, -1.0)
+                pf = np.sqrt(np.fromiter(pairs.values(), dtype=np.float64, count=len(pairs)))
+                idx_parts.append(np.abs(bidx) - 1 + base)
+                val_parts.append(sign * self.bigram_weight * pf)
+        n = len(texts)
+        if not idx_parts:
+            return [[0.0] * dim for _ in range(n)]
+        flat = np.bincount(
+            np.concatenate(idx_parts), weights=np.concatenate(val_parts), minlength=n * dim
+        )
+        vecs = flat.reshape(n, dim)
+        norms = np.sqrt(np.einsum("ij,ij->i", vecs, vecs))
+        inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms != 0.0)
+        out: list[list[float]] = (vecs * inv[:, None]).tolist()
+        return out
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
-            out.extend(self._embed_one(t) for t in texts[start : start + self.batch_size])
+            out.extend(self._embed_many(texts[start : start + self.batch_size]))
         return out
 
     def embed_query(self, text: str) -> list[float]:
-        return self._embed_one(text)
+        return self._embed_many([text])[0]
 
 
 def load_embedding_backend(

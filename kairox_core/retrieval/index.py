@@ -113,6 +113,10 @@ MIGRATIONS = [
     "ALTER TABLE rag_chunks ADD COLUMN context TEXT NOT NULL DEFAULT '';",
     # 4: every vector write logged, so an ANN graph (retrieval/ann.py) catches up from it
     ann.LOG_SCHEMA,
+    # 5: a chunk's document and space from a small covering index: the ANN's ~100 results
+    # and the keyword ranking's rows are mapped to their documents by id every search
+    # (from the table itself each lookup read a page of chunk text: ~3x slower)
+    "CREATE INDEX rag_chunks_owner ON rag_chunks(id, document_id, workspace_id);",
 ]
 
 _CODE_EXT = {
@@ -257,14 +261,20 @@ def _statuses(batch: Sequence[DocumentInput], stored: Mapping[str, str]) -> list
 
 
 def _mean_vector(vectors: Sequence[Sequence[float]]) -> list[float]:
-    """The normalised sum of normalised vectors (cosine-equivalent to the mean)."""
-    total = [0.0] * len(vectors[0])
+    """The normalised sum of normalised vectors (cosine-equivalent to the mean).
+    Element-wise in numpy (it was ~0.2 ms a chunk in Python, paid each turn); each
+    norm's sum of squares stays Python's ``sum`` in order, so the floats are the ones
+    the pure-Python loop gave."""
+    import numpy as np  # (not at import: a search-only process may never write)
+
+    total = np.zeros(len(vectors[0]), dtype=np.float64)
     for v in vectors:
-        norm = math.sqrt(sum(x * x for x in v)) or 1.0
-        for i, x in enumerate(v):
-            total[i] += x / norm
-    norm = math.sqrt(sum(x * x for x in total)) or 1.0
-    return [x / norm for x in total]
+        a = np.asarray(v, dtype=np.float64)
+        norm = math.sqrt(sum((a * a).tolist())) or 1.0
+        total += a / norm
+    norm = math.sqrt(sum((total * total).tolist())) or 1.0
+    out: list[float] = (total / norm).tolist()
+    return out
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -461,7 +471,7 @@ class WorkspaceRagIndex:
         out = []
         for _, _, context in items:
             own = list(next(vectors))
-            out.append(pack_vector(_mean_vector([own, list(next(vectors))]) if context else own))
+            out.append(pack_vector(_mean_vector([own, next(vectors)]) if context else own))
         return out
 
     # --- writing ---------------------------------------------------------------------
@@ -912,7 +922,8 @@ class WorkspaceRagIndex:
             docs = (
                 dict(
                     self.conn.execute(
-                        "SELECT id, document_id FROM rag_chunks WHERE id IN "
+                        "SELECT id, document_id FROM rag_chunks INDEXED BY rag_chunks_owner "
+                        "WHERE id IN "
                         f"({','.join('?' * len(ids))})",
                         ids,
                     )
@@ -984,9 +995,9 @@ class WorkspaceRagIndex:
         ids = [cid for cid, _ in near]
         docs = {
             r[0]: r[1]
-            for r in self.conn.execute(  # by primary key (no index on the workspace here)
-                f"SELECT id, document_id, workspace_id FROM rag_chunks WHERE id IN "
-                f"({','.join('?' * len(ids))})",
+            for r in self.conn.execute(  # by id, from the covering index (migration 5)
+                "SELECT id, document_id, workspace_id FROM rag_chunks "
+                f"INDEXED BY rag_chunks_owner WHERE id IN ({','.join('?' * len(ids))})",
                 ids,
             )
             if r[2] == self.workspace_id

@@ -50,7 +50,7 @@ class TermSelector:
             return list(terms)
         with self._lock:
             rows = self._rows()
-            if rows == 0:
+            if rows <= CHEAP_ROWS:  # no term can be in more rows: all are cheap, all kept
                 return list(terms)
             stems = self._stems_of(terms)
             counts = self._counts_of({s for t in terms for s in stems[t]}, rows)

@@ -1,0 +1,234 @@
+"""A turn's search leaves the newest turns unindexed when the history holds them, and
+searches again, indexed first, when it does not (compaction/recall.py ``defer``,
+context/recalled.py ``settle_deferred``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kairox_core.compaction import recall as recall_module
+from kairox_core.compaction.recall import DEFER_MAX, recall_of
+from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig, RetrievalSection
+from kairox_core.context.history import with_tokens
+from kairox_core.context.recalled import (
+    SOURCE,
+    DeferredTurns,
+    deferred_mark,
+    settle_deferred,
+    turn_seq,
+)
+from kairox_core.events import AssistantMessageCompleted, UserMessageAdded
+from kairox_core.facade import Kairox
+from kairox_core.retrieval.base import RetrievalHit
+
+TOPICS = (
+    "the garden, tomatoes and beans",
+    "the boat trip to the islands",
+    "the violin lessons on Thursday",
+    "the kitchen renovation and tiles",
+    "the marathon training plan",
+    "the book club reading list",
+)
+
+
+def config(*, window: int = 1000, share: float = 0.4, recall_k: int = 6) -> KairoxConfig:
+    return KairoxConfig(
+        profiles={
+            "default": ProfileConfig(
+                model="gpt-4o", encoding="o200k_base", context_window=window, reserve=200
+            )
+        },
+        retrieval=RetrievalSection(backend="hashing", share=share),
+        compaction=CompactionSection(enabled=False, recall=True, recall_k=recall_k),
+    )
+
+
+def say(kx: Kairox, session: Any, user: str, reply: str) -> list[int]:
+    """An exchange written straight to the event store: no turn, so nothing indexes it
+    (the state right after a turn whose background indexing has not run)."""
+    counter = session.assembler().counter
+    seqs = []
+    for event in (
+        UserMessageAdded(session_id=session.id, turn_id="t", text=user),
+        AssistantMessageCompleted(session_id=session.id, turn_id="t", text=reply),
+    ):
+        stored = kx.events_store.append(with_tokens(event, counter))
+        assert stored.seq is not None
+        seqs.append(stored.seq)
+    return seqs
+
+
+def history_of(kx: Kairox, session: Any, exchanges: int) -> None:
+    for i in range(exchanges):
+        topic = TOPICS[i % len(TOPICS)]
+        say(kx, session, f"Turn {i}: let us talk about {topic}.", f"Sure, turn {i}: {topic}.")
+    recall_of(kx).catch_up(session)
+
+
+def recalled_seqs(ctx: Any) -> list[str]:
+    return [i.id for i in ctx.trace.layer("retrieval").included if i.source == SOURCE]
+
+
+def history_range(ctx: Any) -> tuple[int, int]:
+    first, last = ctx.trace.layer("history").included[0].id.split()[1].split("-")
+    return int(first), int(last)
+
+
+def chunks(kx: Kairox, session: Any) -> int:
+    return recall_of(kx).index(session).chunk_count()
+
+
+def test_the_context_is_the_one_indexing_first_gives(tmp_path: Path) -> None:
+    """The newest exchange is not indexed and matches none of the prompts better than
+    the older turns: every context is the one catching up first gives, and no search
+    indexed anything."""
+    with Kairox.open(tmp_path / "kx.db", config()) as kx:
+        session = kx.session()
+        history_of(kx, session, 40)
+        before = chunks(kx, session)
+        tail = say(kx, session, "Quick one: is it raining now?", "A little drizzle, yes.")
+        prompts = [f"what did we say about {t}?" for t in TOPICS]
+        deferred = [session.preview_sync(p) for p in prompts]
+        assert chunks(kx, session) == before  # nothing indexed by the searches
+        for ctx in deferred:
+            low, high = history_range(ctx)
+            assert low <= tail[0] and high == tail[1]  # the history holds the tail
+            assert recalled_seqs(ctx)  # older turns recalled: the window is short
+        recall_of(kx).catch_up(session)
+        assert chunks(kx, session) == before + 2
+        for prompt, ctx in zip(prompts, deferred, strict=True):
+            exact = session.preview_sync(prompt)
+            assert ctx.messages == exact.messages
+            assert recalled_seqs(ctx) == recalled_seqs(exact)
+
+
+def test_newest_turns_that_would_rank_only_free_their_slots(tmp_path: Path) -> None:
+    """The unindexed turns are the best matches: catching up first, they take slots of
+    ``recall_k`` that the history makes useless; deferred, the next-best older turns
+    get them. Every turn recalled after catching up is recalled deferred too, in the
+    same order, and at most as many more as there were unindexed turns (the
+    documented difference)."""
+    with Kairox.open(tmp_path / "kx.db", config()) as kx:
+        session = kx.session()
+        history_of(kx, session, 40)
+        tail = say(kx, session, "A quokka and a pangolin at the marathon!", "Quokka, pangolin.")
+        prompt = "the quokka and the pangolin, and the marathon training plan"
+        deferred = session.preview_sync(prompt)
+        recall_of(kx).catch_up(session)
+        ranked = [turn_seq(h) for h in recall_of(kx).turns(session, prompt)]
+        assert set(tail) <= set(ranked[:2])  # caught up, the tail takes the two best slots
+        exact = session.preview_sync(prompt)
+        got, want = recalled_seqs(deferred), recalled_seqs(exact)
+        assert set(want) <= set(got) and len(got) <= len(want) + len(tail)
+        assert [s for s in got if s in want] == want
+        for ctx in (deferred, exact):
+            assert history_range(ctx)[1] == tail[1]
+            assert "quokka" not in str(ctx.messages[1]["content"]).lower()  # not recalled
+
+
+def test_an_unindexed_turn_out_of_the_history_is_still_found(tmp_path: Path) -> None:
+    """Retrieval takes nearly the whole budget: the history keeps only a little, not
+    the long unindexed exchange. The mark calls the search back, indexed first: the
+    fact is recalled, and the context is the one catching up first gives."""
+    filler = " ".join(["We also went over the weekend plans in some detail."] * 30)
+    fact = "My locker code at the Vantaa gym is 4417-ZETA."
+    with Kairox.open(tmp_path / "kx.db", config(share=0.9)) as kx:
+        session = kx.session()
+        history_of(kx, session, 20)
+        before = chunks(kx, session)
+        tail = say(kx, session, f"{fact} {filler}", "Noted the locker code.")
+        say(kx, session, "ok", "ok")  # the newest exchange, short: the history holds it
+        ctx = session.preview_sync("what is my locker code at the gym?")
+        assert chunks(kx, session) == before + 4  # the search was done again, indexed
+        assert f"seq {tail[0]}" in recalled_seqs(ctx)
+        assert history_range(ctx)[0] > tail[1]
+        text = "\n".join(str(m["content"]) for m in ctx.messages)
+        assert text.count("4417-ZETA") == 1
+        again = session.preview_sync("what is my locker code at the gym?")
+        assert again.messages == ctx.messages
+
+
+def test_a_long_tail_is_indexed_first(tmp_path: Path) -> None:
+    """More than ``DEFER_MAX`` turns unindexed: the search catches up as before."""
+    with Kairox.open(tmp_path / "kx.db", config(window=30000)) as kx:
+        session = kx.session()
+        history_of(kx, session, 4)
+        before = chunks(kx, session)
+        for i in range(DEFER_MAX // 2 + 1):
+            say(kx, session, f"later {i}", f"fine {i}")
+        hits = recall_of(kx).turns(session, "later fine", defer=True)
+        assert not any(isinstance(h, DeferredTurns) for h in hits)
+        assert chunks(kx, session) == before + 2 * (DEFER_MAX // 2 + 1)
+
+
+def test_direct_searches_never_defer(tmp_path: Path) -> None:
+    """``turns`` without ``defer`` (tools, benchmarks) indexes first and has no mark."""
+    with Kairox.open(tmp_path / "kx.db", config()) as kx:
+        session = kx.session()
+        history_of(kx, session, 6)
+        seqs = say(kx, session, "The spare key is under the blue flowerpot.", "Blue pot.")
+        hits = recall_of(kx).turns(session, "where is the spare key?")
+        assert turn_seq(hits[0]) == seqs[0]
+        assert not any(isinstance(h, DeferredTurns) for h in hits)
+        marked = recall_of(kx).turns(session, "where is the spare key?", defer=True)
+        assert marked == hits  # nothing left unindexed: no mark
+
+
+def _hit(seq: int) -> RetrievalHit:
+    return RetrievalHit(f"turn {seq}", 1.0 / seq, SOURCE, f"turn:s:{seq}", {"seq": seq})
+
+
+def test_settle_keeps_the_hits_when_the_history_holds_every_unindexed_turn() -> None:
+    hits = [_hit(3), _hit(5)]
+    calls: list[int] = []
+
+    def exact() -> list[RetrievalHit]:
+        calls.append(1)
+        return [_hit(9)]
+
+    mark = deferred_mark(hits, (8, 9), exact)
+    other = RetrievalHit("other", 0.5, "other", "o")
+    assert settle_deferred([*hits, mark, other], {7, 8, 9}) == [*hits, other]
+    assert calls == []
+    assert settle_deferred([*hits, mark, other], {9}) == [_hit(9), other]
+    assert calls == [1]
+    assert settle_deferred(hits, set()) == hits  # no mark: as it is
+    empty = deferred_mark([], (4,), exact)
+    assert settle_deferred([empty], {4}) == []
+    assert settle_deferred([other, empty], set()) == [other, _hit(9)]
+
+
+async def test_background_indexing_runs_once_after_the_last_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Turns back to back: each one's search defers the one before, and of the
+    background tasks only the last turn's indexes (here woken by ``aclose``; the delay
+    is raised so that no task wakes by itself), so no indexing runs beside a turn."""
+    monkeypatch.setattr(recall_module, "BACKGROUND_DELAY", 60.0)
+    kx = Kairox.open(tmp_path / "kx.db", config())
+    try:
+        session = kx.session()
+        recall = recall_of(kx)
+        calls: list[int] = []
+        catch_up = recall.catch_up
+
+        def counted(s: Any) -> int:
+            calls.append(catch_up(s))
+            return calls[-1]
+
+        monkeypatch.setattr(recall, "catch_up", counted)
+        await session.run_turn("The spare key is under the blue flowerpot.", "Blue pot.")
+        recall._catch_up(session)  # the first turn's search had nothing indexed to defer to
+        calls.clear()
+        for i in range(3):
+            await session.run_turn(f"turn {i}: and the garden?", f"Tomatoes, turn {i}.")
+        assert calls == []  # every search deferred
+        await kx.aclose()  # wakes the four tasks: the last turn's indexes the three turns
+        assert calls == [6]
+    finally:
+        kx.close()
+    with Kairox.open(tmp_path / "kx.db", config()) as again:
+        assert chunks(again, again.session(session_id=session.id)) == 2 + 6
