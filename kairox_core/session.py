@@ -34,6 +34,7 @@ from kairox_core.context import (
     edits,
 )
 from kairox_core.context.history import HistoryCache, unit_from_event, with_tokens
+from kairox_core.context.recalled import recalled_turns
 from kairox_core.context.sources import HistoryUnit, SummaryItem
 from kairox_core.engines import (
     AssemblyRequest,
@@ -482,10 +483,6 @@ class Turn:
         self.context = context
         self.hits = hits
         self.contributions = tuple(contributions)
-        # the engines' recalled past turns: untrusted text, like retrieval hits
-        self.recalled: list[RetrievalHit] = [
-            h for c in self.contributions if c.layer == "recalled" for h in c.hits
-        ]
         self.instructions = instructions
         self.attachments = attachments
         self.started = time.perf_counter()
@@ -496,6 +493,14 @@ class Turn:
         self._pending_chars = 0
         self._tool_events: list[ToolInvocationCompleted] = []
         self._done = False
+
+    @property
+    def recalled(self) -> list[RetrievalHit]:
+        """The engines' recalled past turns that can be in the context (a deferred
+        search's settled hits included): untrusted text, like retrieval hits."""
+        return recalled_turns(
+            [h for c in self.contributions if c.layer == "recalled" for h in c.hits]
+        )
 
     @property
     def messages(self) -> list[dict[str, Any]]:

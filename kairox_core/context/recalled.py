@@ -36,11 +36,15 @@ class DeferredTurns(RetrievalHit):
     (the finished turn, searched by the next one right away). The assembler settles it
     (``settle_deferred``) once it knows which turns its history holds: all of them
     held, the mark goes and the hits stand; else ``exact()`` (index first, search
-    again) replaces the hits that came with the mark (``hits``)."""
+    again) replaces the hits that came with the mark (``hits``). That search runs once:
+    ``settled`` keeps its hits for a reassembly and for the turn's taint check
+    (``recalled_turns``), which must see every recalled turn the context can hold."""
 
     unindexed: tuple[int, ...] = ()
     hits: tuple[RetrievalHit, ...] = ()
     exact: Callable[[], Sequence[RetrievalHit]] | None = None
+    settled: list[RetrievalHit] = field(default_factory=list, compare=False, repr=False)
+    searched: list[bool] = field(default_factory=list, compare=False, repr=False)
 
 
 def deferred_mark(
@@ -65,10 +69,25 @@ def settle_deferred(recalled: Sequence[RetrievalHit], held: Collection[int]) -> 
     for mark in marks:
         if mark.exact is None or all(s in held for s in mark.unindexed):
             continue
+        if not mark.searched:
+            mark.settled[:] = mark.exact()
+            mark.searched.append(True)
         gone = {id(h) for h in mark.hits}
         at = next((i for i, h in enumerate(out) if id(h) in gone), len(out))
         out = [h for h in out if id(h) not in gone]
-        out[at:at] = list(mark.exact())
+        out[at:at] = mark.settled
+    return out
+
+
+def recalled_turns(recalled: Sequence[RetrievalHit]) -> list[RetrievalHit]:
+    """Every recalled turn that can be in the context: ``recalled`` without its marks,
+    plus the hits of any mark the assembler searched again (``settle_deferred``)."""
+    out: list[RetrievalHit] = []
+    for h in recalled:
+        if isinstance(h, DeferredTurns):
+            out.extend(h.settled)
+        else:
+            out.append(h)
     return out
 
 
