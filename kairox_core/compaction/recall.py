@@ -163,11 +163,12 @@ class Recall(Engine):
         and the next search's ``catch_up`` waits for it (same session lock) and indexes
         whatever is still missing, so every earlier turn is found, from any process.
 
-        The work starts ``BACKGROUND_DELAY`` later (at once on ``aclose``): a turn that
-        follows right away (an agent's loop) indexes it in its own search instead. Run
-        beside that turn, in a second thread, it made the turn several times slower:
-        the two threads took turns at the GIL, every SQLite call paying its 5 ms
-        switch interval."""
+        The work starts ``BACKGROUND_DELAY`` later (at once on ``aclose``), and only for
+        the session's latest turn: a turn that follows right away (an agent's loop)
+        searches without it (the history holds it: ``DeferredTurns``) and its own task
+        indexes both. Run beside that turn, in a second thread, it made the turn several
+        times slower: the two threads took turns at the GIL, every SQLite call paying
+        its 5 ms switch interval."""
         if not self.enabled:
             return
         self._latest[session.id] = max(self._latest.get(session.id, 0), result.assistant_seq)
