@@ -1,4 +1,4 @@
-"""``_mean_vector`` (numpy) gives the floats of the pure-Python loop it replaced."""
+"""``index_common.mean_vector`` (numpy) gives the floats of the pure-Python loop it replaced."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kairox_core.retrieval.index import _mean_vector
+from kairox_core.retrieval.index_common import mean_vector
 
 
 def _reference(vectors: list[list[float]]) -> list[float]:
@@ -29,4 +29,4 @@ _value = st.one_of(st.just(0.0), st.floats(-1e3, 1e3, allow_nan=False, allow_sub
     )
 )
 def test_same_floats_as_the_python_loop(vectors: list[list[float]]) -> None:
-    assert _mean_vector(vectors) == _reference(vectors)
+    assert mean_vector(vectors) == _reference(vectors)

@@ -10,7 +10,6 @@ batch, so a crash leaves the previous state, never half a document.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import struct
@@ -26,6 +25,7 @@ from kairox_core.retrieval import ann
 from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit, RetrieverError
 from kairox_core.retrieval.chunking import Chunk, Chunker, content_hash
 from kairox_core.retrieval.fts import query_terms, terms_expression
+from kairox_core.retrieval.index_common import mean_vector
 from kairox_core.retrieval.keyword_terms import TermSelector
 from kairox_core.store.connection import connect, transaction
 from kairox_core.store.database import lock_for
@@ -260,23 +260,6 @@ def _statuses(batch: Sequence[DocumentInput], stored: Mapping[str, str]) -> list
     return out
 
 
-def _mean_vector(vectors: Sequence[Sequence[float]]) -> list[float]:
-    """The normalised sum of normalised vectors (cosine-equivalent to the mean).
-    Element-wise in numpy (it was ~0.2 ms a chunk in Python, paid each turn); each
-    norm's sum of squares stays Python's ``sum`` in order, so the floats are the ones
-    the pure-Python loop gave."""
-    import numpy as np  # (not at import: a search-only process may never write)
-
-    total = np.zeros(len(vectors[0]), dtype=np.float64)
-    for v in vectors:
-        a = np.asarray(v, dtype=np.float64)
-        norm = math.sqrt(sum((a * a).tolist())) or 1.0
-        total += a / norm
-    norm = math.sqrt(sum((total * total).tolist())) or 1.0
-    out: list[float] = (total / norm).tolist()
-    return out
-
-
 def _as_list(value: Any) -> list[Any]:
     if isinstance(value, list | tuple | set | frozenset):
         return list(value)
@@ -471,7 +454,7 @@ class WorkspaceRagIndex:
         out = []
         for _, _, context in items:
             own = list(next(vectors))
-            out.append(pack_vector(_mean_vector([own, next(vectors)]) if context else own))
+            out.append(pack_vector(mean_vector([own, next(vectors)]) if context else own))
         return out
 
     # --- writing ---------------------------------------------------------------------

@@ -73,14 +73,20 @@ def metadata_json(metadata: Mapping[str, Any]) -> str:
 
 
 def mean_vector(vectors: Sequence[Sequence[float]]) -> list[float]:
-    """The normalised sum of normalised vectors (cosine-equivalent to the mean)."""
-    total = [0.0] * len(vectors[0])
+    """The normalised sum of normalised vectors (cosine-equivalent to the mean).
+    Element-wise in numpy (it was ~0.2 ms a chunk in Python, paid each turn); each
+    norm's sum of squares stays Python's ``sum`` in order, so the floats are the ones
+    the pure-Python loop gave (tests/test_mean_vector.py)."""
+    import numpy as np  # (not at import: a search-only process may never write)
+
+    total = np.zeros(len(vectors[0]), dtype=np.float64)
     for v in vectors:
-        norm = math.sqrt(sum(x * x for x in v)) or 1.0
-        for i, x in enumerate(v):
-            total[i] += x / norm
-    norm = math.sqrt(sum(x * x for x in total)) or 1.0
-    return [x / norm for x in total]
+        a = np.asarray(v, dtype=np.float64)
+        norm = math.sqrt(sum((a * a).tolist())) or 1.0
+        total += a / norm
+    norm = math.sqrt(sum((total * total).tolist())) or 1.0
+    out: list[float] = (total / norm).tolist()
+    return out
 
 
 def embed_texts(items: Sequence[tuple[str, str, str]]) -> list[str]:
