@@ -153,7 +153,7 @@ def sweep(
     index: Any, queries: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]]
 ) -> list[dict[str, Any]]:
     """nDCG@10 of hybrid fusion over a grid of settings, rankings computed once."""
-    from kairox_core.retrieval.index import fuse_rankings
+    from kairox_core.retrieval.index_common import fuse_rankings
 
     if hasattr(index, "conn"):
         names = dict(index.conn.execute("SELECT id, doc_id FROM rag_documents"))

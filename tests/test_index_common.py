@@ -1,15 +1,16 @@
-"""The shared index helpers equal what WorkspaceRagIndex does (until it imports them),
-and Fts5Terms cuts text into the terms FTS5 itself indexes."""
+"""The index helpers both indexes share (SQLite and PostgreSQL), and Fts5Terms cuts text
+into the terms FTS5 itself indexes."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kairox_core.retrieval import index as sqlite_index
 from kairox_core.retrieval import index_common as common
-from kairox_core.retrieval.chunking import Chunker
+from kairox_core.retrieval.chunking import Chunker, content_hash
 from kairox_core.retrieval.fts5_terms import Fts5Terms, bm25, bm25_idf, select_terms
 from kairox_core.retrieval.index import DocumentInput, WorkspaceRagIndex
 from kairox_core.retrieval.keyword_terms import CHEAP_ROWS
@@ -19,24 +20,29 @@ texts = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_siz
 
 @settings(deadline=None)
 @given(title=texts, text=texts, context=texts)
-def test_doc_hash_and_context_hash_match_the_sqlite_index(
+def test_doc_hash_and_context_hash_keep_the_stored_format(
     title: str, text: str, context: str
 ) -> None:
-    doc = DocumentInput("d", text, title=title, context=context)
-    assert common.doc_hash(title, text, context) == sqlite_index._doc_hash(doc)
+    """The hashes databases already hold: a change would re-embed every document."""
+    extra = f"\x00context\x00{context}" if context else ""
+    assert common.doc_hash(title, text, context) == content_hash(f"{title}\x00{text}{extra}")
     for chunk in Chunker(64, 8).chunk(text or "x"):
-        want = sqlite_index._with_context(chunk, context)
-        assert common.with_context(chunk, context) == want
+        got = common.with_context(chunk, context)
+        want = content_hash(f"{chunk.content_hash}\x00{context}") if context else chunk.content_hash
+        assert got == replace(chunk, content_hash=want)
 
 
-def test_statuses_fusion_and_vectors_match_the_sqlite_index() -> None:
+def test_statuses_fusion_and_vectors() -> None:
     batch = [DocumentInput("a", "x"), DocumentInput("b", "y"), DocumentInput("a", "z")]
     stored = {"b": common.doc_hash("", "y")}
-    assert common.statuses(batch, stored) == sqlite_index._statuses(batch, stored)
     assert common.statuses(batch, stored) == ["added", "unchanged", "updated"]
     assert [d.text for d in common.last_per_doc_id(batch)] == ["y", "z"]
     lists = [(1.0, [(1, 10, 0.5), (2, 20, 0.4)]), (0.7, [(3, 20, 0.9), (4, 30, 0.1)])]
-    assert common.fuse_rankings(lists, rrf_k=5) == sqlite_index.fuse_rankings(lists, rrf_k=5)
+    assert common.fuse_rankings(lists, rrf_k=5) == [
+        (2, 20, 1 / 7 + 0.7 / 6),
+        (1, 10, 1 / 6),
+        (4, 30, 0.7 / 7),
+    ]
     vectors = [[3.0, 4.0], [0.0, 2.0]]
     assert common.mean_vector(vectors) == pytest.approx([0.6 / 3.6**0.5, 1.8 / 3.6**0.5])
     items = [("text", "Heading", ""), ("reply", "", "the question")]

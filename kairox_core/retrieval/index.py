@@ -16,16 +16,27 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kairox_core.errors import KairoxUserError
 from kairox_core.retrieval import ann
 from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit, RetrieverError
-from kairox_core.retrieval.chunking import Chunk, Chunker, content_hash
+from kairox_core.retrieval.chunking import Chunker
 from kairox_core.retrieval.fts import query_terms, terms_expression
-from kairox_core.retrieval.index_common import mean_vector
+from kairox_core.retrieval.index_common import (
+    SOURCE,
+    Ranked,
+    doc_hash,
+    filter_values,
+    fuse_rankings,
+    mean_vector,
+    with_context,
+)
+from kairox_core.retrieval.index_common import (
+    statuses as doc_statuses,
+)
 from kairox_core.retrieval.keyword_terms import TermSelector
 from kairox_core.store.connection import connect, transaction
 from kairox_core.store.database import lock_for
@@ -35,7 +46,6 @@ if TYPE_CHECKING:
     from kairox_core.store.protocol import WorkspaceIndex
 
 COMPONENT = "retrieval"
-SOURCE = "workspace"
 MODES = ("hybrid", "vector", "keyword")
 VEC_MAX_K = 4096  # sqlite-vec's limit on k
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"  # rag_fts's tokenizer (migrations)
@@ -150,22 +160,7 @@ _MARKDOWN_EXT = {".md", ".markdown", ".mdx", ".rst"}
 _META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 
-Ranked = list[tuple[int, int, float]]  # (chunk id, document row id, score), best first
 _known_tables: dict[tuple[int, str], Any] = {}  # (id(conn), table) -> conn: it exists
-
-
-def fuse_rankings(
-    lists: Sequence[tuple[float, Ranked]], *, rrf_k: int = 60, limit: int | None = None
-) -> Ranked:
-    """Weighted reciprocal rank fusion of document rankings: sum(w / (rrf_k + rank))."""
-    fused: dict[int, float] = {}
-    best_chunk: dict[int, int] = {}
-    for weight, ranked in lists:
-        for rank, (cid, doc, _) in enumerate(ranked, start=1):
-            fused[doc] = fused.get(doc, 0.0) + weight / (rrf_k + rank)
-            best_chunk.setdefault(doc, cid)
-    top = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
-    return [(best_chunk[doc], doc, score) for doc, score in top]
 
 
 class IndexBackendMismatch(KairoxUserError):
@@ -233,37 +228,6 @@ def file_document(
 
 def pack_vector(vector: Sequence[float]) -> bytes:
     return struct.pack(f"{len(vector)}f", *vector)
-
-
-def _doc_hash(doc: DocumentInput) -> str:
-    context = f"\x00context\x00{doc.context}" if doc.context else ""
-    return content_hash(f"{doc.title}\x00{doc.text}{context}")
-
-
-def _with_context(chunk: Chunk, context: str) -> Chunk:
-    """The chunk keyed by its text and context: its vector depends on both."""
-    if not context:
-        return chunk
-    return replace(chunk, content_hash=content_hash(f"{chunk.content_hash}\x00{context}"))
-
-
-def _statuses(batch: Sequence[DocumentInput], stored: Mapping[str, str]) -> list[str]:
-    """ "added", "updated" or "unchanged" per input, in order, as if added one at a time
-    (``stored``: content hash per doc id before the batch)."""
-    seen = dict(stored)
-    out = []
-    for doc in batch:
-        dhash = _doc_hash(doc)
-        before = seen.get(doc.doc_id)
-        out.append("added" if before is None else "unchanged" if before == dhash else "updated")
-        seen[doc.doc_id] = dhash
-    return out
-
-
-def _as_list(value: Any) -> list[Any]:
-    if isinstance(value, list | tuple | set | frozenset):
-        return list(value)
-    return [value]
 
 
 class WorkspaceRagIndex:
@@ -533,7 +497,7 @@ class WorkspaceRagIndex:
             plan: list[tuple[DocumentInput, str, list[Any] | None]] = []
             for doc in docs:
                 old = existing.get(doc.doc_id)
-                dhash = _doc_hash(doc)
+                dhash = doc_hash(doc.title, doc.text, doc.context)
                 meta = json.dumps(dict(doc.metadata), sort_keys=True, default=str)
                 if old is not None and old[1] == dhash:
                     same = old[2] == meta and old[3] == doc.doc_type and doc.mtime is None
@@ -543,12 +507,12 @@ class WorkspaceRagIndex:
                     (
                         doc,
                         dhash,
-                        [_with_context(c, doc.context) for c in self.chunker.chunk(doc.text)]
+                        [with_context(c, doc.context) for c in self.chunker.chunk(doc.text)]
                         if doc.text.strip()
                         else [],
                     )
                 )
-            statuses = _statuses(batch, {k: v[1] for k, v in existing.items()})
+            statuses = doc_statuses(batch, {k: v[1] for k, v in existing.items()})
             # vectors already embedded for identical chunk text are reused, not recomputed
             wanted = {c.content_hash for _, _, chunks in plan if chunks for c in chunks}
             known = self._vectors_by_hash(wanted)
@@ -1039,15 +1003,7 @@ def _filter_sql(filters: Mapping[str, Any]) -> tuple[str, list[Any], tuple[str, 
     vargs: list[Any] = []
     pushable = True
     for key, value in filters.items():
-        values = _as_list(value)
-        if not values:
-            raise RetrieverError(SOURCE, f"filter '{key}' has no allowed value")
-        for v in values:
-            if not isinstance(v, str | int | float | bool):
-                raise RetrieverError(
-                    SOURCE,
-                    f"filter '{key}': values must be strings or numbers, got {type(v).__name__}",
-                )
+        values = filter_values(key, value)
         marks = ",".join("?" * len(values))
         if key == "path":
             where.append("(" + " OR ".join("d.path GLOB ?" for _ in values) + ")")
