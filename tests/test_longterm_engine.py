@@ -47,3 +47,35 @@ async def test_contributions_for_packs_and_chunks(tmp_path: Path) -> None:
 
         (unrelated,) = await engine.before_assembly(s, AssemblyRequest("", "default"))
         assert unrelated.longterm is not None and not unrelated.longterm.recall.chunks
+
+
+async def test_a_store_that_never_held_a_chunk_is_not_searched(tmp_path: Path) -> None:
+    """A fresh database's long-term store has no vector space: a turn's search returns
+    nothing without embedding the prompt or creating the space (it used to create it,
+    a write transaction inside the first turn of every database)."""
+    with Kairox.open(tmp_path / "k.db", KairoxConfig()) as kx:
+        s = kx.session(workspace="w")
+        store = kx.longterm.store
+        embedded: list[str] = []
+        real = store.backend.embed_query
+
+        def embed_query(text: str) -> list[float]:
+            embedded.append(text)
+            return real(text)
+
+        store.backend.embed_query = embed_query  # type: ignore[method-assign]
+        try:
+            (out,) = await kx.engine("longterm").before_assembly(
+                s, AssemblyRequest("When does the staging password rotate?", "default")
+            )
+            assert out.longterm is not None and not out.longterm.recall.chunks
+            assert store.rows.vector_space() is None and embedded == []
+            chunk = kx.longterm.add("The staging password rotates on Mondays.", scope="global")
+            (out,) = await kx.engine("longterm").before_assembly(
+                s, AssemblyRequest("When does the staging password rotate?", "default")
+            )
+            assert out.longterm is not None
+            assert [c.id for c in out.longterm.recall.chunks] == [chunk.id]
+            assert embedded == ["When does the staging password rotate?"]
+        finally:
+            del store.backend.embed_query  # the process's shared backend, as it was

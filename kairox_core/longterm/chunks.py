@@ -172,7 +172,11 @@ class ChunkStore:
 
     def nearest(self, query: str, owners: Sequence[str], k: int) -> builtins.list[ChunkHit]:
         """The ``k`` chunks of ``owners`` most similar to ``query``, best first (every
-        similarity, no threshold: the caller decides and explains)."""
+        similarity, no threshold: the caller decides and explains). A store that has
+        never held a chunk has no vector space yet: nothing to embed or search (a search
+        used to create the space, a write transaction on every fresh database's turn)."""
+        if self.rows.vector_space() is None:
+            return []
         qvec = self.backend.embed_query(query)
         if not any(qvec):  # no feature at all: cosine is undefined
             return []
