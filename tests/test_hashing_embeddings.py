@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from kairox_core.errors import KairoxUserError, UnknownNameError
 from kairox_core.retrieval.base import EmbeddingBackend
-from kairox_core.retrieval.embeddings import HashingEmbedding, load_embedding_backend
+from kairox_core.retrieval.embeddings import HashingEmbedding, QueryMemo, load_embedding_backend
 from kairox_core.testing.contracts import EmbeddingBackendContract
 
 
@@ -171,3 +171,25 @@ def test_known_vector_is_unchanged() -> None:
         )
         <= 1e-9
     )
+
+
+def test_a_query_is_embedded_once_and_each_caller_gets_its_own_copy() -> None:
+    """Recall, long-term memory and the workspace index embed the same prompt in one
+    turn: the backend remembers its last few queries (``QueryMemo``), and hands out
+    copies, so a caller changing its vector changes nobody else's."""
+    backend = HashingEmbedding()
+    first = backend.embed_query("when is the release due?")
+    assert first == backend._embed_many(["when is the release due?"])[0]
+    first[0] += 1.0
+    again = backend.embed_query("when is the release due?")
+    assert again == backend._embed_many(["when is the release due?"])[0] and again is not first
+    calls: list[str] = []
+    memo = QueryMemo(size=2)
+    for text in ["a", "b", "a", "c", "a", "b"]:
+        memo.get(text, lambda t: calls.append(t) or [float(len(calls))])
+    assert calls == [
+        "a",
+        "b",
+        "c",
+        "b",
+    ]  # two remembered, the least recently used goes: "b" when "c" came

@@ -13,9 +13,10 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import threading
 import zlib
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,31 @@ from kairox_core.retrieval.base import EmbeddingBackend
 _WORD = re.compile(r"\w+", re.UNICODE)
 _Sparse = tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]
 DEFAULT_DIMENSION = 384
+
+
+class QueryMemo:
+    """The last few query vectors of one backend, by text. A turn embeds its prompt
+    once per search that needs it (recall of past turns, long-term chunks, the
+    workspace index): the same text, so the same vector, recomputed each time. Callers
+    get a copy: a vector they change does not change the next caller's."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self._vectors: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, text: str, embed: Callable[[str], list[float]]) -> list[float]:
+        with self._lock:
+            known = self._vectors.pop(text, None)
+            if known is not None:
+                self._vectors[text] = known  # the most recently used goes last
+        if known is None:
+            known = embed(text)
+            with self._lock:
+                if len(self._vectors) >= self.size:
+                    del self._vectors[next(iter(self._vectors))]  # the least recently used
+                self._vectors[text] = known
+        return list(known)
 
 
 class HashingEmbedding:
@@ -55,6 +81,7 @@ class HashingEmbedding:
         # word -> its sparse contribution (unigram + its character n-grams)
         self._word_cache: dict[str, _Sparse] = {}
         self._pair_cache: dict[tuple[str, str], int] = {}
+        self._queries = QueryMemo()
 
     def _feature(self, key: str) -> tuple[int, float]:
         h = zlib.crc32(key.encode("utf-8"))
@@ -145,7 +172,7 @@ class HashingEmbedding:
         return out
 
     def embed_query(self, text: str) -> list[float]:
-        return self._embed_many([text])[0]
+        return self._queries.get(text, lambda t: self._embed_many([t])[0])
 
 
 def load_embedding_backend(

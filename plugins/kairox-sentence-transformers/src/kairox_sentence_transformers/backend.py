@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kairox_core.errors import KairoxUserError
+from kairox_core.retrieval.embeddings import QueryMemo
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _BUNDLED_NAMES = {DEFAULT_MODEL.lower(), f"sentence-transformers/{DEFAULT_MODEL}".lower()}
@@ -144,6 +145,7 @@ class SentenceTransformerEmbedding:
         if ":" in device:
             self.device = device  # e.g. cuda:1, after checking CUDA exists at all
         self._lock = threading.Lock()  # one encode at a time: torch modules are not reentrant
+        self._queries = QueryMemo()  # a turn's searches embed the same prompt (~10 ms each)
         self._model = self._load(target, max_seq_length, trust_remote_code)
         getter = getattr(self._model, "get_embedding_dimension", None)
         dimension = getter() if getter else self._model.get_sentence_embedding_dimension()
@@ -204,7 +206,7 @@ class SentenceTransformerEmbedding:
         return self._encode(texts, self.document_prompt)
 
     def embed_query(self, text: str) -> list[float]:
-        return self._encode([text], self.query_prompt)[0]
+        return self._queries.get(text, lambda t: self._encode([t], self.query_prompt)[0])
 
     def __repr__(self) -> str:
         return (
