@@ -103,7 +103,8 @@ def test_the_graph_finds_what_the_exact_scan_finds(
 ) -> None:
     """Recall@10 of the graph against vec0's exact KNN is at least 0.95 on average over
     the queries, on clustered random data of any size, spread and seed; the scores
-    of what both return are the same cosine similarities."""
+    of what both return are the same cosine similarities, to the graph's f16
+    precision (its vectors are half precision; SQLite keeps the f32 ones)."""
     rng = random.Random(seed)
     rows = clustered(rng, n, clusters, spread)
     queries = clustered(rng, 20, clusters, spread)
@@ -121,7 +122,7 @@ def test_the_graph_finds_what_the_exact_scan_finds(
         scores = {d: s for _, d, s in truth}
         for _, d, s in approx:
             if d in scores:
-                assert s == pytest.approx(scores[d], abs=1e-4)
+                assert s == pytest.approx(scores[d], abs=2e-3)
     assert sum(recalls) / len(recalls) >= 0.95
     index.close()
 
@@ -289,3 +290,24 @@ def test_a_graph_whose_file_another_process_merged_away_is_rebuilt_from_the_rows
     assert top_doc_ids(a, "q5") == {f"d{i}" for i in range(95)}
     b.close()
     a.close()
+
+
+def test_closing_the_database_frees_its_graphs_at_once(tmp_path: Path) -> None:
+    """A database closing its connection drops the connection's spaces and their graphs
+    then (store/database.py ``on_close``): before, the next search anywhere in the
+    process noticed the dead connection and freed its graph, inside someone's turn."""
+    from kairox_core.store.database import Database
+
+    path = tmp_path / "kx.db"
+    build(path, 120)[0].close()  # the graph file
+    db = Database.open(path)
+    rng = random.Random(1)
+    backend = TableEmbedding(clustered(rng, 170, 8, 0.5), clustered(rng, 10, 8, 0.5))
+    index = WorkspaceRagIndex(db.conn, "w", backend)
+    assert top_doc_ids(index, "q0")
+    space = graph(index)
+    assert space.ready
+    conn = db.conn
+    db.release()
+    assert space.graph is None
+    assert not [key for key, (c, _) in ann._spaces.items() if c is conn]

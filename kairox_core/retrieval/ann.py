@@ -22,6 +22,9 @@ unreadable file is rebuilt in the background while searches scan exactly. usearc
 Graph settings (connectivity 32, search expansion 256) were chosen on SciFact with
 the hashing backend: recall@10 0.99 and recall@100 0.97 against the exact scan
 (``benchmarks/bench_ann.py``); connectivity 16 / expansion 128 gave 0.88 and 0.80.
+The graph keeps its vectors as f16 (SQLite keeps the f32 truth): recall@10 0.982 on
+SciFact against 0.984 with f32, 0.998 against 0.999 on LoCoMo, in half the memory, so
+a search that misses the CPU caches (every turn's) is ~0.3 ms faster; i8 lost 0.1.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from kairox_core.store.database import on_close
 
 log = logging.getLogger(__name__)
 
@@ -512,7 +517,7 @@ def _new_index(dim: int) -> Any:
     return Index(
         ndim=dim,
         metric="cos",
-        dtype="f32",
+        dtype="f16",  # half the memory a search walks: f32 was ~0.3 ms slower a turn
         connectivity=CONNECTIVITY,
         expansion_add=EXPANSION_ADD,
         expansion_search=EXPANSION_SEARCH,
@@ -558,7 +563,12 @@ def _alive(conn: Any) -> bool:
 
 
 def forget(conn: Any) -> None:
-    """Drop the connection's spaces (it is being closed)."""
+    """Drop the connection's spaces (it is being closed), their graphs freed now."""
     with _spaces_lock:
-        for key in [k for k, (c, _) in _spaces.items() if c is conn]:
-            del _spaces[key]
+        gone = [_spaces.pop(k)[1] for k in [k for k, (c, _) in _spaces.items() if c is conn]]
+    for space in gone:
+        with space.lock:
+            space._drop()
+
+
+on_close(forget)

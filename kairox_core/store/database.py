@@ -22,6 +22,16 @@ from kairox_core.store.migrations import migrate
 _registry: dict[int, Database] = {}
 _registry_lock = threading.Lock()
 _savepoints = count(1)
+_on_close: list[Callable[[Any], None]] = []
+
+
+def on_close(callback: Callable[[Any], None]) -> None:
+    """Call ``callback(conn)`` just before a database closes the connection it owns: a
+    cache kept per connection (retrieval/ann.py's graphs) is dropped then, not by
+    whichever later call first notices the closed connection (a cold turn paid for
+    freeing the last database's graph)."""
+    if callback not in _on_close:
+        _on_close.append(callback)
 
 
 class Database:
@@ -113,6 +123,8 @@ class Database:
                 return
             self.closed = True
             if self.owned:
+                for callback in _on_close:
+                    callback(self.conn)
                 self.conn.close()
             with _registry_lock:
                 if _registry.get(id(self.conn)) is self:
