@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kairox_core.compaction import recall as recall_module
 from kairox_core.compaction.recall import recall_of
@@ -18,7 +20,7 @@ from kairox_core.facade import Kairox
 from kairox_core.retrieval import keyword_terms
 from kairox_core.retrieval.embeddings import HashingEmbedding
 from kairox_core.retrieval.fts import query_terms
-from kairox_core.retrieval.index import WorkspaceRagIndex
+from kairox_core.retrieval.index import DocumentInput, WorkspaceRagIndex
 
 
 def config(recall: bool = True) -> KairoxConfig:
@@ -155,3 +157,104 @@ def test_a_long_prompt_keeps_its_rarest_terms(
         common_index.add_text(f"x{i}", "kiwi kiwi" if i else "kiwi mango papaya")
     # rows: 44; mango and papaya in 1, kiwi in 3, meeting in 40 (weightless)
     assert common_index._keyword_terms("kiwi meeting mango papaya") == ["mango", "papaya"]
+
+
+def _vocabulary_reads(index: WorkspaceRagIndex, query: str) -> tuple[list[str], int]:
+    """The terms ``query`` keeps, and how many statements read the FTS vocabulary's row
+    counts (the live count of a doclist) to choose them."""
+    seen: list[str] = []
+    index.conn.set_trace_callback(seen.append)
+    try:
+        kept = index._keyword_terms(query)
+    finally:
+        index.conn.set_trace_callback(None)
+    return kept, sum(q.startswith("SELECT") and "kx_rag_fts_rows" in q for q in seen)
+
+
+def test_stored_term_counts_choose_what_live_counts_choose(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bulk and background indexing store the common terms' counts (keyword_terms.py):
+    a new connection then chooses the same terms without counting a doclist, until the
+    index has grown by a quarter, when it counts live again (and the next refresh
+    stores them again)."""
+    monkeypatch.setattr(keyword_terms, "CHEAP_ROWS", 5)
+    db = tmp_path / "kx.db"
+    index = WorkspaceRagIndex(db, "ws", HashingEmbedding(32))
+    for i in range(40):
+        index.add_text(f"d{i}", f"the project meeting notes number {i}" + " budget" * (i % 4 == 0))
+    index.add_text("rare", "the walrus project")
+    query = "the walrus budget project zebra meeting"
+    live, reads = _vocabulary_reads(index, query)
+    assert reads == 1 and live == ["walrus", "budget", "zebra"]  # the, project, meeting:
+    # weightless (in every row)
+    assert index.refresh_term_stats() is True
+    assert index.refresh_term_stats() is False  # fresh: nothing to do
+    index.close()
+
+    again = WorkspaceRagIndex(db, "ws", HashingEmbedding(32))
+    assert _vocabulary_reads(again, query) == (live, 0)  # from rag_term_stats
+    for i in range(15):  # 41 rows -> 56: more than a quarter
+        again.add_text(f"e{i}", f"zebra crossing {i}")
+    kept, reads = _vocabulary_reads(again, query)
+    assert reads == 1 and "zebra" in kept  # stale: counted live
+    assert again.refresh_term_stats() is True
+    assert _vocabulary_reads(again, "zebra walrus") == (["zebra", "walrus"], 0)
+    again.close()
+
+
+def test_term_counts_are_not_stored_for_a_small_index(common_index: WorkspaceRagIndex) -> None:
+    """Fewer rows than ``CHEAP_ROWS``: no term can be costly, nothing is stored."""
+    assert common_index.refresh_term_stats() is False
+    rows = common_index.conn.execute("SELECT count(*) FROM rag_term_stats_meta").fetchone()
+    assert rows[0] == 0
+
+
+def test_counts_stored_under_another_threshold_are_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(keyword_terms, "CHEAP_ROWS", 5)
+    index = WorkspaceRagIndex(tmp_path / "kx.db", "ws", HashingEmbedding(32))
+    for i in range(12):
+        index.add_text(f"d{i}", f"the project notes {i}")
+    assert index.refresh_term_stats() is True
+    monkeypatch.setattr(keyword_terms, "CHEAP_ROWS", 8)
+    assert _vocabulary_reads(index, "the notes walrus")[1] == 1  # counted live
+    assert index.refresh_term_stats() is True  # and stored again under the new threshold
+    assert _vocabulary_reads(index, "the notes kiwi")[1] == 0
+    index.close()
+
+
+_WORDS = ("apple", "banana", "cherry", "damson", "elder", "fig", "grape", "kiwi")
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    docs=st.lists(
+        st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5), min_size=8, max_size=40
+    ),
+    queries=st.lists(st.lists(st.sampled_from(_WORDS), min_size=2, max_size=8), max_size=5),
+)
+def test_stored_counts_choose_as_live_counts_on_any_index(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    docs: list[list[str]],
+    queries: list[list[str]],
+) -> None:
+    """Right after a refresh, the terms a query keeps from the stored counts are the
+    ones live counting keeps, whatever the documents and the query."""
+    monkeypatch.setattr(keyword_terms, "CHEAP_ROWS", 3)
+    monkeypatch.setattr(keyword_terms, "MAX_TERMS", 3)
+    db = tmp_path_factory.mktemp("stats") / "kx.db"
+    index = WorkspaceRagIndex(db, "ws", HashingEmbedding(16))
+    index.add_documents(
+        [DocumentInput(doc_id=f"d{i}", text=" ".join(words)) for i, words in enumerate(docs)]
+    )
+    live = [index._keyword_terms(" ".join(q)) for q in queries]
+    index.refresh_term_stats(force=True)
+    index.close()
+    again = WorkspaceRagIndex(db, "ws", HashingEmbedding(16))
+    assert [_vocabulary_reads(again, " ".join(q)) for q in queries] == [(k, 0) for k in live]
+    again.close()

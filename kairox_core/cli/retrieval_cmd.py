@@ -205,6 +205,9 @@ def run_index(
             report.chunks += index.embedded_chunks - before
             if report.added + report.updated + report.removed > 100:
                 index.optimize()
+            refresh = getattr(index, "refresh_term_stats", None)  # SQLite's keyword counts
+            if callable(refresh) and report.added + report.updated + report.removed:
+                refresh()  # stored again once the index has grown by a quarter
         total = index.chunk_count()
     finally:
         index.close()

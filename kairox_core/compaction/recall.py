@@ -197,7 +197,11 @@ class Recall(Engine):
         """``catch_up`` for the background: a failure is logged, never raised (nobody
         awaits it; the next search's catch-up retries, indexing is idempotent)."""
         try:
-            return self.catch_up(session)
+            changed = self.catch_up(session)
+            refresh = getattr(self.index(session), "refresh_term_stats", None)
+            if changed and callable(refresh):  # the keyword counts, once grown by a quarter
+                refresh()
+            return changed
         except Exception:  # retried by the next search
             log.warning("recall: background indexing failed; retried next turn", exc_info=True)
             return 0
@@ -269,9 +273,11 @@ class Recall(Engine):
                 changed += self._index_range(session, first, last, context, batch_size=512)
             if top > 0:
                 self.kx.events_store.set_indexed_stretch(session.id, 0, top)
-            build = getattr(self.index(session), "build_ann", None)
-            if callable(build):  # a large space's ANN graph, built now rather than by a search
-                build()
+            index = self.index(session)
+            for name in ("refresh_term_stats", "build_ann"):  # the keyword counts, a large
+                step = getattr(index, name, None)  # space's ANN graph: now, not in a search
+                if callable(step):
+                    step()
             return changed
 
     def _catch_up(self, session: Session) -> int:

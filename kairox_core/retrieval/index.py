@@ -37,7 +37,7 @@ from kairox_core.retrieval.index_common import (
 from kairox_core.retrieval.index_common import (
     statuses as doc_statuses,
 )
-from kairox_core.retrieval.keyword_terms import TermSelector
+from kairox_core.retrieval.keyword_terms import STATS_SCHEMA, TermSelector
 from kairox_core.store.connection import connect, transaction
 from kairox_core.store.database import lock_for
 from kairox_core.store.migrations import migrate
@@ -127,6 +127,9 @@ MIGRATIONS = [
     # and the keyword ranking's rows are mapped to their documents by id every search
     # (from the table itself each lookup read a page of chunk text: ~3x slower)
     "CREATE INDEX rag_chunks_owner ON rag_chunks(id, document_id, workspace_id);",
+    # 6: the costly keyword terms' counts, stored by bulk and background indexing so a
+    # query does not count them (keyword_terms.py)
+    STATS_SCHEMA,
 ]
 
 _CODE_EXT = {
@@ -885,9 +888,19 @@ class WorkspaceRagIndex:
     def _keyword_terms(self, query: str) -> list[str]:
         """The query's terms worth a doclist read (keyword_terms.py: the weightless
         ones dropped, the rarest ``MAX_TERMS`` kept); the counts are cached per index."""
+        return self._selector().select(query_terms(query))
+
+    def _selector(self) -> TermSelector:
         if self._term_selector is None:
             self._term_selector = TermSelector(self.conn, "rag_fts", "rag_chunks", FTS_TOKENIZE)
-        return self._term_selector.select(query_terms(query))
+        return self._term_selector
+
+    def refresh_term_stats(self, *, force: bool = False) -> bool:
+        """Store the counts keyword queries read for common terms, if missing or the
+        index has grown by a quarter since (keyword_terms.py); whether it did. For bulk
+        and background indexing: it reads the whole FTS vocabulary."""
+        with self._lock:
+            return self._selector().refresh_stats(force=force)
 
     def _vector(
         self, query: str, k: int, where: str, args: list[Any], push: tuple[str, list[Any]] | None

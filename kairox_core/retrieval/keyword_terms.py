@@ -17,6 +17,14 @@ term reads its doclist too, so counts are cached (per index) and counted again
 once the table has grown by a quarter since (a word found nowhere is counted every
 time: it may be the one the last turn just added); a cached count can only be stale
 near the 50% line, where a term's idf is ~0 either side of it.
+
+A common word's doclist is long, so counting it cost ~0.1 ms a word at 10k rows,
+paid by every prompt's new words and by a fresh connection's every word. So the
+indexer's bulk and background runs store the counts of the costly terms (in more than
+``CHEAP_ROWS`` rows) in ``rag_term_stats`` (``refresh_stats``: one pass over the
+table's vocabulary, again once it has grown by a quarter). While they are that fresh,
+a query reads its counts from them (a term not there was cheap then: always read,
+which only costs a little if it has become common since); otherwise it counts live.
 """
 
 from __future__ import annotations
@@ -25,10 +33,22 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from kairox_core.store.connection import transaction
+
 MAX_TERMS = 16  # a long prompt's keyword query keeps its rarest terms
 CHEAP_ROWS = 2048  # a term in at most this many rows is always read (a short doclist)
 REFRESH_GROWTH = 1.25  # a cached count is stale once the table grew by this factor
 _CACHE_LIMIT = 50_000  # words (and stems) remembered
+# The costly terms' counts as of a pass over the vocabulary (``refresh_stats``), and
+# the table's size and ``CHEAP_ROWS`` then (retrieval migration 6).
+STATS_SCHEMA = """
+CREATE TABLE rag_term_stats (term TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE rag_term_stats_meta (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    rows INTEGER NOT NULL,
+    threshold INTEGER NOT NULL
+);
+"""
 
 
 class TermSelector:
@@ -42,6 +62,8 @@ class TermSelector:
         self._ready = False
         self._stems: dict[str, tuple[str, ...]] = {}
         self._counts: dict[str, tuple[int, int]] = {}  # stem -> (rows with it, rows then)
+        self._stored: dict[str, int] = {}  # rag_term_stats as last read
+        self._stored_at: tuple[int, int] | None = None  # its (rows, threshold), None: not read
         self._lock = threading.Lock()
 
     def select(self, terms: Sequence[str]) -> list[str]:
@@ -71,6 +93,7 @@ class TermSelector:
         return [t for t in terms if t in keep]
 
     def _setup(self) -> None:
+        """The temporary tables that stem query words."""
         if self._ready:
             return
         self.conn.execute(
@@ -81,11 +104,68 @@ class TermSelector:
             "CREATE VIRTUAL TABLE IF NOT EXISTS temp.kx_query_stems "
             "USING fts5vocab(temp, kx_query_words, 'instance')"
         )
-        self.conn.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.kx_{self.table}_rows "
-            f"USING fts5vocab(main, {self.table}, 'row')"
-        )
         self._ready = True
+
+    def _vocabulary(self) -> str:
+        """The temporary table of the FTS table's terms and their row counts."""
+        name = f"temp.kx_{self.table}_rows"
+        self.conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5vocab(main, {self.table}, 'row')"
+        )
+        return name
+
+    def refresh_stats(self, *, force: bool = False) -> bool:
+        """Store the costly terms' counts (``rag_term_stats``) when they are missing or
+        the table has grown by a quarter since (``force``: now); whether it did. For
+        the writers' bulk and background runs, inside no transaction: it writes one,
+        and it reads the whole vocabulary (~6 ms at 10k rows of common words)."""
+        with self._lock:
+            rows = self._rows()
+            stored = self._read_meta()
+            if not force:
+                if stored is None and rows <= CHEAP_ROWS:
+                    return False  # no term can be costly yet: nothing to store
+                if (
+                    stored is not None
+                    and stored[1] == CHEAP_ROWS
+                    and rows <= stored[0] * REFRESH_GROWTH
+                ):
+                    return False  # fresh
+            vocabulary = self._vocabulary()
+            with transaction(self.conn):
+                self.conn.execute("DELETE FROM rag_term_stats")
+                self.conn.execute(
+                    f"INSERT INTO rag_term_stats(term, docs) SELECT term, doc FROM {vocabulary} "
+                    "WHERE doc > ?",
+                    (CHEAP_ROWS,),
+                )
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO rag_term_stats_meta(one, rows, threshold) "
+                    "VALUES (1, ?, ?)",
+                    (rows, CHEAP_ROWS),
+                )
+            self._stored_at = None  # read again by the next query
+            return True
+
+    def _read_meta(self) -> tuple[int, int] | None:
+        row = self.conn.execute("SELECT rows, threshold FROM rag_term_stats_meta").fetchone()
+        return (int(row[0]), int(row[1])) if row is not None else None
+
+    def _stored_counts(self, rows: int) -> dict[str, int] | None:
+        """The stored counts while they are fresh for a table of ``rows`` rows (and were
+        made with today's ``CHEAP_ROWS``), else None (count live)."""
+        at = self._stored_at
+        if at is None or rows > at[0] * REFRESH_GROWTH:  # another process may have stored
+            meta = self._read_meta()
+            if meta is None:
+                self._stored = {}
+            elif meta != at:
+                found = self.conn.execute("SELECT term, docs FROM rag_term_stats")
+                self._stored = {str(t): int(d) for t, d in found}
+            self._stored_at = at = meta
+        if at is None or at[1] != CHEAP_ROWS or rows > at[0] * REFRESH_GROWTH:
+            return None
+        return self._stored
 
     def _rows(self) -> int:
         """An upper bound of the table's row count (its content's largest rowid)."""
@@ -113,6 +193,9 @@ class TermSelector:
         return {t: self._stems[t] for t in terms}
 
     def _counts_of(self, stems: set[str], rows: int) -> dict[str, int]:
+        stored = self._stored_counts(rows)
+        if stored is not None:
+            return {s: stored.get(s, 0) for s in stems}
         stale = [
             s
             for s in stems
@@ -123,14 +206,13 @@ class TermSelector:
             or rows > self._counts[s][1] * REFRESH_GROWTH
         ]
         if stale:
-            self._setup()
+            vocabulary = self._vocabulary()
             if len(self._counts) > _CACHE_LIMIT:
                 self._counts.clear()
             fresh = dict.fromkeys(stale, 0)
             marks = ",".join("?" * len(stale))
             for term, doc in self.conn.execute(
-                f"SELECT term, doc FROM temp.kx_{self.table}_rows WHERE term IN ({marks})",
-                stale,
+                f"SELECT term, doc FROM {vocabulary} WHERE term IN ({marks})", stale
             ):
                 fresh[str(term)] = int(doc)
             for stem, count in fresh.items():
@@ -138,4 +220,4 @@ class TermSelector:
         return {s: self._counts[s][0] for s in stems}
 
 
-__all__ = ["MAX_TERMS", "TermSelector"]
+__all__ = ["MAX_TERMS", "STATS_SCHEMA", "TermSelector"]
