@@ -227,3 +227,46 @@ def test_unknown_mode_is_a_user_error(index: WorkspaceRagIndex) -> None:
 
     with pytest.raises(KairoxUserError, match="unknown search mode"):
         index.search("x", 1, "fuzzy")
+
+
+async def test_an_empty_space_answers_on_the_loop_and_a_busy_one_waits_its_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workspace with no files (a chat's default) is known empty on the event loop, no
+    thread hop; a space with chunks is searched in a thread; and while another thread
+    holds the connection, the probe does not wait on the loop: it searches in a thread."""
+    import threading
+
+    import kairox_core.retrieval.threads as threads
+
+    hops: list[object] = []
+    real = threads.run_blocking
+
+    async def counted(fn: Any, *args: Any, **kw: Any) -> Any:
+        hops.append(fn)
+        return await real(fn, *args, **kw)
+
+    monkeypatch.setattr(threads, "run_blocking", counted)
+    index = WorkspaceRagIndex(tmp_path / "kx.db", "ws", HashingEmbedding(32))
+    retriever = index.as_retriever()
+    assert await retriever.retrieve("the release date", 3) == [] and hops == []
+    index.add_text("notes", "The release date is Friday.")
+    assert [h.doc_id for h in await retriever.retrieve("release date", 3)] == ["notes"]
+    assert len(hops) == 1
+    other = WorkspaceRagIndex(tmp_path / "kx.db", "empty", HashingEmbedding(32))
+    held, go = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with other.lock:
+            held.set()
+            go.wait(5)
+
+    worker = threading.Thread(target=hold)
+    worker.start()
+    held.wait(5)
+    assert other.surely_empty() is False  # busy: no waiting on the loop
+    go.set()
+    worker.join()
+    assert other.surely_empty() is True
+    other.close()
+    index.close()

@@ -4,6 +4,9 @@ packs and the recalled chunks), which the assembler fits within the share."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from kairox_core import Kairox
 from kairox_core.config import KairoxConfig
@@ -79,3 +82,32 @@ async def test_a_store_that_never_held_a_chunk_is_not_searched(tmp_path: Path) -
             assert embedded == ["When does the staging password rotate?"]
         finally:
             del store.backend.embed_query  # the process's shared backend, as it was
+
+
+async def test_nothing_to_add_is_known_on_the_loop_without_a_thread_hop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No pack active and no chunk ever stored (most chats): the engine answers on the
+    event loop, without the thread hop; with a pack active it reads it in a thread."""
+    import kairox_core.longterm.engine as engine_module
+
+    hops: list[object] = []
+    real = engine_module.run_blocking
+
+    async def counted(fn: Any, *args: Any, **kw: Any) -> Any:
+        hops.append(fn)
+        return await real(fn, *args, **kw)
+
+    monkeypatch.setattr(engine_module, "run_blocking", counted)
+    cfg = KairoxConfig.model_validate({"packs": {"dir": str(tmp_path / "packs")}})
+    with Kairox.open(tmp_path / "k.db", cfg) as kx:
+        s = kx.session(workspace="w")
+        engine = kx.engine("longterm")
+        (out,) = await engine.before_assembly(s, AssemblyRequest("hello there", "default"))
+        assert out.longterm is not None and not out.longterm.packs
+        assert not out.longterm.recall.chunks and hops == []
+        kx.packs.create("rules", text="Answer briefly.")
+        kx.packs.activate("rules")
+        (out,) = await engine.before_assembly(s, AssemblyRequest("hello there", "default"))
+        assert out.longterm is not None and [p.name for p in out.longterm.packs] == ["rules"]
+        assert len(hops) == 1

@@ -84,10 +84,33 @@ class LongTermEngine(Engine):
         the chunks within ``[longterm] share`` (embedding and k-NN run off the loop, on a
         reused daemon thread: the loop's default executor starts one on a new loop's first
         turn, ~0.5 ms of a cold turn)."""
-        ctx = await run_blocking(
-            functools.partial(self.context_for, session, request.prompt, profile=request.profile)
-        )
+        if self._surely_nothing(session, request.profile):
+            ctx = LongTermContext()  # what context_for gives then, without the thread hop
+        else:
+            ctx = await run_blocking(
+                functools.partial(
+                    self.context_for, session, request.prompt, profile=request.profile
+                )
+            )
         return (Contribution(engine=self.name, layer="longterm", longterm=ctx),)
+
+    def _surely_nothing(self, session: Session, profile: str | None) -> bool:
+        """No pack active and a SQLite store that never held a chunk (most chats), found
+        on the event loop without waiting: two index probes, run only if the database's
+        lock is free at once (else, or on another storage, the usual thread hop)."""
+        from kairox_core.longterm.sqlite_store import SqliteLongTermStore
+
+        store = getattr(self.kx.storage, "longterm", None)
+        if not isinstance(store, SqliteLongTermStore) or not self.kx.config.longterm.enabled:
+            return False
+        if not store.db.lock.acquire(blocking=False):
+            return False
+        try:
+            return store.vector_space() is None and not self.kx.packs.active_names(
+                session.workspace_id, profile or session.profile
+            )
+        finally:
+            store.db.lock.release()
 
 
 def _item(hit: ChunkHit) -> LongTermItem:

@@ -397,6 +397,17 @@ class WorkspaceRagIndex:
             _known_tables[key] = self.conn
         return found
 
+    def surely_empty(self) -> bool:
+        """True when the space has no chunk, found without waiting: the probe (one index
+        lookup, ~10 us) runs only if the connection's lock is free at once, so the event
+        loop can ask it without waiting behind a writer; False when busy (search then)."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            return self._is_empty()
+        finally:
+            self._lock.release()
+
     def _is_empty(self) -> bool:
         """No chunk in the space (one index probe): every search finds nothing."""
         return (
@@ -1059,6 +1070,9 @@ class WorkspaceIndexRetriever:
     ) -> list[RetrievalHit]:
         from kairox_core.retrieval.threads import run_blocking
 
+        probe = getattr(self.index, "surely_empty", None)  # a chat's workspace: no files
+        if probe is not None and probe():  # found on the loop: no thread hop for nothing
+            return []
         return await run_blocking(self.index.search, query, k, self.mode, filters)
 
     async def close(self) -> None:
