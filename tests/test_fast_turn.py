@@ -135,6 +135,16 @@ def test_a_small_index_searches_every_word(common_index: WorkspaceRagIndex) -> N
     # no term can be in more, so none is counted
 
 
+def test_a_mid_sized_index_drops_weightless_words_of_short_doclists(
+    common_index: WorkspaceRagIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every doclist here is short (under ``CHEAP_ROWS``), but the index has more rows
+    than ``WEIGHTLESS_ROWS``: the words in every row rank nothing and are not read."""
+    monkeypatch.setattr(keyword_terms, "WEIGHTLESS_ROWS", 10)
+    assert common_index._keyword_terms("the walrus project meeting notes") == ["walrus"]
+    assert common_index.search("the walrus project", 1, "keyword")[0].doc_id == "rare"
+
+
 def test_weightless_long_doclists_are_skipped_rare_words_kept(
     common_index: WorkspaceRagIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:

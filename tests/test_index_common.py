@@ -13,7 +13,7 @@ from kairox_core.retrieval import index_common as common
 from kairox_core.retrieval.chunking import Chunker, content_hash
 from kairox_core.retrieval.fts5_terms import Fts5Terms, bm25, bm25_idf, select_terms
 from kairox_core.retrieval.index import DocumentInput, WorkspaceRagIndex
-from kairox_core.retrieval.keyword_terms import CHEAP_ROWS
+from kairox_core.retrieval.keyword_terms import CHEAP_ROWS, WEIGHTLESS_ROWS
 
 texts = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=80)
 
@@ -104,3 +104,17 @@ def test_select_terms_keeps_cheap_words_and_drops_weightless_ones() -> None:
     assert select_terms(words, stems, df, rows) == [0]
     assert select_terms(["most"], [("most",)], df, rows) == [0]  # a lone word is kept
     assert select_terms(words, stems, df, 0) == [0, 1, 2]
+
+
+def test_a_weightless_word_is_dropped_from_a_mid_sized_index_but_not_a_tiny_one() -> None:
+    """Under ``CHEAP_ROWS`` rows every doclist is short, yet a word in half the rows or
+    more ranks nothing: dropped once it is in more than ``WEIGHTLESS_ROWS`` rows; at or
+    below that (a tiny index) every word is searched; a split word is a phrase, kept."""
+    rows = 1_000
+    words = ["rare", "the", "most", "foo_bar"]
+    stems = [("rare",), ("the",), ("most",), ("foo", "bar")]
+    df = {"rare": 4, "the": 900, "most": 500, "foo": 900, "bar": 900}
+    assert WEIGHTLESS_ROWS < 500 < CHEAP_ROWS
+    assert select_terms(words, stems, df, rows) == [0, 3]
+    tiny = {"rare": 1, "the": WEIGHTLESS_ROWS, "most": WEIGHTLESS_ROWS, "foo": 1, "bar": 1}
+    assert select_terms(words, stems, tiny, WEIGHTLESS_ROWS + 10) == [0, 1, 2, 3]

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from kairox_core.retrieval.keyword_terms import CHEAP_ROWS, MAX_TERMS
+from kairox_core.retrieval.keyword_terms import choose_terms
 
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"  # rag_fts's tokenizer (index.py)
 BM25_K1 = 1.2
@@ -108,21 +108,14 @@ def query_weights(stems: Iterable[tuple[str, ...]]) -> dict[str, int]:
 def select_terms(
     words: Sequence[str], stems: Sequence[tuple[str, ...]], df: dict[str, int], rows: int
 ) -> list[int]:
-    """Indexes of the words worth reading, as ``TermSelector.select`` chooses them: a
-    word in at most ``CHEAP_ROWS`` rows is kept, of the others the weightless ones
-    (in half the rows or more) are dropped and the rarest kept up to ``MAX_TERMS``."""
+    """Indexes of the words worth reading, as ``TermSelector.select`` chooses them
+    (``keyword_terms.choose_terms``: the weightless ones in more than
+    ``WEIGHTLESS_ROWS`` rows dropped, a word in at most ``CHEAP_ROWS`` rows kept, of
+    the others the rarest up to ``MAX_TERMS``)."""
     if len(words) <= 1 or rows == 0:
         return list(range(len(words)))
     freq = [min((df.get(s, 0) for s in parts), default=0) for parts in stems]
-    cheap = [i for i in range(len(words)) if freq[i] <= CHEAP_ROWS]
-    costly = [
-        i
-        for i in range(len(words))
-        if freq[i] > CHEAP_ROWS and (len(stems[i]) > 1 or 2 * freq[i] < rows)
-    ]
-    room = max(0, MAX_TERMS - len(cheap))
-    keep = set(cheap) | set(sorted(costly, key=lambda i: freq[i])[:room])
-    return sorted(keep)
+    return choose_terms(freq, [len(parts) for parts in stems], rows)
 
 
 def bm25_idf(rows: int, hits: int) -> float:

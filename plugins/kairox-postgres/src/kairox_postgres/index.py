@@ -62,7 +62,7 @@ from kairox_core.retrieval.index_common import (
     statuses,
     with_context,
 )
-from kairox_core.retrieval.keyword_terms import CHEAP_ROWS, MAX_TERMS
+from kairox_core.retrieval.keyword_terms import CHEAP_ROWS, MAX_TERMS, weightless_floor
 from kairox_postgres.db import PgDatabase
 
 # hnsw.ef_search: twice the rows a query asks for (on SciFact with the hashing backend,
@@ -72,8 +72,10 @@ HNSW_EF_FACTOR = 2
 HNSW_EF_MIN = 40
 HNSW_EF_MAX = 1000
 # The query's terms, chosen in SQL as ``fts5_terms.select_terms`` (TermSelector) does:
-# per word its rarest stem's df; a word in at most CHEAP_ROWS chunks kept, of the others
-# the weightless (in half the space or more) dropped, the rarest kept up to MAX_TERMS.
+# per word its rarest stem's df; the weightless (in half the space or more) in more
+# than WEIGHTLESS_ROWS chunks dropped, a word in at most CHEAP_ROWS chunks kept, of the
+# others the rarest kept up to MAX_TERMS.
+_FLOOR = weightless_floor()
 _SELECT_TERMS = (
     "w AS (SELECT u.word, u.term, t.id, coalesce(t.df, 0) AS df "
     "FROM unnest(%(words)s::int[], %(stems)s::text[]) AS u(word, term) "
@@ -81,7 +83,7 @@ _SELECT_TERMS = (
     "per AS (SELECT word, min(df) AS freq, count(*) AS parts FROM w GROUP BY word), "
     f"ok AS (SELECT word, freq, freq <= {CHEAP_ROWS} AS cheap, row_number() OVER "
     f"(PARTITION BY freq <= {CHEAP_ROWS} ORDER BY freq, word) AS r FROM per, s "
-    f"WHERE freq <= {CHEAP_ROWS} OR parts > 1 OR 2 * freq < s.n "
+    f"WHERE freq <= {_FLOOR} OR parts > 1 OR 2 * freq < s.n "
     "OR (SELECT count(*) FROM per) <= 1), "
     "q AS (SELECT w.id, w.df, count(*) AS n FROM w WHERE w.df > 0 AND w.word IN ("
     f"SELECT word FROM ok WHERE cheap OR r <= {MAX_TERMS} - (SELECT count(*) FROM ok WHERE cheap)"
