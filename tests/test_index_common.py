@@ -103,6 +103,8 @@ def test_select_terms_keeps_cheap_words_and_drops_weightless_ones() -> None:
     df = {"rare": 3, "half": rows // 2, "most": rows - 1}
     assert select_terms(words, stems, df, rows) == [0]
     assert select_terms(["most"], [("most",)], df, rows) == [0]  # a lone word is kept
+    # every word weightless: the rarest is kept, its bm25 still orders the rows
+    assert select_terms(["most", "half"], [("most",), ("half",)], df, rows) == [1]
     assert select_terms(words, stems, df, 0) == [0, 1, 2]
 
 

@@ -68,9 +68,12 @@ def weightless_floor() -> int:
 def choose_terms(freq: Sequence[int], parts: Sequence[int], rows: int) -> list[int]:
     """Indexes of the terms worth reading, given each one's document frequency (its
     rarest stem's), how many stems it has (a word the tokenizer splits, "foo_bar", is a
-    phrase: never weightless here) and the rows of the table."""
+    phrase: never weightless here) and the rows of the table. A query whose every term
+    is weightless keeps its rarest one."""
     floor = weightless_floor()
     kept = [i for i, f in enumerate(freq) if parts[i] > 1 or f <= floor or 2 * f < rows]
+    if not kept and freq:  # all weightless: the rarest still orders rows by its use
+        kept = [min(range(len(freq)), key=lambda i: freq[i])]
     cheap = [i for i in kept if freq[i] <= CHEAP_ROWS]
     costly = [i for i in kept if freq[i] > CHEAP_ROWS]
     room = max(0, MAX_TERMS - len(cheap))

@@ -74,7 +74,7 @@ HNSW_EF_MAX = 1000
 # The query's terms, chosen in SQL as ``fts5_terms.select_terms`` (TermSelector) does:
 # per word its rarest stem's df; the weightless (in half the space or more) in more
 # than WEIGHTLESS_ROWS chunks dropped, a word in at most CHEAP_ROWS chunks kept, of the
-# others the rarest kept up to MAX_TERMS.
+# others the rarest kept up to MAX_TERMS; a query of weightless words keeps its rarest.
 _FLOOR = weightless_floor()
 _SELECT_TERMS = (
     "w AS (SELECT u.word, u.term, t.id, coalesce(t.df, 0) AS df "
@@ -84,7 +84,10 @@ _SELECT_TERMS = (
     f"ok AS (SELECT word, freq, freq <= {CHEAP_ROWS} AS cheap, row_number() OVER "
     f"(PARTITION BY freq <= {CHEAP_ROWS} ORDER BY freq, word) AS r FROM per, s "
     f"WHERE freq <= {_FLOOR} OR parts > 1 OR 2 * freq < s.n "
-    "OR (SELECT count(*) FROM per) <= 1), "
+    "OR (SELECT count(*) FROM per) <= 1 "
+    # every word weightless: the rarest is kept (it still orders rows by its use)
+    f"OR (NOT EXISTS (SELECT 1 FROM per, s WHERE freq <= {_FLOOR} OR parts > 1 "
+    "OR 2 * freq < s.n) AND word = (SELECT word FROM per ORDER BY freq, word LIMIT 1))), "
     "q AS (SELECT w.id, w.df, count(*) AS n FROM w WHERE w.df > 0 AND w.word IN ("
     f"SELECT word FROM ok WHERE cheap OR r <= {MAX_TERMS} - (SELECT count(*) FROM ok WHERE cheap)"
     ") GROUP BY w.id, w.df)"
