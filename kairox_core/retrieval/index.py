@@ -127,7 +127,7 @@ MIGRATIONS = [
     # and the keyword ranking's rows are mapped to their documents by id every search
     # (from the table itself each lookup read a page of chunk text: ~3x slower)
     "CREATE INDEX rag_chunks_owner ON rag_chunks(id, document_id, workspace_id);",
-    # 6: the costly keyword terms' counts, stored by bulk and background indexing so a
+    # 6: the common keyword terms' counts, stored by bulk and background indexing so a
     # query does not count them (keyword_terms.py)
     STATS_SCHEMA,
 ]

@@ -13,10 +13,10 @@ words are, not by the length of the prompt or of the session. An index of at mos
 ``WEIGHTLESS_ROWS`` rows searches every word (a tiny index's queries are unchanged).
 
 Dropping a weightless term changes no score (its share of bm25 is ~0); it only leaves
-out of the ranking's tail the rows that match nothing else. Below 2,048 rows that was
-still done for speed until it showed: at 1k turns a prompt of common words cost ~4 ms
-of bm25, twice the whole ``trim_messages``; on LoCoMo (conversations of 300-700
-turns) evidence recall moved by one turn either way (MiniLM 0.869 -> 0.873 at 4,000
+out of the ranking's tail the rows that match nothing else. Weightless terms used to
+be kept below 2,048 rows: at 1k turns a prompt of common words cost ~4 ms of bm25,
+twice the whole ``trim_messages``. Dropping them there moved LoCoMo (conversations
+of 300-700 turns) by one evidence turn either way (MiniLM 0.869 -> 0.873 at 4,000
 tokens, 0.782 -> 0.780 at 2,000; mpnet with the speaker prior 0.923 -> 0.925).
 
 Frequencies are the ones bm25 itself uses: global to the FTS table, per stem (the
@@ -31,8 +31,9 @@ paid by every prompt's new words and by a fresh connection's every word. So the
 indexer's bulk and background runs store the counts of the common terms (in more
 than ``WEIGHTLESS_ROWS`` rows) in ``rag_term_stats`` (``refresh_stats``: one pass over the
 table's vocabulary, again once it has grown by a quarter). While they are that fresh,
-a query reads its counts from them (a term not there was cheap then: always read,
-which only costs a little if it has become common since); otherwise it counts live.
+a query reads its counts from them (a term not there was in few rows then: it is
+searched, which only costs a little if it has become common since); otherwise it
+counts live.
 """
 
 from __future__ import annotations
@@ -132,8 +133,9 @@ class TermSelector:
         return name
 
     def refresh_stats(self, *, force: bool = False) -> bool:
-        """Store the costly terms' counts (``rag_term_stats``) when they are missing or
-        the table has grown by a quarter since (``force``: now); whether it did. For
+        """Store the common terms' counts (``rag_term_stats``: the terms in more than
+        ``weightless_floor()`` rows) when they are missing or the table has grown by a
+        quarter since (``force``: now); whether it did. For
         the writers' bulk and background runs, inside no transaction: it writes one,
         and it reads the whole vocabulary (~6 ms at 10k rows of common words)."""
         floor = weightless_floor()
