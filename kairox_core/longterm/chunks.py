@@ -175,12 +175,15 @@ class ChunkStore:
         similarity, no threshold: the caller decides and explains). A store that has
         never held a chunk has no vector space yet: nothing to embed or search (a search
         used to create the space, a write transaction on every fresh database's turn)."""
-        if self.rows.vector_space() is None:
+        space = self.rows.vector_space()
+        if space is None:
             return []
         qvec = self.backend.embed_query(query)
         if not any(qvec):  # no feature at all: cosine is undefined
             return []
-        return self.nearest_vector(qvec, owners, k)
+        if space != (self.backend.name, int(self.backend.dimension)):
+            self._use_space()  # another backend's vectors: re-embedded first
+        return [ChunkHit(c, sim) for c, sim in self.rows.nearest_chunks(qvec, owners, k)]
 
     def nearest_vector(
         self, qvec: Sequence[float], owners: Sequence[str], k: int
