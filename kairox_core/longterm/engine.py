@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from kairox_core.context.longterm import LongTermContext, LongTermItem, LongTermRecall, PackItem
 from kairox_core.engines import AssemblyRequest, Contribution, Engine
 from kairox_core.longterm.db import has_store
-from kairox_core.retrieval.threads import run_blocking
+from kairox_core.retrieval.threads import if_free, run_blocking
 
 if TYPE_CHECKING:
     from kairox_core.facade import Kairox
@@ -103,14 +103,13 @@ class LongTermEngine(Engine):
         store = getattr(self.kx.storage, "longterm", None)
         if not isinstance(store, SqliteLongTermStore) or not self.kx.config.longterm.enabled:
             return False
-        if not store.db.lock.acquire(blocking=False):
-            return False
-        try:
+
+        def nothing() -> bool:
             return store.vector_space() is None and not self.kx.packs.active_names(
                 session.workspace_id, profile or session.profile
             )
-        finally:
-            store.db.lock.release()
+
+        return if_free(store.db.lock, nothing) is True
 
 
 def _item(hit: ChunkHit) -> LongTermItem:

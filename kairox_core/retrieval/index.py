@@ -401,12 +401,9 @@ class WorkspaceRagIndex:
         """True when the space has no chunk, found without waiting: the probe (one index
         lookup, ~10 us) runs only if the connection's lock is free at once, so the event
         loop can ask it without waiting behind a writer; False when busy (search then)."""
-        if not self._lock.acquire(blocking=False):
-            return False
-        try:
-            return self._is_empty()
-        finally:
-            self._lock.release()
+        from kairox_core.retrieval.threads import if_free
+
+        return if_free(self._lock, self._is_empty) is True
 
     def _is_empty(self) -> bool:
         """No chunk in the space (one index probe): every search finds nothing."""

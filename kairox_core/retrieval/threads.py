@@ -101,6 +101,18 @@ async def run_blocking(fn: Callable[..., T], /, *args: Any, name: str = "kairox-
     return await future
 
 
+def if_free(lock: Any, fn: Callable[[], T]) -> T | None:
+    """``fn()`` under ``lock`` if the lock is free at once, else None without waiting:
+    a quick probe the event loop may run itself (an empty source known as such), never
+    queued behind a writer holding the database."""
+    if not lock.acquire(blocking=False):
+        return None
+    try:
+        return fn()
+    finally:
+        lock.release()
+
+
 class LoopClock:
     """Seconds a coroutine held the event loop: the sum of its steps' durations."""
 
