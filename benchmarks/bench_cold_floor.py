@@ -131,8 +131,10 @@ def floor_once(
     t = step("history messages", t)
     query = np.asarray(backend.embed_query(PROMPT), dtype=np.float32)
     t = step("embed prompt", t)
-    index = Index.restore(str(graph), view=True)
+    index: Any = Index.restore(str(graph), view=True)  # usearch types it read-only
     t = step("map graph", t)
+    if index is None:
+        raise SystemExit(f"{graph} is not a usearch index")
     index.expansion_search = 256
     index.search(query / (float(np.linalg.norm(query)) or 1.0), 40, threads=1)
     t = step("graph search", t)
