@@ -174,6 +174,14 @@ class TokenCounter:
             self._cache.popitem(last=False)
         return n
 
+    def remember(self, text: str, n: int) -> None:
+        """Cache ``n`` as ``text``'s count: a count made earlier for this very text
+        under this encoding, stored beside it (``ProfileCounter.known_raw_count`` checks
+        both before it calls this)."""
+        self._cache[text] = n
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` (special-token look-alikes as plain text); a large text
         counted before is not encoded again."""

@@ -6,7 +6,9 @@ turns fall out of the history the assembler can hold. So every conversation even
 workspace retrieval index (the same tables, FTS5 + sqlite-vec, the configured
 ``[retrieval]`` backend), in a space of its own per session
 (``<workspace>#session:<id>``, doc_type ``conversation``, metadata ``session_id``,
-``seq``, ``speaker``, ``date``). A space per session keeps past conversations out of
+``seq``, ``speaker``, ``date``, and ``line_tokens``: the count of the line it is
+recalled as, so a turn that recalls it does not encode it: context/recalled.py's
+``line_stamp``). A space per session keeps past conversations out of
 the workspace's document search and makes another session's turns unreachable by
 construction (the ``session_id`` filter is applied as well). Each turn is embedded with
 the turn before it as context (``DocumentInput.context``): "Yes, last May!" is found by
@@ -38,6 +40,7 @@ verbatim and fits the rest, turn by turn, within the retrieval share
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import functools
 import logging
@@ -47,7 +50,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kairox_core.compaction.base import history_items
 from kairox_core.compaction.recall_rank import arrange_recalled
-from kairox_core.context.recalled import DOC_TYPE, SOURCE, deferred_mark, turn_seq
+from kairox_core.context.recalled import (
+    DOC_TYPE,
+    LINE_TOKENS,
+    SOURCE,
+    deferred_mark,
+    line_stamp,
+    turn_seq,
+)
 from kairox_core.engines import AssemblyRequest, CompactionResult, Contribution, Engine
 from kairox_core.events import (
     AssistantMessageCompleted,
@@ -345,6 +355,14 @@ class Recall(Engine):
     def _add(self, session: Session, docs: list[DocumentInput], batch_size: int = 64) -> list[str]:
         if not docs:
             return []
+        pc = session.assembler().counter  # each turn's line count, for the turns that recall it
+        docs = [
+            dataclasses.replace(
+                d,
+                metadata={**d.metadata, LINE_TOKENS: line_stamp(pc, d.metadata["speaker"], d.text)},
+            )
+            for d in docs
+        ]
         index = self.index(session)
         return _rebuilt_if_needed(
             self.kx, index, lambda: index.add_documents(docs, batch_size=batch_size)

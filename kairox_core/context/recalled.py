@@ -22,6 +22,7 @@ from kairox_core.retrieval.base import RetrievalHit
 SOURCE = "recall"
 DOC_TYPE = "conversation"
 HEADER = "recalled turns of this conversation"
+LINE_TOKENS = "line_tokens"  # a turn's metadata: its line's count (``line_stamp``)
 
 
 def turn_seq(hit: RetrievalHit) -> int | None:
@@ -92,7 +93,19 @@ def recalled_turns(recalled: Sequence[RetrievalHit]) -> list[RetrievalHit]:
 
 
 def turn_line(hit: RetrievalHit) -> str:
-    return f"{hit.metadata.get('speaker')}: {hit.text.strip()}"
+    return line_of(hit.metadata.get("speaker"), hit.text)
+
+
+def line_of(speaker: object, text: str) -> str:
+    return f"{speaker}: {text.strip()}"
+
+
+def line_stamp(pc: ProfileCounter, speaker: object, text: str) -> str:
+    """What recall stores in a turn's metadata (``LINE_TOKENS``) when it indexes it: the
+    count of the turn's line as ``TurnPack.cost_of`` counts it (``ProfileCounter.stamp``).
+    A line recalled later is then not encoded on the turn, unless it differs (another
+    chunk, another encoding, another format), which the stamp's digest tells."""
+    return pc.stamp(neutralise(line_of(speaker, text)) + "\n")
 
 
 def render_turns(turns: list[RetrievalHit]) -> str:
@@ -128,7 +141,7 @@ class TurnPack:
         """Raw tokens ``hit`` would add: its line, a date line for a new day, and the
         item's header for the first turn."""
         pc = self.counter
-        n = pc.raw_count(_neutral_line(turn_line(hit)))
+        n = pc.known_raw_count(_neutral_line(turn_line(hit)), hit.metadata.get(LINE_TOKENS))
         if str(hit.metadata.get("date")) not in self.days:
             n += pc.raw_count(f"{hit.metadata.get('date')}:\n")
         if not self.turns:
@@ -186,10 +199,13 @@ def _neutral_line(line: str) -> str:
 __all__ = [
     "DOC_TYPE",
     "HEADER",
+    "LINE_TOKENS",
     "SOURCE",
     "DeferredTurns",
     "TurnPack",
     "deferred_mark",
+    "line_of",
+    "line_stamp",
     "render_turns",
     "settle_deferred",
     "turn_line",
