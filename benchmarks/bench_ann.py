@@ -4,7 +4,9 @@ For each data set, the documents are indexed into one space of a fresh database 
 the default ``hashing`` backend, the space's graph is built (``build_ann``), and every
 query is searched twice through ``WorkspaceRagIndex._vector``: through the graph and
 through sqlite-vec's exact KNN (``KAIROX_ANN=0``). Reported: recall@10 and recall@100
-of the graph against the exact results, and the median time of each search.
+of the graph against the exact results, and the median time of each search. A graph
+of at most ``ann.EXACT_MAX`` vectors is scanned whole, not walked (``scanned_whole``);
+``--walk`` walks every graph, as a larger space's searches do.
 
 - ``scifact``: the SciFact corpus (5,183 abstracts) and its 1,109 queries
   (``../shared/data/scifact``, read at run time, never copied).
@@ -14,7 +16,7 @@ of the graph against the exact results, and the median time of each search.
   60-word vocabulary: nearly every pair of turns is equally similar, the hardest case
   for a graph and no realistic one), its own turns' prefixes as queries.
 
-    python benchmarks/bench_ann.py [--data ../shared/data] [--queries 300] [--json]
+    python benchmarks/bench_ann.py [--data ../shared/data] [--queries 300] [--walk] [--json]
 """
 
 from __future__ import annotations
@@ -95,6 +97,9 @@ def measure(name: str, docs: list[str], queries: list[str], workdir: Path) -> di
             truth = {d for _, d, _ in exact}
             if truth:
                 recalls[k].append(len(truth & {d for _, d, _ in approx}) / len(truth))
+    space = index.ann_space()
+    vectors = len(space.graph) if space is not None and space.graph is not None else 0
+    out["vectors"], out["scanned_whole"] = vectors, 0 < vectors <= ann.EXACT_MAX
     index.close()
     out.update(
         {
@@ -115,7 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--sets", default="scifact,locomo,synthetic")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--walk", action="store_true", help="walk every graph (no whole scan)")
     args = parser.parse_args(argv)
+    if args.walk:
+        ann.EXACT_MAX = 0
     data = Path(args.data)
     if not (data / "scifact").is_dir():
         data = Path("/work/shared/data")
@@ -124,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             "connectivity": ann.CONNECTIVITY,
             "expansion_add": ann.EXPANSION_ADD,
             "expansion_search": ann.EXPANSION_SEARCH,
+            "exact_max": ann.EXACT_MAX,
         }
     }
     rng = random.Random(0)

@@ -60,8 +60,10 @@ def clustered(rng: random.Random, n: int, clusters: int, spread: float) -> list[
 
 @pytest.fixture(autouse=True)
 def small_spaces(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Graphs from 40 vectors on, so the tests stay small and fast."""
+    """Graphs from 40 vectors on, so the tests stay small and fast; walked, not scanned
+    whole (``EXACT_MAX``), unless a test says otherwise."""
     monkeypatch.setattr(ann, "ANN_MIN", 40)
+    monkeypatch.setattr(ann, "EXACT_MAX", 0)
     monkeypatch.delenv("KAIROX_ANN", raising=False)
     yield
 
@@ -124,6 +126,51 @@ def test_the_graph_finds_what_the_exact_scan_finds(
             if d in scores:
                 assert s == pytest.approx(scores[d], abs=2e-3)
     assert sum(recalls) / len(recalls) >= 0.95
+    index.close()
+
+
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(seed=st.integers(0, 10_000), n=st.integers(60, 300), clusters=st.integers(3, 30))
+def test_a_graph_up_to_exact_max_is_scanned_whole_and_finds_what_vec0_finds(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    seed: int,
+    n: int,
+    clusters: int,
+) -> None:
+    """Scanned whole, the graph's vectors give vec0's exact KNN: the same documents (a
+    tie at f16 precision may swap the last), with the same scores to f16 precision."""
+    monkeypatch.setattr(ann, "EXACT_MAX", 10_000)
+    rng = random.Random(seed)
+    rows = clustered(rng, n, clusters, 0.5)
+    queries = clustered(rng, 10, clusters, 0.5)
+    index = WorkspaceRagIndex(
+        tmp_path_factory.mktemp("scan") / "kx.db", "w", TableEmbedding(rows, queries)
+    )
+    index.add_documents(docs(range(n)))
+    assert index.build_ann(threads=1)
+    index._vector("q0", 10, "", [], ("", []))  # maps the graph
+    hnsw = graph(index).graph
+    walked: list[bool] = []
+    search = hnsw.search
+    hnsw.search = lambda *a, exact=False, **kw: (
+        walked.append(not exact) or search(*a, exact=exact, **kw)
+    )
+    for q in range(len(queries)):
+        found = index._vector(f"q{q}", 10, "", [], ("", []))
+        assert graph(index).ready
+        truth = exact(index, f"q{q}", 10, monkeypatch)
+        scores = {d: s for _, d, s in truth}
+        assert len({d for _, d, _ in found} & set(scores)) >= 9
+        for _, d, s in found:
+            if d in scores:
+                assert s == pytest.approx(scores[d], abs=2e-3)
+        if len({d for _, d, _ in found} & set(scores)) == 9:  # only a tie at the cut
+            cut = min(scores.values())
+            assert min(s for _, _, s in found) == pytest.approx(cut, abs=2e-3)
+    assert walked and not any(walked)  # every search scanned the graph whole
     index.close()
 
 
