@@ -9,7 +9,8 @@ library call on a fresh connection with no Kairox code around it:
 - reading the rows of the history that fits the budget, newest first (plain tuples);
 - making them the messages a model is sent (one dict each);
 - embedding the prompt (the hashing backend) and one search of the recall space's
-  HNSW graph after mapping its file (usearch, ``view=True``);
+  HNSW graph after mapping its file (usearch, ``view=True``; scanned whole up to
+  ``ann.EXACT_MAX`` vectors, as recall's search does);
 - one keyword query of the prompt's chosen terms (FTS5 bm25);
 - writing the reply (one WAL commit).
 
@@ -38,6 +39,7 @@ import bench_context as bc
 
 from kairox_core import Kairox
 from kairox_core.compaction.recall import recall_of
+from kairox_core.retrieval import ann
 from kairox_core.retrieval.embeddings import HashingEmbedding
 from kairox_core.retrieval.fts import query_terms, terms_expression
 from kairox_core.retrieval.index import FTS_TOKENIZE
@@ -135,8 +137,10 @@ def floor_once(
     t = step("map graph", t)
     if index is None:
         raise SystemExit(f"{graph} is not a usearch index")
-    index.expansion_search = 256
-    index.search(query / (float(np.linalg.norm(query)) or 1.0), 40, threads=1)
+    scan = len(index) <= ann.EXACT_MAX  # the cheaper of the two, as the recall search does
+    if not scan:
+        index.expansion_search = ann.EXPANSION_SEARCH
+    index.search(query / (float(np.linalg.norm(query)) or 1.0), 40, threads=1, exact=scan)
     t = step("graph search", t)
     conn.execute(KEYWORD_SQL, (expr, 40)).fetchall()
     t = step("keyword query", t)
