@@ -105,7 +105,7 @@ def line_stamp(pc: ProfileCounter, speaker: object, text: str) -> str:
     count of the turn's line as ``TurnPack.cost_of`` counts it (``ProfileCounter.stamp``).
     A line recalled later is then not encoded on the turn, unless it differs (another
     chunk, another encoding, another format), which the stamp's digest tells."""
-    return pc.stamp(neutralise(line_of(speaker, text)) + "\n")
+    return pc.stamp(counted_line(line_of(speaker, text)))
 
 
 def render_turns(turns: list[RetrievalHit]) -> str:
@@ -189,11 +189,15 @@ class TurnPack:
         return memo[1]
 
 
-@functools.lru_cache(maxsize=8192)
-def _neutral_line(line: str) -> str:
-    """A turn's line as counted, remembered: the same turns come back turn after turn,
-    and ``neutralise`` (regexes) cost more than the cached count."""
+def counted_line(line: str) -> str:
+    """A turn's line as the pack counts it: escaped (``neutralise``), with its newline."""
     return neutralise(line) + "\n"
+
+
+# Remembered for the turns: the same turns come back turn after turn, and ``neutralise``
+# (regexes) cost more than the cached count. Indexing calls ``counted_line`` itself, so
+# a bulk index does not push the turns' lines out.
+_neutral_line = functools.lru_cache(maxsize=8192)(counted_line)
 
 
 __all__ = [
@@ -203,6 +207,7 @@ __all__ = [
     "SOURCE",
     "DeferredTurns",
     "TurnPack",
+    "counted_line",
     "deferred_mark",
     "line_of",
     "line_stamp",
