@@ -169,15 +169,13 @@ class TokenCounter:
             n = len(_large_ids(self._encoding, self.encoding_name, text))
         else:
             n = len(self._encoding.encode(text, disallowed_special=()))
-        self._cache[text] = n
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        self.remember(text, n)
         return n
 
     def remember(self, text: str, n: int) -> None:
-        """Cache ``n`` as ``text``'s count: a count made earlier for this very text
-        under this encoding, stored beside it (``ProfileCounter.known_raw_count`` checks
-        both before it calls this)."""
+        """Cache ``n`` as ``text``'s count: one just encoded, or one made earlier for
+        this very text under this encoding and stored beside it
+        (``ProfileCounter.known_raw_count`` checks both before it calls this)."""
         self._cache[text] = n
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
