@@ -39,6 +39,8 @@ _counters: dict[tuple[str, float], ProfileCounter] = {}
 
 
 def _digest(text: str) -> str:
+    # not chunking.content_hash: that one is strict UTF-8, while tiktoken counts a text
+    # with lone surrogates (from JSON escapes) and so must this
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
