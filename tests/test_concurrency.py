@@ -222,14 +222,18 @@ def test_kill_9_during_a_compaction_is_closed_by_the_next_turn(
 def test_a_heartbeat_keeps_a_short_lease_while_the_run_lives(tmp_path: Path) -> None:
     from kairox_core.store.leases import Heartbeat
     from kairox_core.store.sqlite_storage import SqliteStorage
+    from kairox_core.testing.storage_contract import ManualClock
 
     storage = SqliteStorage(str(tmp_path / "kx.db"))
+    clock = storage.leases.clock = ManualClock(1000.0)
     try:
         assert storage.leases.acquire("x", "c-1", ttl=1.5).ok
-        with Heartbeat(storage.leases, "x", "c-1", 1.5):
-            time.sleep(3.5)  # over two lease lengths
-            assert not storage.leases.acquire("x", "c-2", ttl=1.5).ok
-        time.sleep(1.7)  # no more renewals: it lapses
+        with Heartbeat(storage.leases, "x", "c-1", 1.5, interval=0.01) as beat:
+            for _ in range(4):  # over two lease lengths, a second at a time
+                clock.advance(1.0)
+                assert beat.wait_renewals(beat.renewals + 1)
+                assert not storage.leases.acquire("x", "c-2", ttl=1.5).ok
+        clock.advance(1.6)  # no more renewals: it lapses
         assert storage.leases.acquire("x", "c-2", ttl=1.5).ok
     finally:
         storage.close()

@@ -313,7 +313,9 @@ class ApprovalService:
         with self.events.atomic():
             proposal = self._require_pending(proposal_id)
             now = self.clock()
-            self.store.reject(proposal_id, at=now, reason=reason)
+            if not self.store.reject(proposal_id, at=now, reason=reason):
+                # decided by someone else meanwhile: their decision stands
+                raise ProposalNotPendingError(f"proposal '{proposal_id}' was just decided")
             self.events.append(
                 MemoryRejected(
                     session_id=proposal.session_id,

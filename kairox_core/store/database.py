@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from kairox_core.store.connection import Connection, connect
 from kairox_core.store.migrations import migrate
+from kairox_core.store.sql.dialect import SQLITE, Dialect
 
 _registry: dict[int, Database] = {}
 _registry_lock = threading.Lock()
@@ -67,6 +68,17 @@ class Database:
             raise TypeError(f"expected a path, a Database or a connection, got {type(target)!r}")
         db._users += 1
         return db
+
+    @property
+    def dialect(self) -> Dialect:
+        """The SQL stores' spelling here (store/sql/dialect.py)."""
+        return SQLITE
+
+    @contextmanager
+    def reading(self) -> Iterator[Any]:
+        """The connection, held under the lock for a read."""
+        with self.lock:
+            yield self.conn
 
     @contextmanager
     def atomic(self) -> Iterator[Any]:

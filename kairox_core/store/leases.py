@@ -10,7 +10,7 @@ the host name plus, on Linux, the pid namespace). ``acquire`` returns the dead h
 it displaced so the caller can close what it left open; a holder checks it still holds
 the lease (``renew``) in the transaction that commits its work, so one that stalled
 past its expiry and was displaced cannot commit too.
-A PostgreSQL backend implements the same ``LeaseStore`` protocol (store/protocol.py).
+The statements live once in store/sql/leases.py, for SQLite and any SQL backend.
 """
 
 from __future__ import annotations
@@ -21,23 +21,6 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import Any
-
-from kairox_core.store.database import Database, DatabaseStore
-
-COMPONENT = "leases"
-MIGRATIONS = (
-    """
-    CREATE TABLE leases (
-        name TEXT PRIMARY KEY,
-        holder TEXT NOT NULL,
-        pid INTEGER NOT NULL,
-        host TEXT NOT NULL,
-        note TEXT NOT NULL DEFAULT '',
-        acquired_at REAL NOT NULL,
-        expires_at REAL NOT NULL
-    );
-    """,
-)
 
 
 def _host() -> str:
@@ -110,83 +93,20 @@ def is_dead(lease: Lease, now: float | None = None) -> bool:
     return lease.host == HOST and not pid_alive(lease.pid)
 
 
-class SqliteLeaseStore(DatabaseStore):
-    """Leases in the shared SQLite database (the ``leases`` table)."""
-
-    def __init__(self, path_or_conn: str | os.PathLike[str] | Database | Any) -> None:
-        super().__init__(path_or_conn, COMPONENT, MIGRATIONS)
-
-    def acquire(self, name: str, holder: str, *, ttl: float, note: str = "") -> Claim:
-        """Take ``name`` for ``holder`` for ``ttl`` seconds unless a live holder has it
-        (a holder re-acquiring its own lease renews it)."""
-        now = time.time()
-        with self.db.atomic() as conn:  # BEGIN IMMEDIATE: the check and the write as one
-            current = self._get(conn, name)
-            dead = current is not None and current.holder != holder and is_dead(current, now)
-            row = conn.execute(
-                "INSERT INTO leases(name, holder, pid, host, note, acquired_at, expires_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
-                "holder = excluded.holder, pid = excluded.pid, host = excluded.host, "
-                "note = excluded.note, acquired_at = excluded.acquired_at, "
-                "expires_at = excluded.expires_at "
-                "WHERE leases.holder = excluded.holder OR leases.expires_at <= ? "
-                "OR leases.holder = ? RETURNING holder",
-                (
-                    name,
-                    holder,
-                    os.getpid(),
-                    HOST,
-                    note,
-                    now,
-                    now + ttl,
-                    now,
-                    current.holder if dead and current is not None else "",
-                ),
-            ).fetchone()
-            if row is None:
-                return Claim(None, current=current)
-            lease = self._get(conn, name)
-        return Claim(lease, displaced=current if dead else None)
-
-    def renew(self, name: str, holder: str, *, ttl: float) -> bool:
-        """Push ``holder``'s expiry ``ttl`` seconds out; False if it no longer holds it."""
-        with self.db.atomic() as conn:
-            cur = conn.execute(
-                "UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ?",
-                (time.time() + ttl, name, holder),
-            )
-            return bool(cur.rowcount)
-
-    def release(self, name: str, holder: str) -> bool:
-        """Give ``name`` up (only its holder can); False if ``holder`` did not hold it."""
-        with self.db.atomic() as conn:
-            cur = conn.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))
-            return bool(cur.rowcount)
-
-    def get(self, name: str) -> Lease | None:
-        """The lease row of ``name`` (live or dead: see ``is_dead``), or None."""
-        with self.db.lock:
-            return self._get(self.db.conn, name)
-
-    @staticmethod
-    def _get(conn: Any, name: str) -> Lease | None:
-        row = conn.execute(
-            "SELECT name, holder, pid, host, note, acquired_at, expires_at FROM leases "
-            "WHERE name = ?",
-            (name,),
-        ).fetchone()
-        if row is None:
-            return None
-        return Lease(row[0], row[1], int(row[2]), row[3], row[4], float(row[5]), float(row[6]))
-
-
 class Heartbeat:
-    """Renews a lease every ``ttl / 3`` seconds from a daemon thread while a run is
-    alive (a thread, so a strategy that blocks the event loop does not let it lapse);
-    when the process dies the renewals stop and the lease expires within ``ttl``."""
+    """Renews a lease every ``ttl / 3`` seconds (or ``interval``) from a daemon thread
+    while a run is alive (a thread, so a strategy that blocks the event loop does not
+    let it lapse); when the process dies the renewals stop and the lease expires within
+    ``ttl``. ``wait_renewals`` lets a test that drives the lease store's clock by hand
+    wait for a beat instead of sleeping."""
 
-    def __init__(self, leases: Any, name: str, holder: str, ttl: float) -> None:
+    def __init__(
+        self, leases: Any, name: str, holder: str, ttl: float, *, interval: float | None = None
+    ) -> None:
         self.leases, self.name, self.holder, self.ttl = leases, name, holder, ttl
+        self.interval = ttl / 3 if interval is None else interval
+        self.renewals = 0
+        self._renewed = threading.Condition()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"lease {name}", daemon=True)
 
@@ -198,13 +118,21 @@ class Heartbeat:
         self._stop.set()
         self._thread.join()
 
+    def wait_renewals(self, count: int, timeout: float = 60.0) -> bool:
+        """Whether ``count`` renewals have succeeded within ``timeout`` seconds."""
+        with self._renewed:
+            return self._renewed.wait_for(lambda: self.renewals >= count, timeout)
+
     def _run(self) -> None:
-        while not self._stop.wait(self.ttl / 3):
+        while not self._stop.wait(self.interval):
             try:
                 if not self.leases.renew(self.name, self.holder, ttl=self.ttl):
                     return
             except Exception:  # a closed or locked database: the next beat tries again
                 continue
+            with self._renewed:
+                self.renewals += 1
+                self._renewed.notify_all()
 
 
-__all__ = ["Claim", "Heartbeat", "Lease", "SqliteLeaseStore", "is_dead", "pid_alive"]
+__all__ = ["HOST", "Claim", "Heartbeat", "Lease", "is_dead", "pid_alive"]

@@ -9,19 +9,51 @@ connection a turn writes with.
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from kairox_core.store.database import Database
+from kairox_core.store.database import Database, DatabaseStore
 from kairox_core.store.event_store import EventStore
-from kairox_core.store.leases import SqliteLeaseStore
 from kairox_core.store.memory_store import SqliteMemoryStore
 from kairox_core.store.proposal_store import SqliteProposalStore
+from kairox_core.store.sql.leases import SqlLeaseStore
 
 if TYPE_CHECKING:
     from kairox_core.longterm.sqlite_store import SqliteLongTermStore
     from kairox_core.retrieval.base import EmbeddingBackend
     from kairox_core.retrieval.index import WorkspaceRagIndex
+
+
+LEASES_COMPONENT = "leases"
+LEASES_MIGRATIONS = (
+    """
+    CREATE TABLE leases (
+        name TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        note TEXT NOT NULL DEFAULT '',
+        acquired_at REAL NOT NULL,
+        expires_at REAL NOT NULL
+    );
+    """,
+)
+
+
+class SqliteLeaseStore(DatabaseStore, SqlLeaseStore[Database]):
+    """Leases (store/leases.py) in the shared SQLite database: the ``leases`` table and
+    the shared SQL store's statements (store/sql/leases.py)."""
+
+    def __init__(
+        self,
+        path_or_conn: str | os.PathLike[str] | Database | Any,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(path_or_conn, LEASES_COMPONENT, LEASES_MIGRATIONS)
+        self.clock = clock
 
 
 class SqliteStorage:
@@ -92,4 +124,4 @@ def open_sqlite(target: str) -> SqliteStorage:
     return SqliteStorage(os.path.expanduser(target) if target != ":memory:" else target)
 
 
-__all__ = ["SqliteStorage", "open_sqlite"]
+__all__ = ["SqliteLeaseStore", "SqliteStorage", "open_sqlite"]

@@ -39,6 +39,19 @@ from kairox_core.retrieval.index import DocumentInput
 from kairox_core.store.protocol import EventLog, ProposalStore, Storage
 
 
+class ManualClock:
+    """A clock a test moves by hand (``advance``): give it to a store as its ``clock``."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 def _turn(sid: str, turn: str, text: str, tokens: int = 5) -> list[Event]:
     return [
         UserMessageAdded(session_id=sid, turn_id=turn, text=text, tokens=tokens),
@@ -223,6 +236,29 @@ class StorageContract:
         current = leases.get("compaction:s")
         assert current is not None and current.holder == "c-2"
 
+    def test_a_lease_lives_by_the_stores_clock(self, storage: Storage) -> None:
+        """Expiry, renewal and takeover are decided by the store's ``clock`` (injected
+        here): no test waits for a lease to lapse."""
+        leases = storage.leases
+        clock = leases.clock = ManualClock(1000.0)
+        taken = leases.acquire("x", "c-1", ttl=10)
+        assert taken.lease is not None
+        assert (taken.lease.acquired_at, taken.lease.expires_at) == (1000.0, 1010.0)
+        clock.advance(9.5)
+        assert not leases.acquire("x", "c-2", ttl=10).ok  # still live
+        assert leases.renew("x", "c-1", ttl=10)  # now until 1019.5
+        clock.advance(9.0)
+        assert not leases.acquire("x", "c-2", ttl=10).ok
+        clock.advance(1.0)  # exactly at expiry (1019.5): dead
+        claim = leases.acquire("x", "c-2", ttl=10, note="next")
+        assert claim.ok and claim.lease is not None and claim.lease.expires_at == 1029.5
+        assert claim.displaced is not None and claim.displaced.holder == "c-1"
+        assert claim.displaced.expires_at == 1019.5
+        assert not leases.renew("x", "c-1", ttl=10)  # the displaced holder lost it
+        assert not leases.release("x", "c-1")
+        own = leases.acquire("x", "c-2", ttl=10)  # re-acquiring one's own: a renewal
+        assert own.ok and own.displaced is None
+
     def test_indexed_stretch_round_trips(self, storage: Storage) -> None:
         log = storage.events
         assert log.indexed_stretch("s") is None
@@ -252,6 +288,55 @@ class StorageContract:
         assert [p.id for p in store.list()] == ["p1", "p2", "p3"]
         assert [p.id for p in store.list(status="superseded")] == ["p1"]
         assert store.list(session_id="elsewhere") == []
+
+    def test_a_decided_proposal_stays_decided(self, storage: Storage) -> None:
+        """Every decision is taken once: a second decision of any kind (another window,
+        another host) changes nothing and says so (False); the first one stands."""
+        store = storage.proposals
+        store.insert(_proposal("p1"), "user")
+        assert store.reject("p1", at=1.0, reason="no")
+        assert not store.reject("p1", at=2.0, reason="again")
+        assert not store.accept("p1", at=3.0, memory_id="m-1", final_body="x")
+        assert not store.supersede("p1", by="p9", at=4.0)
+        rejected = store.get("p1")
+        assert rejected is not None and rejected.status == "rejected"
+        assert (rejected.resolved_at, rejected.reason) == (1.0, "no")
+        assert rejected.memory_id is None and rejected.superseded_by is None
+        store.insert(_proposal("p2", key="city", body="Oslo"), "user")
+        assert store.accept("p2", at=5.0, memory_id="m-2", final_body="Oslo")
+        assert not store.reject("p2", at=6.0, reason="late")
+        assert not store.accept("p2", at=7.0, memory_id="m-3", final_body="Bergen")
+        accepted = store.get("p2")
+        assert accepted is not None and accepted.status == "accepted"
+        assert (accepted.resolved_at, accepted.reason, accepted.memory_id) == (5.0, None, "m-2")
+        store.insert(_proposal("p3", key="pet", body="cat"), "user")
+        assert store.supersede("p3", by="p4", at=8.0)
+        assert not store.accept("p3", at=9.0, memory_id="m-4", final_body="cat")
+        assert not store.reject("p3", at=9.0, reason="gone")
+        superseded = store.get("p3")
+        assert superseded is not None and superseded.status == "superseded"
+        assert (superseded.superseded_by, superseded.resolved_at) == ("p4", 8.0)
+        assert not store.reject("nobody", at=1.0, reason=None)
+        assert not store.accept("nobody", at=1.0, memory_id="m", final_body="x")
+
+    def test_rejecting_a_decided_proposal_through_kairox_is_refused(self, storage: Storage) -> None:
+        from kairox_core.facade import Kairox
+        from kairox_core.memory.approvals import ProposalNotPendingError
+
+        kx = Kairox(storage, KairoxConfig())
+        session = kx.session(workspace="w")
+        result = session.run_turn_sync(
+            "I am vegetarian", 'Noted. <memory scope="user" key="diet">vegetarian</memory>'
+        )
+        proposal = result.proposals[0]
+        kx.approvals.accept(proposal.id)
+        with pytest.raises(ProposalNotPendingError):
+            kx.approvals.reject(proposal.id, reason="changed my mind")
+        decided = storage.proposals.get(proposal.id)
+        assert decided is not None and decided.status == "accepted" and decided.reason is None
+        rejected = [e for e in kx.events(session.id) if e.type == "MemoryRejected"]
+        assert rejected == []
+        kx.close()
 
     def test_the_retrieval_index_keeps_spaces_apart(self, storage: Storage) -> None:
         config = KairoxConfig()

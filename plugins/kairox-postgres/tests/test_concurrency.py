@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import time
 from collections import Counter
 from typing import Any
 
 from kairox_core.compaction.compactor import lease_name
 from kairox_core.config import KairoxConfig
 from kairox_core.facade import Kairox
+from kairox_core.testing.storage_contract import ManualClock
 from kairox_postgres.storage import PostgresStorage
 
 WRITERS = 8
@@ -120,13 +120,14 @@ def test_one_compaction_lease_per_session(pg_url: str) -> None:
 def test_a_crashed_holder_blocks_only_until_its_lease_expires(pg_url: str) -> None:
     storage = PostgresStorage(pg_url)
     leases, name = storage.leases, lease_name("s")
+    clock = leases.clock = ManualClock(1000.0)
     try:
         assert leases.acquire(name, "crashed", ttl=0.2).ok
         refused = leases.acquire(name, "next", ttl=60)
         assert not refused.ok and refused.current is not None
         assert refused.current.holder == "crashed"
         assert leases.acquire(name, "crashed", ttl=0.2).ok  # renewing one's own
-        time.sleep(0.3)
+        clock.advance(0.3)
         taken = leases.acquire(name, "next", ttl=60)
         assert taken.ok and taken.displaced is not None and taken.displaced.holder == "crashed"
         assert not leases.release(name, "crashed")

@@ -24,6 +24,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from kairox_core.errors import KairoxUserError
+from kairox_core.store.sql import POSTGRES, Dialect
 
 ENV_PREFIX = "$env:"
 _ENV_IN_PASSWORD = re.compile(r"^\$env:([A-Za-z_][A-Za-z0-9_]*)$")
@@ -107,6 +108,11 @@ class PgDatabase:
         self._local = _Local()
         self.closed = False
 
+    @property
+    def dialect(self) -> Dialect:
+        """The core's SQL stores' spelling here (kairox_core.store.sql)."""
+        return POSTGRES
+
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
         """The thread's connection inside ``atomic()``, else one borrowed for the call."""
@@ -122,6 +128,8 @@ class PgDatabase:
             yield conn
         finally:
             self.pool.putconn(conn)
+
+    reading = connection  # the name the core's SQL stores read with
 
     def execute(self, sql: Any, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
         """Run one statement; its rows (empty for a statement returning none)."""

@@ -13,12 +13,11 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from kairox_core.store.sql import SqlLeaseStore, SqlProposalStore
 from kairox_postgres.db import PgDatabase
 from kairox_postgres.events import PgEventLog
-from kairox_postgres.leases import PgLeaseStore
 from kairox_postgres.longterm import PgLongTermStore
 from kairox_postgres.memories import PgMemoryStore
-from kairox_postgres.proposals import PgProposalStore
 from kairox_postgres.schema import migrate
 
 if TYPE_CHECKING:
@@ -44,8 +43,8 @@ class PostgresStorage:
             raise
         self._events = PgEventLog(self.db)
         self._memories = PgMemoryStore(self.db)
-        self._proposals = PgProposalStore(self.db)
-        self._leases = PgLeaseStore(self.db)
+        self._proposals = SqlProposalStore(self.db)
+        self._leases = SqlLeaseStore(self.db)
         self._longterm = PgLongTermStore(self.db)
 
     @property
@@ -57,11 +56,11 @@ class PostgresStorage:
         return self._memories
 
     @property
-    def proposals(self) -> PgProposalStore:
+    def proposals(self) -> SqlProposalStore[PgDatabase]:
         return self._proposals
 
     @property
-    def leases(self) -> PgLeaseStore:
+    def leases(self) -> SqlLeaseStore[PgDatabase]:
         """The core's lease store (the compactor's one-run-per-session claim)."""
         return self._leases
 
