@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from kairox_core.store.sql.dialect import POSTGRES, SQLITE, Dialect, SqlDatabase, SqlStore
 from kairox_core.store.sql.leases import SqlLeaseStore
+from kairox_core.store.sql.memories import SqlMemoryStore
 from kairox_core.store.sql.proposals import SqlProposalStore, proposal_from_row
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "Dialect",
     "SqlDatabase",
     "SqlLeaseStore",
+    "SqlMemoryStore",
     "SqlProposalStore",
     "SqlStore",
     "proposal_from_row",

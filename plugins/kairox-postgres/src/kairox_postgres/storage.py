@@ -13,11 +13,10 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from kairox_core.store.sql import SqlLeaseStore, SqlProposalStore
+from kairox_core.store.sql import SqlLeaseStore, SqlMemoryStore, SqlProposalStore
 from kairox_postgres.db import PgDatabase
 from kairox_postgres.events import PgEventLog
 from kairox_postgres.longterm import PgLongTermStore
-from kairox_postgres.memories import PgMemoryStore
 from kairox_postgres.schema import migrate
 
 if TYPE_CHECKING:
@@ -42,7 +41,7 @@ class PostgresStorage:
             self.db.close()
             raise
         self._events = PgEventLog(self.db)
-        self._memories = PgMemoryStore(self.db)
+        self._memories = SqlMemoryStore(self.db)
         self._proposals = SqlProposalStore(self.db)
         self._leases = SqlLeaseStore(self.db)
         self._longterm = PgLongTermStore(self.db)
@@ -52,7 +51,7 @@ class PostgresStorage:
         return self._events
 
     @property
-    def memories(self) -> PgMemoryStore:
+    def memories(self) -> SqlMemoryStore[PgDatabase]:
         return self._memories
 
     @property
