@@ -8,15 +8,15 @@ events table: history is never rewritten (compaction adds summaries, it removes 
 
 A ``sessions`` table is kept alongside for listing: a row appears with a session's first
 event; ``SessionStarted`` fills in its workspace and profile, ``ProfileSwitched`` and
-``SessionArchived`` update it.
+``SessionArchived`` update it. Appending and the history projection are SQLite's own;
+the reads are the shared SQL log's (store/sql/events.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable
 from typing import Any
 
 from kairox_core.events import (
@@ -26,8 +26,6 @@ from kairox_core.events import (
     SessionStarted,
 )
 from kairox_core.store.database import Database, DatabaseStore
-
-# pgturn: the dialect-free rules (types, rows, validation) are shared with other backends
 from kairox_core.store.event_rows import (  # the first four re-exported, as before
     COMPACTION_EVENT_TYPES as COMPACTION_EVENT_TYPES,
 )
@@ -40,17 +38,9 @@ from kairox_core.store.event_rows import (
 from kairox_core.store.event_rows import (
     SessionInfo as SessionInfo,
 )
-from kairox_core.store.event_rows import (
-    checked_batch,
-    compaction_running_seq,
-    event_from_row,
-    indexed_stretch,
-    planning_row,
-    session_info,
-    skip_leading,
-    wanted_types,
-)
+from kairox_core.store.event_rows import checked_batch
 from kairox_core.store.migrations import migrate
+from kairox_core.store.sql.events import SqlEventLog
 
 COMPONENT = "events"
 # The conversation as plain columns, one row per conversation event, kept by a trigger
@@ -155,18 +145,7 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 
-def _emit(events: Sequence[Event]) -> Callable[[], None]:
-    def run() -> None:
-        from kairox_core.plugins import get_plugins
-
-        host = get_plugins()
-        for event in events:
-            host.emit(event)
-
-    return run
-
-
-class EventStore(DatabaseStore):
+class EventStore(DatabaseStore, SqlEventLog[Database]):
     """Append and read events. ``EventStore(path)`` opens the file; pass a ``Database``
     (or a connection from ``kairox_core.store.connect``) to share it with other stores."""
 
@@ -175,15 +154,7 @@ class EventStore(DatabaseStore):
         with self.db.lock:
             migrate(self.db.conn, INDEXED_COMPONENT, INDEXED_MIGRATIONS)
 
-    def atomic(self) -> AbstractContextManager[Any]:
-        """A transaction on this store's database (nests; other stores on it join)."""
-        return self.db.atomic()
-
     # --- writing -------------------------------------------------------------------
-
-    def append(self, event: Event) -> Event:
-        """Store one event; returns it with ``seq`` assigned."""
-        return self.append_many([event])[0]
 
     def append_many(self, events: Iterable[Event]) -> list[Event]:
         """Store events atomically (all or none), each with the next seq of its session."""
@@ -219,7 +190,7 @@ class EventStore(DatabaseStore):
                         "WHERE session_id = ?",
                         (heads[sid], n, sid),
                     )
-            self.db.after_commit(_emit(tuple(stored)))
+            self.emit_after_commit(stored)
         return stored
 
     def _insert(self, conn: Any, event: Event) -> None:
@@ -263,94 +234,7 @@ class EventStore(DatabaseStore):
                 (event.created_at, event.session_id),
             )
 
-    # --- reading -------------------------------------------------------------------
-
-    def read(
-        self,
-        session_id: str,
-        *,
-        first_seq: int | None = None,
-        last_seq: int | None = None,
-        types: Iterable[str] | None = None,
-    ) -> list[Event]:
-        """The session's events in seq order, optionally a seq range (inclusive) and types."""
-        sql = "SELECT data FROM events WHERE session_id = ?"
-        params: list[Any] = [session_id]
-        if first_seq is not None:
-            sql += " AND seq >= ?"
-            params.append(first_seq)
-        if last_seq is not None:
-            sql += " AND seq <= ?"
-            params.append(last_seq)
-        if types is not None:
-            wanted = wanted_types(types)
-            if not wanted:
-                return []
-            sql += f" AND type IN ({','.join('?' * len(wanted))})"
-            params.extend(wanted)
-        sql += " ORDER BY seq"
-        with self.db.lock:
-            rows = self.db.conn.execute(sql, params).fetchall()
-        return [event_from_row(row[0]) for row in rows]
-
-    def last_seq(self, session_id: str) -> int:
-        """The highest seq stored for the session; 0 when it has no events."""
-        with self.db.lock:
-            row = self.db.conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
-            ).fetchone()
-        return int(row[0])
-
-    def compaction_events(self, session_id: str, after_seq: int = 0) -> list[Event]:
-        """Compaction-state events of a session above ``after_seq``, in seq order.
-
-        No ``ORDER BY`` in SQL on purpose: that would steer SQLite to the (session, seq)
-        index and scan the whole session; without it the (session, type, seq) index finds
-        the few compaction events directly."""
-        marks = ", ".join("?" * len(COMPACTION_EVENT_TYPES))
-        sql = f"SELECT data FROM events WHERE session_id = ? AND type IN ({marks}) AND seq > ?"
-        with self.db.lock:
-            rows = self.db.conn.execute(
-                sql, (session_id, *COMPACTION_EVENT_TYPES, after_seq)
-            ).fetchall()
-        events = [event_from_row(row[0]) for row in rows]
-        return sorted(events, key=lambda e: e.seq or 0)
-
-    def conversation_rows(
-        self,
-        session_id: str,
-        skip: Sequence[tuple[int, int]] = (),
-        *,
-        first_seq: int | None = None,
-        last_seq: int | None = None,
-    ) -> list[Row]:
-        """Conversation events outside ``skip`` (inclusive ranges), oldest first, light
-        columns only. A skipped range at the start of the session is not scanned."""
-        skip = sorted(skip)
-        with self.db.lock:
-            conn = self.db.conn
-            if skip and first_seq is None:
-                (first,) = conn.execute(
-                    "SELECT min(seq) FROM events WHERE session_id = ? AND type IN (?, ?, ?)",
-                    (session_id, *CONVERSATION_TYPES),
-                ).fetchone()
-                first_seq, skip = skip_leading(skip, first_seq, first)
-            sql = (
-                "SELECT seq, type, data ->> '$.payload.turn_id', data ->> '$.payload.tokens' "
-                "FROM events WHERE session_id = ? AND type IN (?, ?, ?)"
-            )
-            params: list[Any] = [session_id, *CONVERSATION_TYPES]
-            if first_seq is not None:
-                sql += " AND seq >= ?"
-                params.append(first_seq)
-            if last_seq is not None:
-                sql += " AND seq <= ?"
-                params.append(last_seq)
-            for a, b in skip:
-                sql += " AND NOT (seq BETWEEN ? AND ?)"
-                params += [a, b]
-            rows = conn.execute(sql + " ORDER BY seq", params).fetchall()
-        return [planning_row(*row) for row in rows]
+    # --- reading (the rest: SqlEventLog's) ----------------------------------------
 
     def history_rows(
         self,
@@ -383,73 +267,3 @@ class EventStore(DatabaseStore):
             cursor.row_factory = None  # plain tuples: no ``Row`` per row to convert back
             rows: list[tuple[Any, ...]] = cursor.execute(sql, params).fetchall()
             return rows
-
-    def conversation_seqs(self, session_id: str, below: int | None, limit: int) -> list[int]:
-        """Seqs of conversation events below ``below`` (None: all), newest first, at
-        most ``limit``."""
-        marks = ",".join("?" * len(CONVERSATION_TYPES))
-        sql = f"SELECT seq FROM events WHERE session_id = ? AND type IN ({marks})"
-        params: list[Any] = [session_id, *CONVERSATION_TYPES]
-        if below is not None:
-            sql += " AND seq < ?"
-            params.append(below)
-        sql += " ORDER BY seq DESC LIMIT ?"
-        params.append(limit)
-        with self.db.lock:
-            return [int(r[0]) for r in self.db.conn.execute(sql, params)]
-
-    def compaction_running(self, session_id: str) -> int | None:
-        """The seq of the latest ``ContextCompactionStarted`` with no end recorded, else
-        None. Whether its process is alive is the compaction lease's to say (a run
-        whose process died is closed by the next one: compaction/compactor.py)."""
-        sql = (
-            "SELECT type, max(seq), data ->> '$.created_at' FROM events WHERE session_id = ? "
-            "AND type IN ('ContextCompactionStarted', 'ContextCompactionCompleted', "
-            "'ContextCompactionFailed') GROUP BY type"
-        )
-        with self.db.lock:
-            rows = self.db.conn.execute(sql, (session_id,)).fetchall()
-        return compaction_running_seq({t: int(s) for t, s, _ in rows})
-
-    def indexed_stretch(self, session_id: str) -> tuple[int, int] | None:
-        """The stretch of seqs recall has indexed, (low, last); None before the first."""
-        with self.db.lock:
-            row = self.db.conn.execute(
-                "SELECT low_seq, last_seq FROM recall_progress WHERE session_id = ?", (session_id,)
-            ).fetchone()
-        return indexed_stretch(row[0], row[1]) if row is not None else None
-
-    def set_indexed_stretch(self, session_id: str, low: int, last: int) -> None:
-        """Widen the recorded stretch (never narrow it: two processes catching up at
-        once each report what they indexed, the union is what is indexed)."""
-        with self.db.atomic() as conn:
-            conn.execute(
-                "INSERT INTO recall_progress(session_id, last_seq, low_seq) VALUES (?, ?, ?) "
-                "ON CONFLICT(session_id) DO UPDATE SET "
-                "last_seq = max(last_seq, excluded.last_seq), "
-                "low_seq = min(COALESCE(low_seq, excluded.low_seq), excluded.low_seq)",
-                (session_id, last, low),
-            )
-
-    def sessions(
-        self, *, workspace_id: str | None = None, include_archived: bool = True
-    ) -> list[SessionInfo]:
-        """Every session (or one workspace's), oldest first."""
-        sql = "SELECT * FROM sessions WHERE 1 = 1"
-        params: list[Any] = []
-        if workspace_id is not None:
-            sql += " AND workspace_id = ?"
-            params.append(workspace_id)
-        if not include_archived:
-            sql += " AND archived_at IS NULL"
-        sql += " ORDER BY created_at, session_id"
-        with self.db.lock:
-            rows = self.db.conn.execute(sql, params).fetchall()
-        return [session_info(row) for row in rows]
-
-    def get_session(self, session_id: str) -> SessionInfo | None:
-        with self.db.lock:
-            row = self.db.conn.execute(
-                "SELECT * FROM sessions WHERE session_id = ?", (session_id,)
-            ).fetchone()
-        return session_info(row) if row is not None else None

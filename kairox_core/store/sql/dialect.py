@@ -10,6 +10,7 @@ the (possibly nested) write transaction, ``reading()`` a connection to read with
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -26,6 +27,9 @@ class Dialect:
     for_update: str  # appended to a SELECT to lock its rows until the transaction ends
     writable_cte: bool  # ``WITH x AS (INSERT ...) UPDATE ...`` runs both in one statement
     key_lock: str | None  # a statement taking a transaction-long lock on one name (``?``)
+    json_paths: bool  # ``->>`` takes one ``'$.a.b'`` path (SQLite), not a key per step
+    greatest: str  # the larger of two values: ``max`` (SQLite's scalar form), ``GREATEST``
+    least: str
     tables: tuple[tuple[str, str], ...] = ()  # a store's table name -> this database's
 
     def sql(self, text: str) -> str:
@@ -40,6 +44,13 @@ class Dialect:
             if ours == name:
                 return theirs
         return name
+
+    def json_text(self, column: str, *path: str) -> str:
+        """The text at ``path`` inside the JSON in ``column`` (NULL when absent)."""
+        if self.json_paths:
+            return f"{column} ->> '$.{'.'.join(path)}'"
+        steps = "".join(f" -> '{key}'" for key in path[:-1])
+        return f"{column}{steps} ->> '{path[-1]}'"
 
     def insert_ignore(self, table: str, columns: str, conflict: str) -> str:
         """``INSERT`` of one row (``?`` marks) that does nothing when ``conflict`` (the
@@ -65,6 +76,9 @@ SQLITE = Dialect(
     for_update="",  # BEGIN IMMEDIATE: the writer already holds the whole file
     writable_cte=False,
     key_lock=None,
+    json_paths=True,
+    greatest="max",
+    least="min",
 )
 
 POSTGRES = Dialect(
@@ -74,6 +88,9 @@ POSTGRES = Dialect(
     for_update=" FOR UPDATE",
     writable_cte=True,
     key_lock="SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
+    json_paths=False,
+    greatest="GREATEST",
+    least="LEAST",
     tables=(("leases", "kairox_leases"),),
 )
 
@@ -90,6 +107,10 @@ class SqlDatabase(Protocol):
 
     def reading(self) -> AbstractContextManager[Any]:
         """A connection to read with (the open transaction's, inside ``atomic()``)."""
+        ...
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once the outermost transaction commits (now if none)."""
         ...
 
 

@@ -7,35 +7,24 @@ session queue on that row (on any host), each reads the head its predecessor
 committed, and a crash before ``COMMIT`` releases the lock with nothing written.
 Writers to different sessions never wait for each other. Rows are ``(session_id,
 seq)`` unique and triggers refuse UPDATE, DELETE and TRUNCATE: history is never
-rewritten. What is not SQL (validation, decoding rows, the lifecycle fold, the
-compaction-run rule) is the core's, shared with SQLite: ``kairox_core.store.event_rows``.
+rewritten. The reads are the core's SQL event log (``kairox_core.store.sql``), shared
+with SQLite; only the append and the history window are PostgreSQL's own SQL.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
 from kairox_core.events import Event
-from kairox_core.store.event_rows import (
-    COMPACTION_EVENT_TYPES,
-    COMPACTION_RUN_TYPES,
+from kairox_core.store.sql import (
     CONVERSATION_TYPES,
-    Row,
     SessionChanges,
-    SessionInfo,
+    SqlEventLog,
     checked_batch,
-    compaction_running_seq,
-    event_from_row,
-    indexed_stretch,
-    planning_row,
     session_changes,
-    session_info,
-    skip_leading,
-    wanted_types,
 )
 from kairox_postgres.db import PgDatabase
 
@@ -97,31 +86,9 @@ SELECT head FROM head
 )
 
 
-def _emit(events: Sequence[Event]) -> Callable[[], None]:
-    def run() -> None:
-        from kairox_core.plugins import get_plugins
-
-        host = get_plugins()
-        for event in events:
-            host.emit(event)
-
-    return run
-
-
-class PgEventLog:
-    """Append and read events; every method is one short transaction or one query."""
-
-    def __init__(self, db: PgDatabase) -> None:
-        self.db = db
-
-    def atomic(self) -> AbstractContextManager[Any]:
-        return self.db.atomic()
-
-    # --- writing -------------------------------------------------------------------
-
-    def append(self, event: Event) -> Event:
-        """Store one event; returns it with ``seq`` assigned."""
-        return self.append_many([event])[0]
+class PgEventLog(SqlEventLog[PgDatabase]):
+    """The core's SQL event log (its reads) with PostgreSQL's own append and history
+    window; every method is one short transaction or one query."""
 
     def append_many(self, events: Iterable[Event]) -> list[Event]:
         """Store events atomically (all or none), each with the next seq of its session.
@@ -149,7 +116,7 @@ class PgEventLog:
             for event in batch:
                 stored.append(stored_by_sid[event.session_id][taken[event.session_id]])
                 taken[event.session_id] += 1
-        self.db.after_commit(_emit(tuple(stored)))
+        self.emit_after_commit(stored)
         return stored
 
     def _append_session(self, conn: Any, sid: str, c: SessionChanges) -> list[Event]:
@@ -188,80 +155,6 @@ class PgEventLog:
 
     # --- reading -------------------------------------------------------------------
 
-    def read(
-        self,
-        session_id: str,
-        *,
-        first_seq: int | None = None,
-        last_seq: int | None = None,
-        types: Iterable[str] | None = None,
-    ) -> list[Event]:
-        """The session's events in seq order, optionally a seq range (inclusive) and types."""
-        sql = "SELECT data FROM events WHERE session_id = %s"
-        params: list[Any] = [session_id]
-        if first_seq is not None:
-            sql += " AND seq >= %s"
-            params.append(first_seq)
-        if last_seq is not None:
-            sql += " AND seq <= %s"
-            params.append(last_seq)
-        if types is not None:
-            wanted = wanted_types(types)
-            if not wanted:
-                return []
-            sql += " AND type = ANY(%s)"
-            params.append(wanted)
-        rows = self.db.execute(sql + " ORDER BY seq", params)
-        return [event_from_row(r["data"]) for r in rows]
-
-    def last_seq(self, session_id: str) -> int:
-        """The highest seq stored for the session; 0 when it has no events."""
-        rows = self.db.execute("SELECT last_seq FROM sessions WHERE session_id = %s", (session_id,))
-        return int(rows[0]["last_seq"]) if rows else 0
-
-    def compaction_events(self, session_id: str, after_seq: int = 0) -> list[Event]:
-        """Compaction-state events of a session above ``after_seq``, in seq order."""
-        rows = self.db.execute(
-            "SELECT data FROM events WHERE session_id = %s AND type = ANY(%s) AND seq > %s "
-            "ORDER BY seq",
-            (session_id, list(COMPACTION_EVENT_TYPES), after_seq),
-        )
-        return [event_from_row(r["data"]) for r in rows]
-
-    def conversation_rows(
-        self,
-        session_id: str,
-        skip: Sequence[tuple[int, int]] = (),
-        *,
-        first_seq: int | None = None,
-        last_seq: int | None = None,
-    ) -> list[Row]:
-        """Conversation events outside ``skip`` (inclusive ranges), oldest first."""
-        skip = sorted(skip)
-        with self.db.connection() as conn:
-            if skip and first_seq is None:
-                first = conn.execute(
-                    "SELECT min(seq) AS first FROM events WHERE session_id = %s AND type = ANY(%s)",
-                    (session_id, list(CONVERSATION_TYPES)),
-                ).fetchone()
-                first_seq, skip = skip_leading(skip, first_seq, first and first["first"])
-            sql = (
-                f"SELECT seq, type, {_P} ->> 'turn_id' AS turn_id, {_P} ->> 'tokens' AS tokens "
-                "FROM events WHERE session_id = %s AND type = ANY(%s)"
-            )
-            params: list[Any] = [session_id, list(CONVERSATION_TYPES)]
-            if first_seq is not None:
-                sql += " AND seq >= %s"
-                params.append(first_seq)
-            if last_seq is not None:
-                sql += " AND seq <= %s"
-                params.append(last_seq)
-            for a, b in skip:
-                sql += " AND NOT (seq BETWEEN %s AND %s)"
-                params += [a, b]
-            rows = conn.execute(sql + " ORDER BY seq", params).fetchall()
-        return [planning_row(r["seq"], r["type"], r["turn_id"], r["tokens"]) for r in rows]
-
     def history_rows(
         self,
         session_id: str,
@@ -287,68 +180,6 @@ class PgEventLog:
             sql += " LIMIT %s"
             params.append(limit)
         return [tuple(r.values()) for r in self.db.execute(sql, params)]
-
-    def conversation_seqs(self, session_id: str, below: int | None, limit: int) -> list[int]:
-        """Seqs of conversation events below ``below`` (None: all), newest first."""
-        sql = f"SELECT seq FROM events WHERE session_id = %s AND {_CONVERSATION}"
-        params: list[Any] = [session_id, list(CONVERSATION_TYPES)]
-        if below is not None:
-            sql += " AND seq < %s"
-            params.append(below)
-        sql += " ORDER BY seq DESC LIMIT %s"
-        params.append(limit)
-        return [int(r["seq"]) for r in self.db.execute(sql, params)]
-
-    def compaction_running(self, session_id: str) -> int | None:
-        """The seq of the latest ``ContextCompactionStarted`` with no end recorded, else
-        None; whether its process is alive is the compaction lease's to say."""
-        rows = self.db.execute(
-            "SELECT type, max(seq) AS seq FROM events "
-            "WHERE session_id = %s AND type = ANY(%s) GROUP BY type",
-            (session_id, list(COMPACTION_RUN_TYPES)),
-        )
-        return compaction_running_seq({r["type"]: int(r["seq"]) for r in rows})
-
-    def indexed_stretch(self, session_id: str) -> tuple[int, int] | None:
-        """The stretch of seqs recall has indexed, (low, last); None before the first."""
-        rows = self.db.execute(
-            "SELECT low_seq, last_seq FROM recall_progress WHERE session_id = %s", (session_id,)
-        )
-        return indexed_stretch(rows[0]["low_seq"], rows[0]["last_seq"]) if rows else None
-
-    def set_indexed_stretch(self, session_id: str, low: int, last: int) -> None:
-        """Widen the recorded stretch, never narrow it (as the SQLite event store)."""
-        self.db.execute(
-            "INSERT INTO recall_progress(session_id, last_seq, low_seq) VALUES (%s, %s, %s) "
-            "ON CONFLICT (session_id) DO UPDATE SET "
-            "last_seq = GREATEST(recall_progress.last_seq, excluded.last_seq), "
-            "low_seq = LEAST(COALESCE(recall_progress.low_seq, excluded.low_seq), "
-            "excluded.low_seq)",
-            (session_id, last, low),
-        )
-
-    def sessions(
-        self, *, workspace_id: str | None = None, include_archived: bool = True
-    ) -> list[SessionInfo]:
-        """Every session (or one workspace's), oldest first."""
-        sql = "SELECT * FROM sessions WHERE TRUE"
-        params: list[Any] = []
-        if workspace_id is not None:
-            sql += " AND workspace_id = %s"
-            params.append(workspace_id)
-        if not include_archived:
-            sql += " AND archived_at IS NULL"
-        return [
-            session_info(r)
-            for r in self.db.execute(sql + " ORDER BY created_at, session_id", params)
-        ]
-
-    def get_session(self, session_id: str) -> SessionInfo | None:
-        rows = self.db.execute("SELECT * FROM sessions WHERE session_id = %s", (session_id,))
-        return session_info(rows[0]) if rows else None
-
-    def close(self) -> None:
-        """Nothing of its own to release: the storage closes the pool."""
 
 
 __all__ = ["PgEventLog"]
