@@ -4,7 +4,8 @@ A chunk's row lives in ``longterm_chunks``; its vector in ``longterm_vec_<dim>``
 cosine) under the row's ``n`` as rowid, partitioned by owner (``s:<session>``,
 ``w:<workspace>``, ``g``), so a k-NN reads only the partitions asked for: one vec0 KNN
 per partition, no exact scan, no post-filter. ``longterm_backend`` records the space.
-Every method takes the ``Database`` lock, and writes join its ``atomic()`` block.
+Every method takes the ``Database`` lock, and writes join its ``atomic()`` block. The
+rows' reads and the packs are the shared SQL store's (kairox_core/store/sql/longterm.py).
 """
 
 from __future__ import annotations
@@ -12,14 +13,13 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
-from typing import Any
 
 from kairox_core.errors import KairoxUserError
 from kairox_core.longterm.chunks import Chunk
-from kairox_core.longterm.store import Activation, Embed, PackRow, StoredChunk, chunk_filters
+from kairox_core.longterm.store import Embed, StoredChunk
 from kairox_core.store.database import Database
 from kairox_core.store.migrations import migrate
+from kairox_core.store.sql.longterm import CHUNK_COLUMNS, SqlLongTermStore, chunk_from_row
 
 CHUNKS_COMPONENT = "longterm"
 CHUNKS_MIGRATIONS = [
@@ -62,7 +62,6 @@ PACKS_MIGRATIONS = [
     );
     """,
 ]
-_COLUMNS = "id, scope, text, session_id, workspace_id, created_at, updated_at, source_seq"
 _BATCH = 256
 
 
@@ -75,38 +74,17 @@ def _blob(vector: Sequence[float]) -> bytes:
     return struct.pack(f"{len(vector)}f", *vector)
 
 
-def _chunk(row: Any) -> Chunk:
-    return Chunk(
-        id=row[0],
-        scope=row[1],
-        text=row[2],
-        session_id=row[3],
-        workspace_id=row[4],
-        created_at=float(row[5]),
-        updated_at=float(row[6]),
-        source_seq=row[7],
-    )
-
-
-class SqliteLongTermStore:
+class SqliteLongTermStore(SqlLongTermStore[Database]):
     """Long-term chunks and personal packs in the shared ``Database`` (tables created
     on construction: call it outside any transaction)."""
 
     def __init__(self, db: Database) -> None:
-        self.db = db
+        super().__init__(db)
         with db.lock:
             migrate(db.conn, CHUNKS_COMPONENT, CHUNKS_MIGRATIONS)
             migrate(db.conn, PACKS_COMPONENT, PACKS_MIGRATIONS)
 
-    def atomic(self) -> AbstractContextManager[Any]:
-        return self.db.atomic()
-
     # --- the vector space ------------------------------------------------------------
-
-    def vector_space(self) -> tuple[str, int] | None:
-        with self.db.lock:
-            row = self.db.conn.execute("SELECT backend, dimension FROM longterm_backend").fetchone()
-        return (str(row[0]), int(row[1])) if row is not None else None
 
     @property
     def table(self) -> str | None:
@@ -189,13 +167,6 @@ class SqliteLongTermStore:
                     (cur.lastrowid, owner, _blob(vector)),
                 )
 
-    def get_chunk(self, chunk_id: str) -> Chunk | None:
-        with self.db.lock:
-            row = self.db.conn.execute(
-                f"SELECT {_COLUMNS} FROM longterm_chunks WHERE id = ?", (chunk_id,)
-            ).fetchone()
-        return _chunk(row) if row is not None else None
-
     def update_chunk(
         self, chunk_id: str, text: str, updated_at: float, vector: Sequence[float]
     ) -> bool:
@@ -231,27 +202,6 @@ class SqliteLongTermStore:
             conn.execute("DELETE FROM longterm_chunks WHERE n = ?", (row[0],))
         return True
 
-    def list_chunks(
-        self,
-        *,
-        scope: str | None = None,
-        owners: Sequence[str] | None = None,
-        session_id: str | None = None,
-        workspace_id: str | None = None,
-    ) -> list[Chunk]:
-        where, args = chunk_filters(
-            "?", scope=scope, session_id=session_id, workspace_id=workspace_id
-        )
-        if owners is not None:
-            where.append(f"owner IN ({','.join('?' * len(owners))})" if owners else "0")
-            args.extend(owners)
-        sql = f"SELECT {_COLUMNS} FROM longterm_chunks"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        with self.db.lock:
-            rows = self.db.conn.execute(sql + " ORDER BY n", args).fetchall()
-        return [_chunk(r) for r in rows]
-
     def nearest_chunks(
         self, vector: Sequence[float], owners: Sequence[str], k: int
     ) -> list[tuple[Chunk, float]]:
@@ -279,10 +229,10 @@ class SqliteLongTermStore:
                 return []
             marks = ",".join("?" * len(best))
             rows = conn.execute(
-                f"SELECT n, {_COLUMNS} FROM longterm_chunks WHERE n IN ({marks})",
+                f"SELECT n, {CHUNK_COLUMNS} FROM longterm_chunks WHERE n IN ({marks})",
                 [n for _, n in best],
             ).fetchall()
-        by_n = {int(r[0]): _chunk(tuple(r)[1:]) for r in rows}
+        by_n = {int(r[0]): chunk_from_row(r) for r in rows}
         return [(by_n[n], 1.0 - dist) for dist, n in best if n in by_n]
 
     def export_chunks(self) -> Iterator[StoredChunk]:
@@ -296,12 +246,12 @@ class SqliteLongTermStore:
                     for r in self.db.conn.execute(f"SELECT rowid, embedding FROM {table}")
                 }
             rows = self.db.conn.execute(
-                f"SELECT n, owner, {_COLUMNS} FROM longterm_chunks ORDER BY n"
+                f"SELECT n, owner, {CHUNK_COLUMNS} FROM longterm_chunks ORDER BY n"
             ).fetchall()
         for r in rows:
             blob = vectors.get(int(r[0]), b"")
             vector = struct.unpack(f"{len(blob) // 4}f", blob)
-            yield StoredChunk(_chunk(tuple(r)[2:]), str(r[1]), tuple(vector))
+            yield StoredChunk(chunk_from_row(r), str(r[1]), tuple(vector))
 
     def chunk_counts(self) -> tuple[int, int]:
         with self.db.lock:
@@ -311,84 +261,6 @@ class SqliteLongTermStore:
                 return rows, 0
             vectors = int(self.db.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
         return rows, vectors
-
-    # --- personal packs and activations ----------------------------------------------
-
-    def get_pack(self, name: str) -> PackRow | None:
-        with self.db.lock:
-            row = self.db.conn.execute(
-                "SELECT name, text, draft, created_at, updated_at FROM packs_personal "
-                "WHERE name = ?",
-                (name,),
-            ).fetchone()
-        return _pack(row) if row is not None else None
-
-    def list_packs(self) -> list[PackRow]:
-        with self.db.lock:
-            rows = self.db.conn.execute(
-                "SELECT name, text, draft, created_at, updated_at FROM packs_personal ORDER BY name"
-            ).fetchall()
-        return [_pack(r) for r in rows]
-
-    def insert_pack(self, row: PackRow) -> None:
-        with self.db.lock:
-            self.db.conn.execute(
-                "INSERT INTO packs_personal(name, text, draft, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (row.name, row.text, int(row.draft), row.created_at, row.updated_at),
-            )
-
-    def update_pack(self, name: str, text: str, draft: bool, updated_at: float) -> bool:
-        with self.db.lock:
-            cur = self.db.conn.execute(
-                "UPDATE packs_personal SET text = ?, draft = ?, updated_at = ? WHERE name = ?",
-                (text, int(draft), updated_at, name),
-            )
-        return bool(cur.rowcount)
-
-    def delete_pack(self, name: str) -> bool:
-        with self.db.lock:
-            cur = self.db.conn.execute("DELETE FROM packs_personal WHERE name = ?", (name,))
-        return bool(cur.rowcount)
-
-    def activate_pack(self, workspace_id: str, name: str, activated_at: float) -> None:
-        with self.db.lock:
-            self.db.conn.execute(
-                "INSERT INTO pack_activations(workspace_id, name, activated_at) "
-                "VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                (workspace_id, name, activated_at),
-            )
-
-    def deactivate_pack(self, workspace_id: str, name: str) -> None:
-        with self.db.lock:
-            self.db.conn.execute(
-                "DELETE FROM pack_activations WHERE workspace_id = ? AND name = ?",
-                (workspace_id, name),
-            )
-
-    def delete_activations(self, name: str) -> None:
-        with self.db.lock:
-            self.db.conn.execute("DELETE FROM pack_activations WHERE name = ?", (name,))
-
-    def activations(self, workspace_id: str | None = None) -> list[Activation]:
-        sql = "SELECT workspace_id, name, activated_at FROM pack_activations"
-        args: tuple[str, ...] = ()
-        if workspace_id is not None:
-            sql += " WHERE workspace_id IN ('', ?)"
-            args = (workspace_id,)
-        with self.db.lock:
-            rows = self.db.conn.execute(sql + " ORDER BY activated_at, name", args).fetchall()
-        return [Activation(str(r[0]), str(r[1]), float(r[2])) for r in rows]
-
-
-def _pack(row: Any) -> PackRow:
-    return PackRow(
-        name=row[0],
-        text=row[1],
-        draft=bool(row[2]),
-        created_at=float(row[3]),
-        updated_at=float(row[4]),
-    )
 
 
 __all__ = ["SqliteLongTermStore", "vec_table"]

@@ -1,4 +1,5 @@
-"""SQLite storage: the connection factory, migrations, the event and memory stores.
+"""SQLite storage: the connection factory, migrations, the event and memory stores, and
+``SqliteStorage`` (the built-in backend, public: a copy tool opens it by this name).
 
 The stores are imported on first use, so importing ``kairox_core.store.connection``
 (every SQLite user does) stays cheap and independent of the memory package.
@@ -14,12 +15,14 @@ if TYPE_CHECKING:
     from kairox_core.store.database import Database
     from kairox_core.store.event_store import EventStore, SessionInfo
     from kairox_core.store.memory_store import SqliteMemoryStore
+    from kairox_core.store.sqlite_storage import SqliteStorage
 
 __all__ = [
     "Database",
     "EventStore",
     "SessionInfo",
     "SqliteMemoryStore",
+    "SqliteStorage",
     "connect",
     "transaction",
 ]
@@ -29,6 +32,7 @@ _LAZY = {
     "EventStore": "kairox_core.store.event_store",
     "SessionInfo": "kairox_core.store.event_store",
     "SqliteMemoryStore": "kairox_core.store.memory_store",
+    "SqliteStorage": "kairox_core.store.sqlite_storage",
 }
 
 

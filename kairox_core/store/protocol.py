@@ -9,7 +9,8 @@ memory store, the proposals of the approval flow, long-term chunks and personal 
 process at a time: a compaction), all on one database, plus ``atomic()`` so an
 approval's memory write, proposal row and events commit together.
 ``kairox_core.testing.storage_contract.StorageContract`` is the test class a backend
-must pass.
+must pass. Public (the backend API): the protocols and the value types they pass,
+re-exported here so a backend need not import their home modules.
 """
 
 from __future__ import annotations
@@ -19,16 +20,24 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from kairox_core.events import Event
+from kairox_core.longterm.chunks import Chunk as LongTermChunk
+from kairox_core.longterm.store import (
+    Activation,
+    Embed,
+    LongTermStore,
+    PackRow,
+    StoredChunk,
+    chunk_filters,
+)
 from kairox_core.markers import MemoryScope
 from kairox_core.memory.base import MemoryStore
-from kairox_core.memory.records import Proposal
-from kairox_core.store.event_store import Row, SessionInfo
+from kairox_core.memory.records import MemoryRecord, MemoryVersion, Proposal, Provenance
+from kairox_core.store.event_rows import Row, SessionInfo
 from kairox_core.store.leases import Claim, Lease
 
 if TYPE_CHECKING:
     import threading
 
-    from kairox_core.longterm.store import LongTermStore
     from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit
     from kairox_core.retrieval.index import DocumentInput, WorkspaceIndexRetriever
 
@@ -167,4 +176,26 @@ class Storage(Protocol):
     def close(self) -> None: ...
 
 
-__all__ = ["EventLog", "LeaseStore", "ProposalStore", "Storage", "WorkspaceIndex"]
+__all__ = [
+    "Activation",
+    "Claim",
+    "Embed",
+    "EventLog",
+    "Lease",
+    "LeaseStore",
+    "LongTermChunk",
+    "LongTermStore",
+    "MemoryRecord",
+    "MemoryStore",
+    "MemoryVersion",
+    "PackRow",
+    "Proposal",
+    "ProposalStore",
+    "Provenance",
+    "Row",
+    "SessionInfo",
+    "Storage",
+    "StoredChunk",
+    "WorkspaceIndex",
+    "chunk_filters",
+]

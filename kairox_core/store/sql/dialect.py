@@ -6,6 +6,8 @@ answers differ (which column orders rows by insertion, how a row is locked for t
 of a transaction, whether writers to one key need a lock of their own, ...). Both
 backends hand the stores a ``SqlDatabase``: its ``atomic()`` yields the connection of
 the (possibly nested) write transaction, ``reading()`` a connection to read with.
+Upserts (``ON CONFLICT ... DO UPDATE``, ``excluded.``), ``RETURNING`` and ``ON CONFLICT
+DO NOTHING`` are spelled alike by both (SQLite 3.35 on), so they need no answer here.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class Dialect:
     json_paths: bool  # ``->>`` takes one ``'$.a.b'`` path (SQLite), not a key per step
     greatest: str  # the larger of two values: ``max`` (SQLite's scalar form), ``GREATEST``
     least: str
+    binary_collation: str  # appended to ORDER BY a text column: code-point order
     tables: tuple[tuple[str, str], ...] = ()  # a store's table name -> this database's
 
     def sql(self, text: str) -> str:
@@ -79,6 +82,7 @@ SQLITE = Dialect(
     json_paths=True,
     greatest="max",
     least="min",
+    binary_collation="",  # BINARY: SQLite's default
 )
 
 POSTGRES = Dialect(
@@ -91,6 +95,7 @@ POSTGRES = Dialect(
     json_paths=False,
     greatest="GREATEST",
     least="LEAST",
+    binary_collation=' COLLATE "C"',
     tables=(("leases", "kairox_leases"),),
 )
 

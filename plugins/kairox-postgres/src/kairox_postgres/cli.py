@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kairox_core.cli.context import CliContext, pass_cli
+from kairox_core.cli import CliContext, pass_cli
 from kairox_core.errors import KairoxUserError
 
 

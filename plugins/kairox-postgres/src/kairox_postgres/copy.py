@@ -24,8 +24,8 @@ from typing import Any, Protocol
 from psycopg.types.json import Jsonb
 
 from kairox_core.errors import KairoxUserError
-from kairox_core.longterm.store import LongTermStore
-from kairox_core.store.sqlite_storage import SqliteStorage
+from kairox_core.store import SqliteStorage
+from kairox_core.store.protocol import LongTermStore
 from kairox_postgres import copy_index
 from kairox_postgres.storage import PostgresStorage
 

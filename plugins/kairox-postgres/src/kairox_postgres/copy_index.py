@@ -16,9 +16,7 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
-from kairox_core.retrieval.index import MIGRATIONS, pack_vector
-from kairox_core.retrieval.index_common import metadata_json
-from kairox_core.store.migrations import migrate
+from kairox_core.store.indexing import metadata_json, migrate_sqlite_index, pack_vector
 from kairox_postgres.index import _vector_text, fts5_terms, insert_postings
 
 BATCH = 1000
@@ -70,7 +68,7 @@ def prepare(src: Any, dst: Any) -> None:
     from kairox_postgres.copy import CopyError
 
     if _is_sqlite(dst):
-        migrate(dst.conn, "retrieval", MIGRATIONS)
+        migrate_sqlite_index(dst.conn)
     n = _documents(dst)
     if n:
         raise CopyError(f"{dst.label} is not empty ({n} indexed documents); copy into a new one")

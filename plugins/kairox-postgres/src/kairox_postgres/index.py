@@ -1,7 +1,7 @@
 """The workspace retrieval index on PostgreSQL: FTS5's bm25 in SQL, pgvector HNSW, one fusion.
 
 Documents are chunked, hashed and embedded exactly as ``WorkspaceRagIndex`` does (the
-shared helpers of ``kairox_core.retrieval.index_common``). Keywords rank by FTS5's own
+shared helpers of ``kairox_core.store.indexing``). Keywords rank by FTS5's own
 bm25: each chunk's terms are cut by FTS5's tokenizer (``fts5_terms.Fts5Terms``, the
 ``porter unicode61 remove_diacritics 2`` of ``rag_fts``) and stored as postings (term,
 chunk, frequency, length) beside per-term document counts and per-space totals that
@@ -26,43 +26,44 @@ from pathlib import Path
 from typing import Any
 
 from kairox_core.errors import KairoxUserError
-from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit
-from kairox_core.retrieval.chunking import Chunk, Chunker
-from kairox_core.retrieval.fts import query_terms
-from kairox_core.retrieval.fts5_terms import (
+from kairox_core.store.indexing import (
     BM25_B,
     BM25_K1,
+    CHEAP_ROWS,
     IDF_FLOOR,
-    Fts5Terms,
-    TermCounts,
-    query_weights,
-    select_terms,
-)
-from kairox_core.retrieval.index import (
+    MAX_TERMS,
     MODES,
+    SOURCE,
+    Chunk,
+    Chunker,
     DocumentInfo,
     DocumentInput,
+    EmbeddingBackend,
+    Fts5Terms,
     IndexBackendMismatch,
-    WorkspaceIndexRetriever,
-    file_document,
-)
-from kairox_core.retrieval.index_common import (
-    SOURCE,
     Ranked,
+    RetrievalHit,
+    TermCounts,
+    WorkspaceIndexRetriever,
     batches,
     build_hits,
     chunk_vectors,
     collapse,
     doc_hash,
     embed_texts,
+    file_document,
     filter_values,
     fuse_rankings,
     last_per_doc_id,
+    load_embedding_backend,
     metadata_json,
+    query_terms,
+    query_weights,
+    select_terms,
     statuses,
+    weightless_floor,
     with_context,
 )
-from kairox_core.retrieval.keyword_terms import CHEAP_ROWS, MAX_TERMS, weightless_floor
 from kairox_postgres.db import PgDatabase
 
 # hnsw.ef_search: twice the rows a query asks for (on SciFact with the hashing backend,
@@ -168,8 +169,6 @@ class PgWorkspaceIndex:
     def from_config(
         cls, config: Any, db: PgDatabase, space: str, backend: EmbeddingBackend | None = None
     ) -> PgWorkspaceIndex:
-        from kairox_core.retrieval.embeddings import load_embedding_backend
-
         r = config.retrieval
         return cls(
             db,

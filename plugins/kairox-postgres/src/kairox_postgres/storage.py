@@ -20,7 +20,7 @@ from kairox_postgres.longterm import PgLongTermStore
 from kairox_postgres.schema import migrate
 
 if TYPE_CHECKING:
-    from kairox_core.retrieval.base import EmbeddingBackend
+    from kairox_core.store.indexing import EmbeddingBackend
     from kairox_postgres.index import PgWorkspaceIndex
 
 DEFAULT_LEASE_SECONDS = 600.0  # the event store's STALE_RUN_SECONDS: the same patience
