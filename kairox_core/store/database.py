@@ -47,6 +47,7 @@ class Database:
         self._after: list[Callable[[], None]] = []
         self._users = 0
         self.closed = False
+        self._reading = _Held(self)
 
     @classmethod
     def open(cls, target: str | os.PathLike[str] | Database | Any) -> Database:
@@ -69,16 +70,11 @@ class Database:
         db._users += 1
         return db
 
-    @property
-    def dialect(self) -> Dialect:
-        """The SQL stores' spelling here (store/sql/dialect.py)."""
-        return SQLITE
+    dialect: Dialect = SQLITE  # the SQL stores' spelling here (store/sql/dialect.py)
 
-    @contextmanager
-    def reading(self) -> Iterator[Any]:
-        """The connection, held under the lock for a read."""
-        with self.lock:
-            yield self.conn
+    def reading(self) -> _Held:
+        """The connection, held under the lock for a read (``with db.reading() as conn``)."""
+        return self._reading
 
     @contextmanager
     def atomic(self) -> Iterator[Any]:
@@ -141,6 +137,23 @@ class Database:
             with _registry_lock:
                 if _registry.get(id(self.conn)) is self:
                     del _registry[id(self.conn)]
+
+
+class _Held:
+    """``with`` it: the database's lock held, its connection yielded (a plain class,
+    not a generator: every store read goes through it)."""
+
+    __slots__ = ("db",)
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def __enter__(self) -> Any:
+        self.db.lock.acquire()
+        return self.db.conn
+
+    def __exit__(self, *exc: object) -> None:
+        self.db.lock.release()
 
 
 def lock_for(conn: Any) -> threading.RLock:

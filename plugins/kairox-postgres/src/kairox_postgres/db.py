@@ -108,10 +108,7 @@ class PgDatabase:
         self._local = _Local()
         self.closed = False
 
-    @property
-    def dialect(self) -> Dialect:
-        """The core's SQL stores' spelling here (kairox_core.store.sql)."""
-        return POSTGRES
+    dialect: Dialect = POSTGRES  # the core's SQL stores' spelling (kairox_core.store.sql)
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
