@@ -9,8 +9,11 @@ A backend's suite subclasses ``StorageContract`` and implements ``make_storage``
 
 Each test gets a fresh, empty database. The checks: the protocol's shape, seqs per
 session, reads by range and type, atomic() across events/memories/proposals, the light
-queries compaction and recall plan with, proposals' state changes, the retrieval index,
-and a whole turn through ``Kairox`` on top of the backend.
+queries compaction and recall plan with, proposals' state changes (a decision changes a
+pending proposal only and says whether it did: a second accept, reject or supersede is
+refused with False), leases (one holder; expiry, renewal and takeover by the store's
+``clock``, which the tests set to a ``ManualClock``), the retrieval index, and a whole
+turn through ``Kairox`` on top of the backend.
 """
 
 from __future__ import annotations
