@@ -10,6 +10,7 @@ not SQL (validation, decoding rows, the compaction-run rule) is ``store/event_ro
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
@@ -47,7 +48,7 @@ def _emit(events: Sequence[Event]) -> Callable[[], None]:
     return run
 
 
-class SqlEventLog(SqlStore[DB]):
+class SqlEventLog(SqlStore[DB], ABC):
     """The ``EventLog`` protocol but for ``append_many`` and ``history_rows``, which a
     backend writes in its own SQL (``EventStore`` on SQLite)."""
 
@@ -59,10 +60,10 @@ class SqlEventLog(SqlStore[DB]):
         """Store one event; returns it with ``seq`` assigned."""
         return self.append_many([event])[0]
 
+    @abstractmethod
     def append_many(self, events: Iterable[Event]) -> list[Event]:
         """Store events atomically (all or none), each with the next seq of its session;
         call ``emit_after_commit`` with what was stored."""
-        raise NotImplementedError
 
     def emit_after_commit(self, stored: Sequence[Event]) -> None:
         """Hand ``stored`` to the plugins' event observers once the outermost
@@ -159,6 +160,7 @@ class SqlEventLog(SqlStore[DB]):
             rows = conn.execute(self._sql(sql + " ORDER BY seq"), params).fetchall()
         return [planning_row(r["seq"], r["type"], r["turn_id"], r["tokens"]) for r in rows]
 
+    @abstractmethod
     def history_rows(
         self,
         session_id: str,
@@ -172,7 +174,6 @@ class SqlEventLog(SqlStore[DB]):
         unless counted under ``counter_key``). With ``above``: the rows above it, oldest
         first; otherwise newest first below ``below`` (None: from the newest), at most
         ``limit``."""
-        raise NotImplementedError
 
     def conversation_seqs(self, session_id: str, below: int | None, limit: int) -> list[int]:
         """Seqs of conversation events below ``below`` (None: all), newest first, at
