@@ -1,6 +1,8 @@
 """The approval flow: every memory the model proposes passes through here.
 
-Session memories are accepted at once (``MemoryProposed`` then ``MemoryAccepted``). User
+Session memories are accepted at once (``MemoryProposed`` then ``MemoryAccepted``),
+unless tainted (their body repeats this turn's tool result or retrieved text, so the
+model may be relaying someone else's instruction): those wait like the rest. User
 and workspace memories wait in the ``memory_proposals`` table (so they survive a
 restart) until a person accepts, edits-then-accepts or rejects them; a newer proposal
 for the same (scope, owner, key) supersedes the pending one, and a proposal that would
@@ -131,7 +133,10 @@ class ApprovalService:
         *,
         tainted: bool = False,
     ) -> Proposal | None:
-        """Route one marker from the assistant's output; None when it would change nothing."""
+        """Route one marker from the assistant's output; None when it would change nothing.
+
+        A session memory is accepted at once unless ``tainted``: taint is the signal that
+        the model is repeating untrusted text, so a person decides, as for the others."""
         scope = parse_scope(marker.scope)
         return self._propose(
             scope,
@@ -143,7 +148,7 @@ class ApprovalService:
             raw=str(getattr(marker, "raw", "") or ""),
             tainted=tainted,
             source="assistant",
-            auto_accept=scope == "session",
+            auto_accept=scope == "session" and not tainted,
         )
 
     def _propose(
@@ -173,6 +178,8 @@ class ApprovalService:
             pending = self._pending_for(scope, owner, key)
             if pending is not None and pending.body == body and not auto_accept:
                 return None  # already waiting for a decision
+            if key is None and not auto_accept and self._pending_keyless(session_id, body):
+                return None  # a tainted keyless session memory, already waiting
             now = self.clock()
             proposal = Proposal(
                 id=new_id("p"),
@@ -490,6 +497,12 @@ class ApprovalService:
                 f"proposals can be accepted or rejected"
             )
         return proposal
+
+    def _pending_keyless(self, session_id: str, body: str) -> bool:
+        return any(
+            p.key is None and p.body == body
+            for p in self.store.list(status="pending", session_id=session_id)
+        )
 
     def _pending_for(self, scope: MemoryScope, owner: str, key: str | None) -> Proposal | None:
         if key is None:
