@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 pytest.importorskip("mcp", reason="the MCP SDK is the extra kairox-core[mcp]")
@@ -153,6 +154,68 @@ async def test_http_serve_is_reachable_by_the_kairox_client(
         assert by_name["kx__list_memories"].source == "mcp:kx"
         listed = json.loads(await by_name["kx__list_memories"].call({"scope": "user"}))
         assert [m["body"] for m in listed["memories"]] == ["prefers dark roast"]
+        # DNS rebinding: a page whose name resolves to 127.0.0.1 sends its own Host
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+        async with httpx.AsyncClient() as web:
+            for name in ("127.0.0.1.evil.example", "127.evil.example", "127.0.0.1.nip.io"):
+                r = await web.post(url, json=init, headers={"Host": f"{name}:{port}"})
+                assert r.status_code == 421, name
+            r = await web.post(url, json=init, headers={"Host": f"127.0.0.1:{port + 1}"})
+            assert r.status_code == 421
+            r = await web.post(url, content=b"{}", headers={"Content-Type": "text/plain"})
+            assert r.status_code == 415
+    finally:
+        await box.aclose()
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+async def wait_listening(port: int) -> None:
+    import socket
+
+    for _ in range(100):  # until uvicorn listens (bounded: 20 s)
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            await asyncio.sleep(0.2)
+
+
+async def test_http_serve_with_a_token_refuses_requests_without_it(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    from kairox_core.config import parse_config
+    from kairox_core.mcp.client import McpToolbox
+
+    token = "mcp-token-for-the-tests-0123"
+    config = tmp_path / "kairox.toml"
+    config.write_text(f'[kairox]\ndatabase = "{tmp_path / "k.db"}"\n')
+    env = {**os.environ, "KAIROX_CONFIG": str(config), "KX_TEST_MCP_TOKEN": token}
+    port = free_port()
+    args = ["mcp", "serve", "--http", "--port", str(port), "--token", "$env:KX_TEST_MCP_TOKEN"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kairox_core", *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    servers = {
+        "kx": {"url": url, "timeout": 5, "headers": {"Authorization": f"Bearer {token}"}},
+        "nokey": {"url": url, "timeout": 5},
+    }
+    box = McpToolbox.for_profile(parse_config({"mcp_servers": servers}), "default")
+    try:
+        await wait_listening(port)
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+        async with httpx.AsyncClient() as web:
+            r = await web.post(url, json=init)
+            assert r.status_code == 401 and "token" in r.json()["detail"]
+        tools, notes = await box.tools()
+        assert {t.name for t in tools} == {f"kx__{name}" for name in TOOLS}
+        assert len(notes) == 1 and "nokey" in notes[0]
     finally:
         await box.aclose()
         proc.terminate()

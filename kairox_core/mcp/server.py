@@ -14,7 +14,8 @@ a durable memory by itself):
   turn with that prompt would get; writes nothing.
 
 Every answer is JSON text. Built on the SDK's ``MCPServer`` (stdio, or streamable HTTP
-on 127.0.0.1 with ``--http``).
+with ``--http``, behind the guard of ``kairox serve``: exact Host names without a token,
+the token when set, JSON posts, a body limit; see ``http_app``).
 """
 
 from __future__ import annotations
@@ -193,6 +194,35 @@ def _as_tool_error() -> Iterator[None]:
         yield
     except (KairoxError, ValueError) as exc:
         raise ToolError(str(exc)) from exc
+
+
+def http_app(
+    server: MCPServer,
+    *,
+    host: str,
+    port: int | None,
+    token: str | None,
+    max_body: int | None = None,
+) -> Any:
+    """The streamable HTTP app at ``/mcp``, behind ``kairox serve``'s guard
+    (kairox_core/web/security.py) instead of the SDK's own check, which accepts any
+    port and knows only the three loopback names."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from kairox_core.web.security import DEFAULT_MAX_BODY, Guard
+
+    app = server.streamable_http_app(
+        host=host,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    return Guard(
+        app,
+        token=token,
+        bind_host=host,
+        port=port,
+        max_body=max_body or DEFAULT_MAX_BODY,
+        json_only=("/mcp",),
+    )
 
 
 def build_server(kx: Kairox, config: KairoxConfig) -> MCPServer:

@@ -41,7 +41,12 @@ def _status(exc: KairoxError) -> int:
 
 
 def create_app(
-    kx: Any, *, token: str | None = None, host: str = "127.0.0.1", max_body: int = DEFAULT_MAX_BODY
+    kx: Any,
+    *,
+    token: str | None = None,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
 ) -> Any:
     """The guarded ASGI app over ``kx`` (closed with the app's lifespan by the caller)."""
     providers = Providers(kx.config)
@@ -83,4 +88,4 @@ def create_app(
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 
-    return Guard(app, token=token, bind_host=host, max_body=max_body)
+    return Guard(app, token=token, bind_host=host, port=port, max_body=max_body)
