@@ -242,6 +242,21 @@ def test_a_chunked_body_over_max_body_is_413(serve: Server) -> None:
     assert r.status_code == 413 and "request body over" in r.json()["detail"]
 
 
+def test_bad_pack_files_are_reported_and_skipped(serve: Server) -> None:
+    import os
+
+    packs = serve.config.parent / "packs"
+    packs.mkdir()
+    (packs / "good.md").write_text('+++\nname = "good"\nlevel = "team"\n+++\nBe kind.\n')
+    (packs / "bad.md").write_text("+++\nlevel = [\n+++\n")
+    os.mkfifo(packs / "x.md")
+    assert [p["name"] for p in serve.api("GET", "/api/packs")] == ["good"]
+    problems = {Path(p["path"]).name: p["problem"] for p in serve.api("GET", "/api/packs/problems")}
+    assert set(problems) == {"bad.md", "x.md"} and "FIFO" in problems["x.md"]
+    sid = serve.api("POST", "/api/sessions", {})["session_id"]
+    assert turn(serve, sid, "hello")[-1][0] == "done"
+
+
 @pytest.fixture
 def token_server(tmp_path: Path) -> Any:
     server = start_server(tmp_path, ["ok"], "--token", TOKEN)

@@ -376,9 +376,14 @@ async def longterm_delete(request: Request, chunk_id: str) -> dict[str, Any]:
     return data
 
 
-@router.get("/packs", summary="Context packs")
+@router.get("/packs", summary="Context packs (unusable files skipped: see /packs/problems)")
 async def packs(request: Request) -> list[dict[str, Any]]:
     return [p.as_dict() for p in kx_of(request).packs.list()]
+
+
+@router.get("/packs/problems", summary="Files in the pack directory that were skipped, and why")
+async def pack_problems(request: Request) -> list[dict[str, str]]:
+    return [p.as_dict() for p in kx_of(request).packs.scan()[1]]
 
 
 @router.post("/packs", summary="Create a pack")
