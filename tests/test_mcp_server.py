@@ -257,3 +257,73 @@ def test_mcp_tools_lists_servers_and_fails_for_a_broken_one(
         timeout=60,
     )
     assert usage.returncode == 2 and "--port needs --http" in usage.stderr
+
+
+async def test_a_lone_surrogate_in_tool_arguments_gets_an_error_not_silence(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    """The SDK's client cannot even send one (it encodes UTF-8), so this speaks the
+    protocol itself: JSON can carry ``\\ud800`` as an escape."""
+    config = tmp_path / "kairox.toml"
+    config.write_text(f'[kairox]\ndatabase = "{tmp_path / "k.db"}"\n')
+    env = {**os.environ, "KAIROX_CONFIG": str(config)}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kairox_core",
+        "mcp",
+        "serve",
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    async def call(message: dict[str, Any]) -> dict[str, Any] | None:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(message).encode() + b"\n")  # ensure_ascii: \ud800 escapes
+        await proc.stdin.drain()
+        if "id" not in message:
+            return None
+        return dict(json.loads(await proc.stdout.readline()))
+
+    def tool(ident: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        params = {"name": name, "arguments": arguments}
+        return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
+
+    try:
+        async with asyncio.timeout(90):
+            init = await call(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "probe", "version": "1"},
+                    },
+                }
+            )
+            assert init is not None and "result" in init
+            await call({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            bad = await call(tool(2, "search_memories", {"query": "x\ud800"}))
+            assert bad is not None and bad["id"] == 2
+            assert bad["error"]["message"] == (
+                "params.arguments.query: a string with a lone surrogate is not valid Unicode text"
+            )
+            bad = await call(
+                tool(3, "propose_memory", {"scope": "user", "key": "k", "body": "\udfff"})
+            )
+            assert bad is not None and "params.arguments.body" in bad["error"]["message"]
+            spaced = await call(
+                tool(4, "propose_memory", {"scope": "user", "key": "my key", "body": "b"})
+            )
+            assert spaced is not None and spaced["result"]["isError"]
+            assert "no spaces or markup" in spaced["result"]["content"][0]["text"]
+            good = await call(tool(5, "list_memories", {}))
+            assert good is not None and not good["result"]["isError"]  # still serving
+    finally:
+        proc.kill()
+        await proc.wait()

@@ -136,7 +136,7 @@ def serve_command(
     from kairox_core.mcp import require_sdk
 
     require_sdk()
-    from kairox_core.mcp.server import build_server, http_app
+    from kairox_core.mcp.server import build_server, http_app, run_stdio
 
     config = cli_ctx.config
     with Kairox.open(cli_ctx.database, config) as kx:
@@ -149,7 +149,9 @@ def serve_command(
             click.echo(f"kairox: serving MCP on http://{shown}:{port}/mcp", err=True)
             uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")
         else:
-            server.run("stdio")
+            import anyio
+
+            anyio.run(run_stdio, server)
 
 
 def register(cli: click.Group) -> None:

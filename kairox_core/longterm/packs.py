@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kairox_core.errors import KairoxUserError
+from kairox_core.inputs import check_text
 from kairox_core.longterm.db import has_store, longterm_store
 from kairox_core.longterm.events import (
     PACKS_SESSION,
@@ -358,7 +359,8 @@ def _from_file(file: PackFile, directory: PackDirectory) -> Pack:
 
 
 def _check_text(text: str) -> None:
-    size = len(text.encode("utf-8", "surrogatepass"))
+    check_text(text, "the pack's text")
+    size = len(text.encode("utf-8"))
     if size > MAX_PACK_BYTES:
         raise KairoxUserError(
             f"a pack's text may have at most {MAX_PACK_BYTES} bytes (this one has {size}): "

@@ -39,6 +39,7 @@ from kairox_core.events import (
     MemoryRejected,
     SessionArchived,
 )
+from kairox_core.inputs import check_key, check_session_id, check_text, check_workspace_id
 from kairox_core.markers import MemoryScope
 from kairox_core.memory.base import MemoryStore
 from kairox_core.memory.records import (
@@ -353,7 +354,7 @@ class ApprovalService:
                 "a proposal from outside a session must be scope 'user' or 'workspace' "
                 "(session memories are accepted at once, without review)"
             )
-        owner_of(scope, workspace_id=workspace_id, session_id=None)  # ids present?
+        self._check_ids(scope, key, workspace_id=workspace_id, session_id=None)
         self._check_body(body)
         return self._propose(
             scope,
@@ -382,7 +383,7 @@ class ApprovalService:
         Events go to ``session_id`` if given, else to the maintenance session of
         ``workspace_id`` (or of the user)."""
         scope = parse_scope(scope)
-        owner_of(scope, workspace_id=workspace_id, session_id=session_id)  # ids present?
+        self._check_ids(scope, key, workspace_id=workspace_id, session_id=session_id)
         proposal = self._propose(
             scope,
             key,
@@ -468,9 +469,38 @@ class ApprovalService:
             return record.session_id
         return maintenance_session_id(record.workspace_id)
 
+    def _check_ids(
+        self,
+        scope: MemoryScope,
+        key: str | None,
+        *,
+        workspace_id: str | None,
+        session_id: str | None,
+    ) -> None:
+        """A person's write names a valid key and ids (kairox_core/inputs.py), and the
+        session it names exists: the same rules on every surface."""
+        if key is not None or scope != "session":
+            if key is None:
+                raise KairoxUserError(f"a {scope.value} memory needs a key (e.g. 'editor')")
+            check_key(key)
+        if workspace_id is not None:
+            check_workspace_id(workspace_id)
+        if session_id is not None:
+            check_session_id(session_id)
+            if self.events.get_session(session_id) is None:
+                raise MemoryNotFoundError(
+                    f"no session '{session_id}': a memory can only name a session that "
+                    f"exists; `kairox sessions` lists them"
+                )
+        if scope == "workspace" and not workspace_id:
+            raise KairoxUserError("a workspace memory needs a workspace id")
+        if scope == "session" and not session_id:
+            raise KairoxUserError("a session memory needs the id of an existing session")
+
     def _check_body(self, body: str) -> None:
         if not isinstance(body, str) or not body.strip():
             raise KairoxUserError("a memory body must not be empty")
+        check_text(body, "the memory body")
         if len(body) > self.max_body_chars:
             raise KairoxUserError(
                 f"a memory body may have at most {self.max_body_chars} characters "

@@ -14,6 +14,7 @@ from importlib.resources import files
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
@@ -38,6 +39,17 @@ def _status(exc: KairoxError) -> int:
     if name in ("TurnInProgress", "ProposalNotPendingError"):
         return 409
     return 400 if isinstance(exc, KairoxUserError) else 500
+
+
+def validation_detail(exc: RequestValidationError) -> str:
+    """A request that does not match a route's parameters, in one line per problem:
+    where (``body.first_seq``, ``query.k``) and what (the input is never echoed: it may
+    be what broke the default handler, a NaN or a lone surrogate)."""
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err.get("loc", ()))
+        lines.append(f"{where}: {err.get('msg', 'invalid')}")
+    return "; ".join(lines) or "invalid request"
 
 
 def create_app(
@@ -73,6 +85,10 @@ def create_app(
     @app.exception_handler(KairoxError)
     async def kairox_error(request: Request, exc: KairoxError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=_status(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": validation_detail(exc)}, status_code=400)
 
     @app.middleware("http")
     async def headers(request: Request, call_next: Any) -> Response:

@@ -19,6 +19,9 @@ One ASGI middleware, so no route can forget a check:
 - **Body size**: ``Content-Length`` above the limit is refused at once (413); a body
   streamed without one (chunked) is read here, counted, and refused with 413 at the
   limit, before the app sees any of it.
+- **JSON values**: a JSON body with ``NaN``/``Infinity``, an integer beyond 64 bits, a
+  lone surrogate in a string, or nesting too deep for the parser is refused with 400
+  and what was wrong where (kairox_core/inputs.py), for every route at once.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs
+
+from kairox_core.inputs import json_problem
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -120,6 +125,13 @@ class Guard:
         if body is None:
             await _send_json(send, 413, f"request body over {self.max_body} bytes")
             return
+        if scope["method"] not in SAFE_METHODS and _is_json(headers):
+            first = await body()
+            problem = json_refusal(first.get("body", b""))
+            if problem is not None:
+                await _send_json(send, 400, problem)
+                return
+            body = _replaying(first, receive)
         await self.app(scope, body, send)
 
     async def _read_body(self, receive: Receive) -> Receive | None:
@@ -141,12 +153,7 @@ class Guard:
             if not message.get("more_body", False):
                 message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
                 break
-        pending: list[Message] = [message]
-
-        async def replay() -> Message:
-            return pending.pop() if pending else await receive()
-
-        return replay
+        return _replaying(message, receive)
 
     def _served_port(self, scope: Scope) -> int | None:
         server = scope.get("server")
@@ -218,6 +225,42 @@ class Guard:
             }
         )
         await send({"type": "http.response.body", "body": b""})
+
+
+def _replaying(message: Message, receive: Receive) -> Receive:
+    """A ``receive`` that gives ``message`` first, then the server's messages."""
+    pending: list[Message] = [message]
+
+    async def replay() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replay
+
+
+def _is_json(headers: dict[str, str]) -> bool:
+    kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return kind in ("", "application/json") or kind.endswith("+json")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows (finite numbers only)")
+
+
+def json_refusal(raw: bytes) -> str | None:
+    """Why a JSON request body is refused (None: it is fine, or not JSON at all, which
+    the route reports in its own words)."""
+    if not raw.strip():
+        return None
+    try:
+        value = json.loads(raw, parse_constant=_no_constant)
+    except RecursionError:
+        return "the JSON body is nested too deeply"
+    except ValueError as exc:
+        if "JSON allows" in str(exc) or "integer string conversion" in str(exc):
+            return f"the JSON body: {exc}"
+        return None  # malformed JSON: the framework says where
+    problem = json_problem(value, "body")
+    return None if problem is None else f"the JSON body: {problem}"
 
 
 async def _send_json(send: Send, status: int, detail: str) -> None:
