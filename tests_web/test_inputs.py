@@ -86,9 +86,7 @@ async def test_integers_beyond_the_stores_are_400(web: tuple[httpx.AsyncClient, 
         r = await client.get(f"/api/sessions/{sid}/events", params={"after": after})
         assert r.status_code == 400 and "query.after" in r.json()["detail"], r.text
     for k in (10**12, 2**64, -1):
-        r = await client.get(
-            "/api/longterm/search", params={"q": "x", "session_id": sid, "k": k}
-        )
+        r = await client.get("/api/longterm/search", params={"q": "x", "session_id": sid, "k": k})
         assert r.status_code == 400 and "query.k" in r.json()["detail"], r.text
     r = await client.put(f"/api/sessions/{sid}/summaries/{2**63}", json={"text": "t"}, headers=CSRF)
     assert r.status_code == 400 and "path.seq" in r.json()["detail"]

@@ -2,7 +2,7 @@
 
 One ASGI middleware, so no route can forget a check:
 
-- **Host**: without a token, or on a loopback bind, only ``127.0.0.1``, ``localhost``,
+- **Host**: without a token only ``127.0.0.1``, ``localhost``,
   ``[::1]`` and the exact ``--host`` are served, each with the server's port, compared
   exactly (case aside) with the ``Host`` header. This defeats DNS rebinding: a hostile
   page whose name resolves to 127.0.0.1 (``127.0.0.1.evil.example``, ``x.nip.io``) sends
@@ -103,7 +103,9 @@ class Guard:
         self.port = port
         self.max_body = max_body
         self.json_only = json_only
-        self.check_host = token is None or is_loopback(bind_host)
+        # with a token, the token decides (a rebound page cannot send it: the cookie
+        # belongs to the server's own name); without one, the exact Host does
+        self.check_host = token is None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
