@@ -144,6 +144,8 @@ def test_every_text_entry_refuses_a_lone_surrogate(kx: Kairox) -> None:
     ):
         with pytest.raises(InvalidInputError, match="lone surrogate"):
             write()
+    with pytest.raises(InvalidInputError, match="workspace id 'a/b'"):
+        kx.longterm.add("a fact", scope="project", workspace_id="a/b")
     with pytest.raises(KairoxUserError, match="k must be between 0 and 1000"):
         kx.longterm.search("q", session_id=s.id, workspace_id="w", k=10**12)
 

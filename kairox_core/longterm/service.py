@@ -13,7 +13,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from kairox_core.errors import KairoxUserError
-from kairox_core.inputs import check_text
+from kairox_core.inputs import check_text, check_workspace_id
 from kairox_core.longterm.chunks import Chunk, ChunkHit, ChunkStore, owner_of, visible_owners
 from kairox_core.longterm.db import longterm_store
 from kairox_core.longterm.events import (
@@ -64,6 +64,8 @@ class LongTerm:
         session of ``workspace_id`` (``project``) or to every session (``global``).
         ``session_id`` on a project/global chunk records where it was written."""
         text = _checked(text)
+        if workspace_id is not None:
+            check_workspace_id(workspace_id)
         if scope == "project" and not workspace_id and session_id:
             workspace_id = self._workspace_of(session_id)
         if scope == "session" and session_id and not workspace_id:
