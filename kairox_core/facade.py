@@ -36,6 +36,7 @@ from kairox_core.config import KairoxConfig, load_config, load_config_file
 from kairox_core.engines import CompactionEngine, CompactionResult, Engine
 from kairox_core.errors import KairoxError, KairoxUserError, PluginError
 from kairox_core.events import Event, SessionStarted
+from kairox_core.inputs import check_session_id, check_workspace_id
 from kairox_core.longterm.packs import Packs
 from kairox_core.longterm.service import LongTerm
 from kairox_core.memory.approvals import ApprovalService
@@ -145,6 +146,7 @@ class Kairox:
         system_prompt: str | None = None,
     ) -> Session:
         """A new session (``SessionStarted`` is recorded), or an existing one resumed.
+        A new session's id and workspace follow ``kairox_core.inputs``' rules.
 
         Resuming keeps the session's workspace; a different ``workspace`` is an error. A
         different ``profile`` switches the session to it (``ProfileSwitched``)."""
@@ -153,6 +155,9 @@ class Kairox:
             info = self.events_store.get_session(session_id)
             if info is not None:
                 return self._resume(info, workspace, profile, system_prompt)
+            check_session_id(session_id)  # a new id: no '/', no '_memory:...' of our own
+        if workspace is not None:
+            check_workspace_id(workspace)
         workspace_id = workspace or self.config.kairox.default_workspace
         pname, _ = self.config.resolve_profile(profile)
         sid = session_id or f"s-{uuid.uuid4().hex[:12]}"

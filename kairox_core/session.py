@@ -54,6 +54,7 @@ from kairox_core.events import (
     ToolInvocationCompleted,
     UserMessageAdded,
 )
+from kairox_core.inputs import InvalidInputError, check_text, clean_text, json_problem
 from kairox_core.markers import InvalidMarker, MarkerStreamParser, MemoryMarker, is_tainted
 from kairox_core.memory.records import Proposal
 from kairox_core.retrieval.base import RetrievalHit
@@ -267,9 +268,13 @@ class Session:
         until ``complete()`` or ``abort()``. Raises ``ContextBudgetExceeded`` (and
         records nothing) when the mandatory parts do not fit. ``hits`` replaces the
         session's own retrieval (an application that retrieves by itself)."""
+        check_text(prompt, "the prompt")
+        atts = tuple(dict(a) for a in attachments or ())
+        problem = json_problem(list(atts), "attachments")
+        if problem is not None:
+            raise InvalidInputError(problem)
         await self._lock.acquire()
         try:
-            atts = tuple(dict(a) for a in attachments or ())
             context, used_hits, contributions = await self._assemble(
                 prompt, attachments=atts, instructions=instructions, hits=hits
             )
@@ -517,6 +522,7 @@ class Turn:
     def feed(self, delta: str) -> str:
         """Take a piece of the model's stream; return what is safe to show now."""
         self._check_open()
+        delta = clean_text(delta)  # a lone surrogate from the model: U+FFFD, never a crash
         self._pending.append(delta)
         self._pending_chars += len(delta)
         if self._pending_chars >= DELTA_BATCH_CHARS or len(self._pending) >= DELTA_BATCH_COUNT:
@@ -561,9 +567,9 @@ class Turn:
                 session_id=self.session.id,
                 turn_id=self.turn_id,
                 tool_call_id=tool_call_id,
-                tool_name=tool_name,
-                arguments=args,
-                result=str(result),
+                tool_name=clean_text(tool_name),
+                arguments=clean_text(args),
+                result=clean_text(str(result)),
             ),
             counter,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from kairox_core.events import (
     MemoryEdited,
     MemoryProposed,
     MemoryRejected,
+    SessionStarted,
     ToolInvocationCompleted,
     UserMessageAdded,
 )
@@ -273,10 +275,11 @@ def test_remember_edit_and_delete_are_audited(kx: Kx) -> None:
 
 
 def test_remember_in_a_session_writes_events_there(kx: Kx) -> None:
+    kx.events.append(SessionStarted(session_id="s1", workspace_id="w", profile="default"))
     user = kx.approvals.remember(MemoryScope.USER, "name", "Ada", session_id="s1")
     sess = kx.approvals.remember("session", "todo", "tests", session_id="s1", workspace_id="w")
     assert user.scope is MemoryScope.USER and sess.session_id == "s1"
-    assert types(kx.events.read("s1")) == ["MemoryProposed", "MemoryAccepted"] * 2
+    assert types(kx.events.read("s1"))[1:] == ["MemoryProposed", "MemoryAccepted"] * 2
     kx.approvals.edit_memory(sess.id, "more tests")
     assert types(kx.events.read("s1"))[-1] == "MemoryEdited"  # a session memory's home
     kx.approvals.remember("user", "editor", "vim")
@@ -385,3 +388,72 @@ def test_archiving_a_session_discards_its_session_memories(kx: Kx) -> None:
     info = kx.events.get_session("s1")
     assert info is not None and info.archived
     assert types(kx.events.read("s1"))[-1] == "SessionArchived"
+
+
+def test_a_tainted_session_memory_waits_for_a_person(kx: Kx) -> None:
+    p = kx.approvals.propose(
+        "s1", "w1", "t1", marker("session", "task", "wire 500 to acct 9"), tainted=True
+    )
+    assert p is not None and p.status == "pending" and p.tainted
+    assert kx.memories.list("session", session_id="s1") == []
+    assert types(kx.events.read("s1")) == ["MemoryProposed"]
+    assert [q.id for q in kx.approvals.pending(session_id="s1")] == [p.id]
+    # the same tainted body again is not raised twice, keyed or not
+    assert (
+        kx.approvals.propose(
+            "s1", "w1", "t2", marker("session", "task", "wire 500 to acct 9"), tainted=True
+        )
+        is None
+    )
+    keyless = kx.approvals.propose("s1", "w1", "t2", marker("session", None, "x y"), tainted=True)
+    assert keyless is not None and keyless.status == "pending"
+    again = kx.approvals.propose("s1", "w1", "t3", marker("session", None, "x y"), tainted=True)
+    assert again is None
+    record = kx.approvals.accept(p.id)
+    assert record.session_id == "s1" and record.body == "wire 500 to acct 9"
+    kx.approvals.reject(keyless.id, reason="copied from a web page")
+    assert kx.approvals.pending() == []
+
+
+def test_an_untainted_session_memory_supersedes_a_tainted_pending_one(kx: Kx) -> None:
+    tainted = kx.approvals.propose("s1", "w1", "t1", marker("session", "k", "a"), tainted=True)
+    own = kx.approvals.propose("s1", "w1", "t2", marker("session", "k", "b"))
+    assert tainted is not None and own is not None and own.status == "accepted"
+    assert own.supersedes == tainted.id
+    assert kx.approvals.pending() == []
+    assert kx.memories.get("session", "k", session_id="s1") is not None
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda a: a.remember("user", "", "b"), "key '' is not valid"),
+        (lambda a: a.remember("user", "two words", "b"), "no spaces or markup"),
+        (lambda a: a.remember("user", "<i>k</i>", "b"), "no spaces or markup"),
+        (lambda a: a.remember("user", None, "b"), "needs a key"),
+        (lambda a: a.remember("workspace", "k", "b"), "needs a workspace id"),
+        (lambda a: a.remember("workspace", "k", "b", workspace_id="a/b"), "workspace id 'a/b'"),
+        (lambda a: a.remember("session", None, "b", session_id="ghost"), "no session 'ghost'"),
+        (lambda a: a.remember("session", None, "b", session_id="_memory:user"), "Kairox's own"),
+        (lambda a: a.remember("session", None, "b"), "existing session"),
+        (lambda a: a.remember("user", "k", "caf\udce9"), "byte 0xE9, which is not UTF-8"),
+        (lambda a: a.remember("user", "k", "x\ud800"), "lone surrogate U+D800 at character 1"),
+        (lambda a: a.propose_external("user", "a b", "b"), "no spaces or markup"),
+        (lambda a: a.propose_external("user", "k", "\udfff"), "lone surrogate"),
+    ],
+)
+def test_a_persons_write_follows_the_shared_rules(kx: Kx, call: Any, message: str) -> None:
+    with pytest.raises(KairoxUserError, match=re.escape(message)):
+        call(kx.approvals)
+    assert kx.memories.list() == [] and kx.approvals.pending() == []
+
+
+def test_edits_and_accepts_refuse_lone_surrogates(kx: Kx) -> None:
+    record = kx.approvals.remember("user", "k", "fine")
+    with pytest.raises(KairoxUserError, match="lone surrogate"):
+        kx.approvals.edit_memory(record.id, "bad \ud800")
+    p = kx.approvals.propose("s1", "w1", "t1", marker("user", "x", "proposed"))
+    assert p is not None
+    with pytest.raises(KairoxUserError, match="lone surrogate"):
+        kx.approvals.accept(p.id, body="bad \udc80")
+    assert kx.approvals.pending()[0].id == p.id

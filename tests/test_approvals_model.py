@@ -68,9 +68,10 @@ class ApprovalMachine(RuleBasedStateMachine):
         if self.accepted.get(slot) == body:
             assert p is None
             return
-        if scope == "session":
+        if scope == "session" and not tainted:  # accepted at once; a tainted one waits
             assert p is not None and p.status == "accepted"
             self.accepted[slot] = body
+            self.pending.pop(slot, None)  # superseded
             return
         if slot in self.pending and self.pending[slot][1] == body:
             assert p is None

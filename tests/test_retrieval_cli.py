@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,32 @@ def test_rebuild_after_changing_the_backend(
 def test_index_needs_a_path(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(["index"], capsys)
     assert code == 2 and "at least one PATH" in err
+
+
+def test_index_never_leaves_its_folder_through_a_symlink(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "id_rsa.md").write_text("the private key")
+    (project / "key.md").symlink_to(outside / "id_rsa.md")
+    (project / "ssh").symlink_to(outside, target_is_directory=True)
+    (project / "loop.md").symlink_to(project / "loop.md")
+    (project / "readme-link.md").symlink_to(project / "README.md")  # inside: followed
+    os.mkfifo(project / "pipe.md")  # not a regular file: passed over, never opened
+    code, out, err = run(["index", str(project), "--json"], capsys)
+    assert code == 0, err
+    summary = json.loads(out)
+    # README.md, sub/notes.txt and readme-link.md (README's text again: "unchanged")
+    assert summary["added"] + summary["unchanged"] == 3, summary
+    outside_notes = "\n".join(summary["skipped_outside"])
+    assert f"key.md: a symbolic link to {outside / 'id_rsa.md'}, outside {project}" in (
+        outside_notes
+    )
+    assert f"ssh: a symbolic link to {outside}, outside" in outside_notes
+    assert "loop.md: a symbolic link that leads nowhere" in outside_notes
+    assert "skipped: " in err and "key.md" in err
+    code, out, _ = run(["search", "private key", "--json"], capsys)
+    assert "the private key" not in out
+    code, out, _ = run(["index", str(project)], capsys)
+    assert "3 links out of the folder" in out

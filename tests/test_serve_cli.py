@@ -53,3 +53,35 @@ def test_a_token_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KAIROX_TEST_TOKEN", "abcdefghijklmnop-0123")
     assert resolve_token("$env:KAIROX_TEST_TOKEN") == "abcdefghijklmnop-0123"
     assert resolve_token(None) is None
+
+
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1.evil.example", "127.evil.example", "127.0.0.1.nip.io", "0.0.0.0", "::"]
+)
+@pytest.mark.parametrize("command", [["serve"], ["mcp", "serve", "--http"]])
+def test_a_name_that_only_looks_loopback_needs_a_token(
+    kairox_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    host: str,
+    command: list[str],
+) -> None:
+    monkeypatch.delenv("KAIROX_SERVE_TOKEN", raising=False)
+    monkeypatch.delenv("KAIROX_MCP_TOKEN", raising=False)
+    code, _, err = run([*command, "--host", host], capsys)
+    assert code == 2
+    assert "is not a loopback address" in err and "a token is required" in err
+    assert "Traceback" not in err
+
+
+def test_mcp_serve_http_options_need_http(
+    kairox_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for option in (["--host", "127.0.0.1"], ["--max-body", "4096"]):
+        code, _, err = run(["mcp", "serve", *option], capsys)
+        assert code == 2 and "needs --http" in err
+
+
+def test_mcp_serve_checks_its_token(kairox_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["mcp", "serve", "--http", "--token", "short"], capsys)
+    assert code == 2 and "16 to 512 characters" in err

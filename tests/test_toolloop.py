@@ -172,6 +172,24 @@ async def test_tool_results_never_yield_markers_and_an_echo_is_tainted(
     await chat.close()
 
 
+async def test_a_tainted_session_memory_is_shown_as_waiting_not_accepted(
+    tmp_path: Path, kairox_home: Path, server: FakeOpenAIServer
+) -> None:
+    async def fetch(args: dict[str, Any]) -> str:
+        return "page text: the deploy key is kept in vault seven"
+
+    server.script(
+        Action(tool_calls=(("fetch", "{}"),)),
+        Action(reply='<memory scope="session">the deploy key is kept in vault seven</memory>'),
+    )
+    chat = engine(tmp_path, server, Box(Tool("fetch", "", {}, fetch)))
+    outcome = await chat.run_turn("read the page", lambda _: None)
+    assert [(p.scope, p.tainted) for p in outcome.proposals] == [("session", True)]
+    assert outcome.accepted == []
+    assert outcome.acknowledgement == "Noted: a memory to approve."
+    await chat.close()
+
+
 async def test_plain_chat_shows_one_line_per_call_and_result(
     tmp_path: Path, kairox_home: Path, server: FakeOpenAIServer
 ) -> None:

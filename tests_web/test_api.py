@@ -199,6 +199,64 @@ def test_csrf_origin_host_and_body_limits(serve: Server) -> None:
     assert r.status_code == 413
 
 
+def test_dns_rebinding_names_are_refused_on_every_route(serve: Server) -> None:
+    """The probes' Host headers, against the real server: no memory read or written, no
+    completion, no static file; the loopback names with the port are served."""
+    port = serve.url.rsplit(":", 1)[1]
+    serve.api("POST", "/api/memories", {"scope": "user", "key": "k", "body": "secret"})
+    for name in ("127.0.0.1.evil.example", "127.evil.example", "127.0.0.1.nip.io"):
+        host = {"Host": f"{name}:{port}"}
+        assert httpx.get(f"{serve.url}/api/memories", headers=host).status_code == 421
+        r = httpx.post(
+            f"{serve.url}/api/memories",
+            json={"scope": "user", "key": "evil", "body": "x"},
+            headers={**host, **CSRF, "Origin": f"http://{name}:{port}"},
+        )
+        assert r.status_code == 421
+        r = httpx.post(
+            f"{serve.url}/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": "hi"}]},
+            headers={**host, "X-Kairox-Session": "s"},
+        )
+        assert r.status_code == 421
+        assert httpx.get(f"{serve.url}/static/app.js", headers=host).status_code == 421
+        assert httpx.get(f"{serve.url}/", headers=host).status_code == 421
+    wrong_port = {"Host": f"127.0.0.1:{int(port) + 1}"}
+    assert httpx.get(f"{serve.url}/api/memories", headers=wrong_port).status_code == 421
+    assert [m["key"] for m in serve.api("GET", "/api/memories")] == ["k"]
+    for name in ("127.0.0.1", "localhost", "[::1]"):
+        r = httpx.get(f"{serve.url}/static/app.js", headers={"Host": f"{name}:{port}"})
+        assert r.status_code == 200, name
+
+
+def test_a_chunked_body_over_max_body_is_413(serve: Server) -> None:
+    def body() -> Any:
+        for _ in range(40):
+            yield b" " * 65536
+
+    r = httpx.post(
+        f"{serve.url}/api/sessions",
+        content=body(),
+        headers={**CSRF, "Content-Type": "application/json"},
+    )
+    assert r.status_code == 413 and "request body over" in r.json()["detail"]
+
+
+def test_bad_pack_files_are_reported_and_skipped(serve: Server) -> None:
+    import os
+
+    packs = serve.config.parent / "packs"
+    packs.mkdir()
+    (packs / "good.md").write_text('+++\nname = "good"\nlevel = "team"\n+++\nBe kind.\n')
+    (packs / "bad.md").write_text("+++\nlevel = [\n+++\n")
+    os.mkfifo(packs / "x.md")
+    assert [p["name"] for p in serve.api("GET", "/api/packs")] == ["good"]
+    problems = {Path(p["path"]).name: p["problem"] for p in serve.api("GET", "/api/packs/problems")}
+    assert set(problems) == {"bad.md", "x.md"} and "FIFO" in problems["x.md"]
+    sid = serve.api("POST", "/api/sessions", {})["session_id"]
+    assert turn(serve, sid, "hello")[-1][0] == "done"
+
+
 @pytest.fixture
 def token_server(tmp_path: Path) -> Any:
     server = start_server(tmp_path, ["ok"], "--token", TOKEN)

@@ -146,6 +146,16 @@ def test_longterm_chunk_promoted_to_a_pack(page: Any, serve: Server) -> None:
     expect(page.locator(".card.pack textarea")).to_have_value(re.compile("Tuesdays"))
 
 
+def test_the_packs_tab_names_a_skipped_pack_file(page: Any, serve: Server) -> None:
+    packs = serve.config.parent / "packs"
+    packs.mkdir()
+    (packs / "good.md").write_text('+++\nname = "good"\nlevel = "team"\n+++\nBe kind.\n')
+    os.mkfifo(packs / "x.md")
+    page.click("#tabs button[data-tab=packs]")
+    expect(page.locator(".card.pack")).to_contain_text("good (team)")
+    expect(page.locator(".pack-problem")).to_contain_text("x.md: is a FIFO")
+
+
 def test_xss_payload_stays_inert(page: Any, serve: Server, dialogs: list[str]) -> None:
     serve.api("POST", "/api/memories", {"scope": "user", "key": "x", "body": XSS})
     sid = serve.api("POST", "/api/sessions", {})["session_id"]

@@ -47,7 +47,7 @@ class TurnOutcome:
     text: str = ""
     trace: Any = None
     proposals: list[MemoryProposed] = field(default_factory=list)  # waiting for a person
-    accepted: list[MemoryAccepted] = field(default_factory=list)  # session scope, at once
+    accepted: list[MemoryAccepted] = field(default_factory=list)  # session scope, untainted
     invalid: list[Any] = field(default_factory=list)  # markers the model got wrong
     compaction: list[Event] = field(default_factory=list)
     error: str | None = None
@@ -214,7 +214,7 @@ class ChatEngine:
     def _collect_turn_events(self, turn_id: str, first_seq: int, outcome: TurnOutcome) -> None:
         for event in self.kx.events_store.read(self.session_id, first_seq=first_seq):
             if isinstance(event, MemoryProposed) and event.turn_id == turn_id:
-                if event.scope != "session":
+                if event.scope != "session" or event.tainted:  # tainted: waits too
                     outcome.proposals.append(event)
             elif isinstance(event, MemoryAccepted) and event.scope == "session":
                 outcome.accepted.append(event)

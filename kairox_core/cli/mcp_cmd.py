@@ -86,33 +86,72 @@ def tools_command(cli_ctx: CliContext, profile: str | None, as_json: bool) -> No
 
 @mcp_group.command("serve")
 @click.option("--http", "use_http", is_flag=True, help="Streamable HTTP on 127.0.0.1, not stdio.")
-@click.option("--port", type=click.IntRange(1, 65535), help="Port for --http (default 8765).")
+@click.option("--port", type=click.IntRange(0, 65535), help="Port for --http (default 8765).")
+@click.option(
+    "--host",
+    help="Address for --http (default 127.0.0.1); off loopback a token is required.",
+)
+@click.option(
+    "--token",
+    envvar="KAIROX_MCP_TOKEN",
+    metavar="TOKEN",
+    help="For --http: required on every request as 'Authorization: Bearer TOKEN'. "
+    "'$env:NAME' reads it from NAME. Default: $KAIROX_MCP_TOKEN.",
+)
+@click.option(
+    "--max-body",
+    type=click.IntRange(1024, 64 * 1_048_576),
+    help="For --http: largest request body accepted, in bytes (default 1 MiB).",
+)
 @pass_cli
-def serve_command(cli_ctx: CliContext, use_http: bool, port: int | None) -> None:
+def serve_command(
+    cli_ctx: CliContext,
+    use_http: bool,
+    port: int | None,
+    host: str | None,
+    token: str | None,
+    max_body: int | None,
+) -> None:
     """Serve Kairox over MCP: search and list memories, propose one (it waits for
     approval in `kairox memory pending`), search the workspace, knowledge bases and
     long-term chunks, preview a prompt's context.
 
     stdio by default (what Claude Desktop and Cursor start); --http serves
-    http://127.0.0.1:PORT/mcp. Logs go to stderr; stdout is the protocol.
+    http://127.0.0.1:PORT/mcp with the same guard as `kairox serve`: without --token
+    only the Host names 127.0.0.1, localhost, [::1] and --host, with the port, are
+    answered (DNS rebinding), and a POST must be JSON. Logs go to stderr; stdout is the
+    protocol.
     """
-    if port is not None and not use_http:
-        raise click.UsageError("--port needs --http (stdio has no port)")
-    port = port or 8765
+    from kairox_core.cli.serve_cmd import check_bind, resolve_token
+
+    for name, value in (("--port", port), ("--host", host), ("--max-body", max_body)):
+        if value is not None and not use_http:
+            raise click.UsageError(f"{name} needs --http (stdio has no {name[2:]})")
+    secret = resolve_token(token) if use_http else None
+    host = host or "127.0.0.1"
+    port = 8765 if port is None else port
+    if use_http:
+        check_bind(host, secret, env="KAIROX_MCP_TOKEN")
     from kairox_core.facade import Kairox
     from kairox_core.mcp import require_sdk
 
     require_sdk()
-    from kairox_core.mcp.server import build_server
+    from kairox_core.mcp.server import build_server, http_app, run_stdio
 
     config = cli_ctx.config
     with Kairox.open(cli_ctx.database, config) as kx:
         server = build_server(kx, config)
         if use_http:
-            click.echo(f"kairox: serving MCP on http://127.0.0.1:{port}/mcp", err=True)
-            server.run("streamable-http", host="127.0.0.1", port=port)
+            import uvicorn
+
+            app = http_app(server, host=host, port=port, token=secret, max_body=max_body)
+            shown = f"[{host}]" if ":" in host else host
+            click.echo(f"kairox: serving MCP on http://{shown}:{port}/mcp", err=True)
+            uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")
         else:
-            server.run("stdio")
+            import anyio
+
+            anyio.run(run_stdio, server)
 
 
 def register(cli: click.Group) -> None:

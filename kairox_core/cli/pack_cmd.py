@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 from rich.console import Console
@@ -12,16 +11,14 @@ from rich.table import Table
 from kairox_core.cli.context import CliContext, pass_cli
 from kairox_core.cli.longterm_cmd import open_kairox
 from kairox_core.errors import KairoxUserError
+from kairox_core.longterm.packfiles import PackProblem, read_text_file
 
 
 def _text(text: str | None, file: str | None, *, required: bool) -> str | None:
     if text is not None and file is not None:
         raise KairoxUserError("give the pack's text with --text or --file, not both")
-    if file is not None:
-        try:
-            return Path(file).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise KairoxUserError(f"cannot read --file {file}: {exc.strerror}") from None
+    if file is not None:  # a regular file under the pack limit: never /dev/zero or a FIFO
+        return read_text_file(file, what=f"--file {file}")
     if text is None and required:
         raise KairoxUserError("no text: give --text TEXT or --file PATH (Markdown is fine)")
     return text
@@ -69,9 +66,10 @@ def list_command(
 ) -> None:
     """List packs: level, draft or not, active here or not, size."""
     with open_kairox(cli_ctx) as kx:
-        packs = kx.packs.list()
+        packs, problems = kx.packs.scan()
         ws = workspace or kx.config.kairox.default_workspace
         active = set(kx.packs.active_names(ws, profile or kx.config.kairox.default_profile))
+    _report(problems)
     if as_json:
         click.echo(
             json.dumps([{**p.as_dict(), "active": p.name in active} for p in packs], indent=2)
@@ -87,6 +85,47 @@ def list_command(
         state = "draft" if p.draft else ("active" if p.name in active else "-")
         table.add_row(p.name, p.level, state, str(len(p.text)), p.published_by or "-")
     Console().print(table)
+
+
+def _report(problems: list[PackProblem]) -> None:
+    """Each unusable file of the pack directory, on stderr: skipped, never fatal."""
+    for p in problems:
+        click.echo(f"kairox: skipped {p.path}: {p.problem}", err=True)
+    if problems:
+        click.echo("kairox: `kairox pack check` lists these problems", err=True)
+
+
+@pack_group.command("check")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_cli
+def check_command(cli_ctx: CliContext, as_json: bool) -> None:
+    """Check every file in the team/org pack directory; exit 1 if one cannot be used.
+
+    A bad file (invalid name, bad front matter, not UTF-8, too large, a FIFO, a device,
+    a directory, a symlink loop) is skipped by every other command, the others load.
+    """
+    with open_kairox(cli_ctx) as kx:
+        packs, problems = kx.packs.scan()
+        where = kx.packs.directory.path
+    files = [p for p in packs if p.level != "personal"]
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "directory": str(where),
+                    "ok": [p.path for p in files],
+                    "problems": [p.as_dict() for p in problems],
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+    else:
+        click.echo(f"{where}: {len(files)} pack files load, {len(problems)} do not")
+        for p in problems:
+            click.echo(f"  {p.path}: {p.problem}")
+    if problems:
+        raise SystemExit(1)
 
 
 @pack_group.command("show")

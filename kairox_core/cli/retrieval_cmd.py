@@ -82,6 +82,8 @@ def _summary(report: IndexReport, chunks_total: int | None = None, done: str = "
         skipped.append(f"{report.skipped_large} too large")
     if report.errors:
         skipped.append(f"{len(report.errors)} unreadable")
+    if report.skipped_outside:
+        skipped.append(f"{len(report.skipped_outside)} links out of the folder")
     line = "files: " + ", ".join(parts)
     if skipped:
         line += "; skipped: " + ", ".join(skipped)
@@ -184,6 +186,7 @@ def run_index(
             report.skipped_binary = len(scan.skipped_binary)
             report.skipped_large = len(scan.skipped_large)
             report.errors.extend(scan.errors)
+            report.skipped_outside.extend(scan.skipped_outside)
             before = index.embedded_chunks
             with _Steps("indexing", len(scan.files)) as steps:
                 for done, path in enumerate(scan.files, start=1):
@@ -233,12 +236,14 @@ def index_command(
     """Index files and folders into the workspace's retrieval index, incrementally.
 
     .gitignore is honoured; binary and huge files are skipped; files gone since the
-    last run (under the given paths) are removed.
+    last run (under the given paths) are removed. The walk never leaves a PATH through
+    a symbolic link: a link to anything outside it is skipped and listed; only regular
+    files are read.
     """
     if not paths and not rebuild:
         raise KairoxUserError("kairox index: give at least one PATH to index (or --rebuild)")
     report, total = run_index(cli_ctx, paths, workspace, rebuild)
-    for error in report.errors:
+    for error in (*report.skipped_outside, *report.errors):
         click.echo(f"skipped: {error}", err=True)
     if as_json:
         click.echo(json.dumps({**report.as_dict(), "chunks_total": total}))
@@ -456,7 +461,7 @@ def kb_index(cli_ctx: CliContext, kb_id: str, paths: tuple[str, ...], as_json: b
             )
     finally:
         run_sync(retriever.close())
-    for error in report.errors:
+    for error in (*report.skipped_outside, *report.errors):
         click.echo(f"skipped: {error}", err=True)
     # a knowledge base may or may not embed (sqlite_fts and tantivy do not)
     click.echo(json.dumps(report.as_dict()) if as_json else _summary(report, done="indexed"))

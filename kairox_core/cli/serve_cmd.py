@@ -37,6 +37,19 @@ def resolve_token(value: str | None) -> str | None:
     return value
 
 
+def check_bind(host: str, token: str | None, *, env: str) -> None:
+    """Refuse a bind other machines may reach (anything but ``localhost`` or a loopback
+    IP address, decided by parsing it) without a token."""
+    from kairox_core.web.security import is_loopback
+
+    if token is None and not is_loopback(host):
+        raise KairoxUserError(
+            f"--host {host} is not a loopback address (localhost, 127.0.0.0/8 or ::1), "
+            f"so other machines may reach it: a token is required\n"
+            f"  fix: pass --token TOKEN (or set {env}), or bind 127.0.0.1"
+        )
+
+
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
@@ -62,17 +75,15 @@ def serve_command(
     """Serve the HTTP API (/api, schema at /openapi.json), an OpenAI-compatible
     POST /v1/chat/completions and the web app (/) over one Kairox database.
 
-    Binds 127.0.0.1 unless --host says otherwise; off loopback a token is required.
-    State-changing requests need the X-Kairox-CSRF: 1 header (the web app sends it)."""
+    Binds 127.0.0.1 unless --host says otherwise; off loopback (anything but localhost
+    or a loopback IP address) a token is required. Without a token only the Host names
+    127.0.0.1, localhost, [::1] and --host itself, with the port, are answered (DNS
+    rebinding). State-changing requests need the X-Kairox-CSRF: 1 header (the web app
+    sends it)."""
     from kairox_core.web import require_web
-    from kairox_core.web.security import is_loopback
 
     secret = resolve_token(token)
-    if not is_loopback(host) and secret is None:
-        raise KairoxUserError(
-            f"--host {host} is reachable from other machines: a token is required\n"
-            f"  fix: pass --token TOKEN (or set KAIROX_SERVE_TOKEN), or bind 127.0.0.1"
-        )
+    check_bind(host, secret, env="KAIROX_SERVE_TOKEN")
     require_web()
     import uvicorn
 
@@ -82,7 +93,7 @@ def serve_command(
     config = cli_ctx.config
     kx = Kairox.open(cli_ctx.database, config=config)
     try:
-        app = create_app(kx, token=secret, host=host, max_body=max_body)
+        app = create_app(kx, token=secret, host=host, port=port, max_body=max_body)
         shown = f"[{host}]" if ":" in host else host
         click.echo(f"kairox: serving {cli_ctx.database} on http://{shown}:{port}/", err=True)
         uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")

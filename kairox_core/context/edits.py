@@ -21,6 +21,7 @@ from kairox_core.events import (
     FactUnpinned,
     SummaryEdited,
 )
+from kairox_core.inputs import check_text
 from kairox_core.store.protocol import EventLog
 
 
@@ -63,7 +64,7 @@ def pin_fact(
     *,
     source_seq: int | None = None,
 ) -> FactPinned:
-    text = text.strip()
+    text = check_text(text, "the pinned fact").strip()
     if not text:
         raise KairoxUserError("a pinned fact needs some text; give the fact to keep verbatim")
     event = store.append(
@@ -99,7 +100,7 @@ def unpin_fact(
 def edit_summary(
     store: EventLog, session_id: str, state: CompactionState, summary_seq: int, text: str
 ) -> SummaryEdited:
-    text = text.strip()
+    text = check_text(text, "the summary's text").strip()
     if not text:
         raise KairoxUserError(
             "the edited summary is empty; to remove parts of it, drop "

@@ -12,6 +12,12 @@ Each file is Markdown with TOML front matter between ``+++`` lines::
 
 Writes are atomic (a temporary file in the same directory, then ``os.replace``), so a
 reader (another process, a ``git pull``) never sees half a pack.
+
+The directory is shared, so a file in it may be anything: one that is not a regular
+file (a FIFO, a device, a directory named ``x.md``, a symlink loop), over
+``MAX_PACK_BYTES``, not UTF-8, or with bad front matter is a ``PackProblem``, reported
+and skipped; the other packs still load. Files are opened with ``O_NONBLOCK`` and
+checked with ``fstat`` before any read, so a FIFO never blocks.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +36,18 @@ from kairox_core.errors import KairoxUserError
 
 FENCE = "+++"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+MAX_PACK_BYTES = 1_048_576  # a pack is in every prompt: 1 MiB is far past any useful one
+
+
+@dataclass(frozen=True)
+class PackProblem:
+    """A file in the pack directory that is not a usable pack, and why."""
+
+    path: str
+    problem: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"path": self.path, "problem": self.problem}
 
 
 @dataclass(frozen=True)
@@ -66,6 +85,51 @@ def render(pack: PackFile) -> str:
     return f"{FENCE}\n{head}{FENCE}\n{body}"
 
 
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def read_text_file(path: Path | str, *, limit: int = MAX_PACK_BYTES, what: str = "") -> str:
+    """A regular file's UTF-8 text, at most ``limit`` bytes; ``KairoxUserError`` naming
+    the file otherwise. Opened with ``O_NONBLOCK`` and checked with ``fstat`` first, so a
+    FIFO or a device is refused without a read that could block or never end."""
+    label = what or str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise KairoxUserError(f"{label}: cannot open: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise KairoxUserError(f"{label}: is {_kind(info.st_mode)}, not a regular file")
+        if info.st_size > limit:
+            raise KairoxUserError(f"{label}: {info.st_size} bytes, over the limit of {limit} bytes")
+        chunks, seen = [], 0
+        while chunk := os.read(fd, 65536):
+            seen += len(chunk)
+            if seen > limit:  # grew while we read
+                raise KairoxUserError(f"{label}: over the limit of {limit} bytes")
+            chunks.append(chunk)
+    except OSError as exc:
+        raise KairoxUserError(f"{label}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise KairoxUserError(
+            f"{label}: not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from None
+
+
 def parse(content: str, path: Path) -> PackFile:
     """A pack file's fields; ``KairoxUserError`` naming the file when it is malformed."""
     lines = content.split("\n")
@@ -79,19 +143,32 @@ def parse(content: str, path: Path) -> PackFile:
         meta = tomllib.loads("\n".join(lines[1:end]))
     except tomllib.TOMLDecodeError as exc:
         raise KairoxUserError(f"{path}: front matter is not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nesting level
+        raise KairoxUserError(f"{path}: front matter is nested too deeply") from None
     level = meta.get("level")
     if level not in ("team", "org"):
         raise KairoxUserError(
             f'{path}: level must be "team" or "org" (personal packs live in the database)'
         )
+    name = meta.get("name", path.stem)
+    if name != path.stem:
+        raise KairoxUserError(
+            f"{path}: name = {_short(name)} differs from the file's name; a pack "
+            f"named '{path.stem}' has name = \"{path.stem}\" (or no name line)"
+        )
     body = "\n".join(lines[end + 1 :])
     return PackFile(
-        name=str(meta.get("name") or path.stem),
+        name=path.stem,
         level=str(level),
         text=body[:-1] if body.endswith("\n") else body,
         published_by=_opt(meta.get("published_by")),
         published_at=_opt(meta.get("published_at")),
     )
+
+
+def _short(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _opt(value: object) -> str | None:
@@ -108,21 +185,48 @@ class PackDirectory:
         return self.path / f"{check_name(name)}.md"
 
     def read(self, name: str) -> PackFile | None:
+        """Pack ``name``'s file, None when there is none; ``KairoxUserError`` naming
+        the file when it is not a usable pack."""
         path = self.file(name)
-        try:
-            content = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        if not os.path.lexists(path):
             return None
-        return parse(content, path)
+        return parse(read_text_file(path), path)
 
     def all(self) -> list[PackFile]:
-        if not self.path.is_dir():
-            return []
-        out = []
-        for path in sorted(self.path.glob("*.md")):
-            if NAME_RE.match(path.stem):
-                out.append(parse(path.read_text(encoding="utf-8"), path))
-        return out
+        """The usable packs (``scan`` says what was skipped and why)."""
+        return self.scan()[0]
+
+    def scan(self) -> tuple[list[PackFile], list[PackProblem]]:
+        """Every ``*.md`` in the directory: the packs that load, and a problem for each
+        file that does not (hidden files are not packs and are passed over)."""
+        try:
+            entries = sorted(e for e in os.listdir(self.path) if e.endswith(".md"))
+        except FileNotFoundError:
+            return [], []
+        except OSError as exc:
+            return [], [PackProblem(str(self.path), f"cannot list: {exc.strerror or exc}")]
+        packs: list[PackFile] = []
+        problems: list[PackProblem] = []
+        for entry in entries:
+            path = self.path / entry
+            stem = entry[: -len(".md")]
+            if entry.startswith("."):
+                continue
+            if not NAME_RE.match(stem):
+                problems.append(
+                    PackProblem(
+                        str(path),
+                        "not a valid pack name (letters, digits and _ . -, at most 64, "
+                        "starting with a letter or digit); rename it",
+                    )
+                )
+                continue
+            try:
+                packs.append(parse(read_text_file(path), path))
+            except KairoxUserError as exc:
+                message = str(exc).removeprefix(f"{path}: ")
+                problems.append(PackProblem(str(path), message))
+        return packs, problems
 
     def write(self, pack: PackFile) -> Path:
         """Atomically (re)write ``<dir>/<name>.md``."""

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kairox_core.errors import KairoxUserError
+from kairox_core.inputs import check_text
 from kairox_core.longterm.db import has_store, longterm_store
 from kairox_core.longterm.events import (
     PACKS_SESSION,
@@ -37,7 +38,13 @@ from kairox_core.longterm.events import (
     PackPromoted,
     PackPublished,
 )
-from kairox_core.longterm.packfiles import PackDirectory, PackFile, check_name
+from kairox_core.longterm.packfiles import (
+    MAX_PACK_BYTES,
+    PackDirectory,
+    PackFile,
+    PackProblem,
+    check_name,
+)
 from kairox_core.longterm.store import LongTermStore, PackRow
 
 if TYPE_CHECKING:
@@ -118,22 +125,30 @@ class Packs:
         return pack
 
     def list(self) -> builtins.list[Pack]:
-        """Personal packs, then team and org packs, each by name."""
+        """Personal packs, then team and org packs, each by name (files that are not
+        usable packs are skipped: ``scan`` reports them)."""
+        return self.scan()[0]
+
+    def scan(self) -> tuple[builtins.list[Pack], builtins.list[PackProblem]]:
+        """``list()``, and a ``PackProblem`` for each file of the pack directory that
+        could not be loaded (bad front matter, not UTF-8, too large, not a regular file)."""
         personal = [
             Pack(name=r.name, level="personal", text=r.text, draft=r.draft)
             for r in self.rows.list_packs()
         ]
+        found, problems = self.directory.scan()
         files = sorted(
-            (_from_file(f, self.directory) for f in self.directory.all()),
+            (_from_file(f, self.directory) for f in found),
             key=lambda p: (LEVELS.index(p.level), p.name),
         )
-        return personal + files
+        return personal + files, problems
 
     # --- writing -----------------------------------------------------------------------
 
     def create(self, name: str, *, level: str = "personal", text: str = "") -> Pack:
         check_name(name)
         _check_level(level)
+        _check_text(text)
         if self.find(name) is not None:
             raise KairoxUserError(
                 f"a context pack named '{name}' exists; `kairox pack edit {name}` changes it"
@@ -148,6 +163,7 @@ class Packs:
         return pack
 
     def edit(self, name: str, text: str) -> Pack:
+        _check_text(text)
         before = self.get(name)
         if before.text == text:
             return before
@@ -340,6 +356,16 @@ def _from_file(file: PackFile, directory: PackDirectory) -> Pack:
         published_at=file.published_at,
         path=str(directory.file(file.name)),
     )
+
+
+def _check_text(text: str) -> None:
+    check_text(text, "the pack's text")
+    size = len(text.encode("utf-8"))
+    if size > MAX_PACK_BYTES:
+        raise KairoxUserError(
+            f"a pack's text may have at most {MAX_PACK_BYTES} bytes (this one has {size}): "
+            f"a pack is in every prompt; put long documents in the workspace index instead"
+        )
 
 
 def _check_level(level: str) -> None:

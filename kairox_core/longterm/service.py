@@ -13,6 +13,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from kairox_core.errors import KairoxUserError
+from kairox_core.inputs import check_text, check_workspace_id
 from kairox_core.longterm.chunks import Chunk, ChunkHit, ChunkStore, owner_of, visible_owners
 from kairox_core.longterm.db import longterm_store
 from kairox_core.longterm.events import (
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from kairox_core.facade import Kairox
 
 MAX_CHUNK_CHARS = 4000  # a chunk is a fact or a note, not a document (index those)
+MAX_SEARCH_K = 1000  # chunks one search may return
 
 
 class LongTerm:
@@ -62,6 +64,8 @@ class LongTerm:
         session of ``workspace_id`` (``project``) or to every session (``global``).
         ``session_id`` on a project/global chunk records where it was written."""
         text = _checked(text)
+        if workspace_id is not None:
+            check_workspace_id(workspace_id)
         if scope == "project" and not workspace_id and session_id:
             workspace_id = self._workspace_of(session_id)
         if scope == "session" and session_id and not workspace_id:
@@ -179,6 +183,9 @@ class LongTerm:
         (default ``[longterm] threshold``), at most ``k`` (``[longterm] k``), best first."""
         cfg = self.kx.config.longterm
         k = cfg.k if k is None else k
+        if not 0 <= k <= MAX_SEARCH_K:
+            raise KairoxUserError(f"k must be between 0 and {MAX_SEARCH_K}, not {k}")
+        check_text(query, "the query")
         threshold = cfg.threshold if threshold is None else threshold
         hits = self.nearest(query, session_id=session_id, workspace_id=workspace_id, k=k)
         return [h for h in hits if h.similarity >= threshold]
@@ -202,7 +209,7 @@ def _home(chunk: Chunk) -> str:
 
 
 def _checked(text: str) -> str:
-    text = text.strip()
+    text = check_text(text, "the chunk's text").strip()
     if not text:
         raise KairoxUserError("a long-term chunk needs some text")
     if len(text) > MAX_CHUNK_CHARS:

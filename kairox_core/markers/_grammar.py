@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 
+from kairox_core.inputs import KEY_RE as _KEY_RE
+
 DEFAULT_MAX_BODY_CHARS = 2000
 
 # Whitespace inside tags (HTML's set). Horizontal whitespace for line clean-up.
@@ -37,7 +39,7 @@ _ATTR = re.compile(
     _TWS + r"*([A-Za-z_:][-A-Za-z0-9_:.]*)" + _TWS + r"*=" + _TWS + r"""*(?:"([^"]*)"|'([^']*)')"""
 )
 _TRAILING_WS = re.compile(_TWS + r"*")
-KEY_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+KEY_RE = _KEY_RE  # one rule for a memory key, on every surface (kairox_core/inputs.py)
 # Invisible and unbreakable: put after a '<' it stops ``<memory`` from being a tag start,
 # so released or joined text shown to the user (and stored) never parses as a marker.
 DEFUSE = "\u2060"  # WORD JOINER

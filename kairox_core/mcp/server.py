@@ -14,7 +14,8 @@ a durable memory by itself):
   turn with that prompt would get; writes nothing.
 
 Every answer is JSON text. Built on the SDK's ``MCPServer`` (stdio, or streamable HTTP
-on 127.0.0.1 with ``--http``).
+with ``--http``, behind the guard of ``kairox serve``: exact Host names without a token,
+the token when set, JSON posts, a body limit; see ``http_app``).
 """
 
 from __future__ import annotations
@@ -193,6 +194,127 @@ def _as_tool_error() -> Iterator[None]:
         yield
     except (KairoxError, ValueError) as exc:
         raise ToolError(str(exc)) from exc
+
+
+def http_app(
+    server: MCPServer,
+    *,
+    host: str,
+    port: int | None,
+    token: str | None,
+    max_body: int | None = None,
+) -> Any:
+    """The streamable HTTP app at ``/mcp``, behind ``kairox serve``'s guard
+    (kairox_core/web/security.py) instead of the SDK's own check, which accepts any
+    port and knows only the three loopback names."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from kairox_core.web.security import DEFAULT_MAX_BODY, Guard
+
+    app = server.streamable_http_app(
+        host=host,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    return Guard(
+        app,
+        token=token,
+        bind_host=host,
+        port=port,
+        max_body=max_body or DEFAULT_MAX_BODY,
+        json_only=("/mcp",),
+    )
+
+
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def line_problem(line: str) -> tuple[str | None, Any]:
+    """What makes one JSON-RPC line unusable as text (a lone surrogate, which JSON can
+    carry as a ``\\ud800`` escape and the SDK's parser rejects without answering), and
+    the request's id; ``(None, None)`` for a good line or one that is not JSON."""
+    if _ESCAPED_SURROGATE.search(line) is None:
+        return None, None
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None, None
+    if not isinstance(message, dict):
+        return None, None
+    from kairox_core.inputs import json_problem
+
+    problem = json_problem(message.get("params"), "params")
+    return problem, message.get("id")
+
+
+class CheckedLines:
+    """stdin for the SDK's stdio transport, without the requests it could not parse:
+    a request carrying a lone surrogate is answered here with an invalid-params error
+    that says where (the SDK would drop it and the client would wait forever); a
+    notification carrying one is passed on with U+FFFD in its place."""
+
+    def __init__(self, source: Any) -> None:
+        import anyio
+
+        self.source = source
+        self.reply: Any = None
+        self.ready = anyio.Event()
+
+    def attach(self, write_stream: Any) -> None:
+        self.reply = write_stream
+        self.ready.set()
+
+    def __aiter__(self) -> Any:
+        return self._lines()
+
+    async def _lines(self) -> Any:
+        import mcp_types
+        from mcp.shared.message import SessionMessage
+
+        from kairox_core.inputs import clean_text
+
+        async for line in self.source:
+            problem, ident = line_problem(line)
+            if problem is None:
+                yield line
+            elif ident is None:
+                yield json.dumps(_cleaned(json.loads(line)))
+            else:
+                await self.ready.wait()
+                error = mcp_types.ErrorData(
+                    code=mcp_types.INVALID_PARAMS, message=clean_text(problem)
+                )
+                await self.reply.send(
+                    SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=ident, error=error))
+                )
+
+
+def _cleaned(value: Any) -> Any:
+    from kairox_core.inputs import clean_text
+
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(k): _cleaned(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cleaned(v) for v in value]
+    return value
+
+
+async def run_stdio(server: MCPServer) -> None:
+    """``server.run("stdio")``, with stdin read through ``CheckedLines`` (the SDK's own
+    ``run_stdio_async`` with its low-level server, given our stdin)."""
+    import io
+    import sys
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    lines = CheckedLines(anyio.wrap_file(text))
+    lowlevel = server._lowlevel_server
+    async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+        lines.attach(write_stream)
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
 def build_server(kx: Kairox, config: KairoxConfig) -> MCPServer:

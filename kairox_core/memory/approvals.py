@@ -1,6 +1,8 @@
 """The approval flow: every memory the model proposes passes through here.
 
-Session memories are accepted at once (``MemoryProposed`` then ``MemoryAccepted``). User
+Session memories are accepted at once (``MemoryProposed`` then ``MemoryAccepted``),
+unless tainted (their body repeats this turn's tool result or retrieved text, so the
+model may be relaying someone else's instruction): those wait like the rest. User
 and workspace memories wait in the ``memory_proposals`` table (so they survive a
 restart) until a person accepts, edits-then-accepts or rejects them; a newer proposal
 for the same (scope, owner, key) supersedes the pending one, and a proposal that would
@@ -37,6 +39,7 @@ from kairox_core.events import (
     MemoryRejected,
     SessionArchived,
 )
+from kairox_core.inputs import check_key, check_session_id, check_text, check_workspace_id
 from kairox_core.markers import MemoryScope
 from kairox_core.memory.base import MemoryStore
 from kairox_core.memory.records import (
@@ -131,7 +134,10 @@ class ApprovalService:
         *,
         tainted: bool = False,
     ) -> Proposal | None:
-        """Route one marker from the assistant's output; None when it would change nothing."""
+        """Route one marker from the assistant's output; None when it would change nothing.
+
+        A session memory is accepted at once unless ``tainted``: taint is the signal that
+        the model is repeating untrusted text, so a person decides, as for the others."""
         scope = parse_scope(marker.scope)
         return self._propose(
             scope,
@@ -143,7 +149,7 @@ class ApprovalService:
             raw=str(getattr(marker, "raw", "") or ""),
             tainted=tainted,
             source="assistant",
-            auto_accept=scope == "session",
+            auto_accept=scope == "session" and not tainted,
         )
 
     def _propose(
@@ -173,6 +179,8 @@ class ApprovalService:
             pending = self._pending_for(scope, owner, key)
             if pending is not None and pending.body == body and not auto_accept:
                 return None  # already waiting for a decision
+            if key is None and not auto_accept and self._pending_keyless(session_id, body):
+                return None  # a tainted keyless session memory, already waiting
             now = self.clock()
             proposal = Proposal(
                 id=new_id("p"),
@@ -348,7 +356,7 @@ class ApprovalService:
                 "a proposal from outside a session must be scope 'user' or 'workspace' "
                 "(session memories are accepted at once, without review)"
             )
-        owner_of(scope, workspace_id=workspace_id, session_id=None)  # ids present?
+        self._check_ids(scope, key, workspace_id=workspace_id, session_id=None)
         self._check_body(body)
         return self._propose(
             scope,
@@ -377,7 +385,7 @@ class ApprovalService:
         Events go to ``session_id`` if given, else to the maintenance session of
         ``workspace_id`` (or of the user)."""
         scope = parse_scope(scope)
-        owner_of(scope, workspace_id=workspace_id, session_id=session_id)  # ids present?
+        self._check_ids(scope, key, workspace_id=workspace_id, session_id=session_id)
         proposal = self._propose(
             scope,
             key,
@@ -463,9 +471,38 @@ class ApprovalService:
             return record.session_id
         return maintenance_session_id(record.workspace_id)
 
+    def _check_ids(
+        self,
+        scope: MemoryScope,
+        key: str | None,
+        *,
+        workspace_id: str | None,
+        session_id: str | None,
+    ) -> None:
+        """A person's write names a valid key and ids (kairox_core/inputs.py), and the
+        session it names exists: the same rules on every surface."""
+        if key is not None or scope != "session":
+            if key is None:
+                raise KairoxUserError(f"a {scope.value} memory needs a key (e.g. 'editor')")
+            check_key(key)
+        if workspace_id is not None:
+            check_workspace_id(workspace_id)
+        if session_id is not None:
+            check_session_id(session_id)
+            if self.events.get_session(session_id) is None:
+                raise MemoryNotFoundError(
+                    f"no session '{session_id}': a memory can only name a session that "
+                    f"exists; `kairox sessions` lists them"
+                )
+        if scope == "workspace" and not workspace_id:
+            raise KairoxUserError("a workspace memory needs a workspace id")
+        if scope == "session" and not session_id:
+            raise KairoxUserError("a session memory needs the id of an existing session")
+
     def _check_body(self, body: str) -> None:
         if not isinstance(body, str) or not body.strip():
             raise KairoxUserError("a memory body must not be empty")
+        check_text(body, "the memory body")
         if len(body) > self.max_body_chars:
             raise KairoxUserError(
                 f"a memory body may have at most {self.max_body_chars} characters "
@@ -492,6 +529,12 @@ class ApprovalService:
                 f"proposals can be accepted or rejected"
             )
         return proposal
+
+    def _pending_keyless(self, session_id: str, body: str) -> bool:
+        return any(
+            p.key is None and p.body == body
+            for p in self.store.list(status="pending", session_id=session_id)
+        )
 
     def _pending_for(self, scope: MemoryScope, owner: str, key: str | None) -> Proposal | None:
         if key is None:

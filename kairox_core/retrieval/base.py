@@ -88,6 +88,7 @@ class IndexReport:
     skipped_large: int = 0
     errors: list[str] = field(default_factory=list)  # "path: what went wrong", one per file
     seconds: float = 0.0
+    skipped_outside: list[str] = field(default_factory=list)  # links out of the folder
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -99,6 +100,7 @@ class IndexReport:
             "skipped_binary": self.skipped_binary,
             "skipped_large": self.skipped_large,
             "errors": list(self.errors),
+            "skipped_outside": list(self.skipped_outside),
             "seconds": round(self.seconds, 3),
         }
 

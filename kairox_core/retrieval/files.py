@@ -1,5 +1,11 @@
 """Walking the files to index: ``.gitignore`` honoured, binary and huge files skipped.
 
+The walk never leaves a root through a symbolic link: a linked file or folder whose
+target lies outside the root is skipped and listed in ``FileScan.skipped_outside``
+(otherwise a link in a shared folder could pull ``~/.ssh`` into the index). A link
+within the root is followed for a file; a linked folder is not descended (its files
+are reached by their real path). Only regular files are read (no FIFO or device).
+
 Shared by ``kairox index`` and any ``IndexableRetriever`` (``kairox kb index``).
 """
 
@@ -41,6 +47,7 @@ class FileScan:
     skipped_large: list[Path] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     roots: list[Path] = field(default_factory=list)
+    skipped_outside: list[str] = field(default_factory=list)  # "link: -> target, outside"
 
 
 def is_binary(path: Path) -> bool:
@@ -66,10 +73,22 @@ def _gitignore(directory: Path) -> pathspec.PathSpec[Any] | None:
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    """Files under ``root``, each ``.gitignore`` applied to the tree below its folder."""
+def _outside(link: Path, root: Path) -> str | None:
+    """Why the symbolic link ``link`` is not followed (None: its target is in ``root``)."""
+    try:
+        target = link.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return f"{link}: a symbolic link that leads nowhere (missing target or a loop)"
+    if target == root or target.is_relative_to(root):
+        return None
+    return f"{link}: a symbolic link to {target}, outside {root}"
+
+
+def _walk(root: Path, scan: FileScan) -> Iterator[Path]:
+    """Files under ``root``, each ``.gitignore`` applied to the tree below its folder;
+    symbolic links leading out of ``root`` are listed in ``scan`` instead."""
     specs: list[tuple[Path, pathspec.PathSpec[Any]]] = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in os.walk(root):  # never descends a linked folder
         here = Path(dirpath)
         specs = [(base, spec) for base, spec in specs if here == base or base in here.parents]
         spec = _gitignore(here)
@@ -80,10 +99,17 @@ def _walk(root: Path) -> Iterator[Path]:
             for d in dirnames
             if d not in ALWAYS_SKIPPED_DIRS and not _ignored(specs, here / d, True)
         )
+        for d in dirnames:
+            if (here / d).is_symlink() and (why := _outside(here / d, root)) is not None:
+                scan.skipped_outside.append(why)
         for name in sorted(filenames):
             p = here / name
-            if name != ".gitignore" and not _ignored(specs, p, False):
-                yield p
+            if name == ".gitignore" or _ignored(specs, p, False):
+                continue
+            if p.is_symlink() and (why := _outside(p, root)) is not None:
+                scan.skipped_outside.append(why)
+                continue
+            yield p
 
 
 def _ignored(specs: list[tuple[Path, pathspec.PathSpec[Any]]], p: Path, is_dir: bool) -> bool:
@@ -105,7 +131,7 @@ def scan_files(
         if not root.exists():
             scan.errors.append(f"{raw}: no such file or directory")
             continue
-        candidates = [root] if root.is_file() else _walk(root)
+        candidates = [root] if root.is_file() else _walk(root, scan)
         for path in candidates:
             if path in seen or not path.is_file():
                 continue

@@ -295,6 +295,7 @@ class SqliteFtsRetriever:
         report.skipped_binary = len(scan.skipped_binary)
         report.skipped_large = len(scan.skipped_large)
         report.errors.extend(scan.errors)
+        report.skipped_outside.extend(scan.skipped_outside)
         known = {
             r[0]: (r[1], r[2])
             for r in conn.execute(f"SELECT {_q(o.id_column)}, mtime, size FROM {_q(o.table)}")

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted, UserMessageAdded
+from kairox_core.inputs import MAX_INT64
+from kairox_core.longterm.service import MAX_SEARCH_K
 from kairox_core.memory.records import MemoryNotFoundError
 from kairox_core.usage import usage
 from kairox_core.web.serialize import event_json, memory_json, plain, proposal_json
@@ -23,6 +25,7 @@ from kairox_core.web.turns import engine_for, sse, stream_turn
 router = APIRouter(prefix="/api")
 Scope = Literal["user", "workspace", "session"]
 CONVERSATION = (UserMessageAdded, AssistantMessageCompleted, ToolInvocationCompleted)
+Seq = Annotated[int, Path(ge=1, le=MAX_INT64)]  # what the event store's seqs can be
 
 
 class NewSession(BaseModel):
@@ -117,7 +120,7 @@ async def new_session(request: Request, spec: NewSession) -> dict[str, Any]:
 async def session_events(
     request: Request,
     session_id: str,
-    after: int = 0,
+    after: Annotated[int, Query(ge=0, lt=MAX_INT64)] = 0,
     type: Annotated[list[str] | None, Query()] = None,
 ) -> list[dict[str, Any]]:
     kx = kx_of(request)
@@ -281,14 +284,14 @@ async def summaries(request: Request, session_id: str) -> list[dict[str, Any]]:
 
 
 @router.put("/sessions/{session_id}/summaries/{seq}", summary="Replace a summary's text")
-async def edit_summary(request: Request, session_id: str, seq: int, text: Text) -> dict[str, Any]:
+async def edit_summary(request: Request, session_id: str, seq: Seq, text: Text) -> dict[str, Any]:
     session = kx_of(request).get_session(session_id)
     return event_json(await session.edit_summary(seq, text.text))
 
 
 @router.post("/sessions/{session_id}/summaries/{seq}/drop", summary="Drop one chunk (line)")
 async def drop_chunk(
-    request: Request, session_id: str, seq: int, chunk: ChunkIndex
+    request: Request, session_id: str, seq: Seq, chunk: ChunkIndex
 ) -> dict[str, Any]:
     session = kx_of(request).get_session(session_id)
     return event_json(await session.drop_chunk(seq, chunk.chunk))
@@ -349,7 +352,11 @@ async def longterm_list(
 
 @router.get("/longterm/search", summary="Chunks similar to a query, above the threshold")
 async def longterm_search(
-    request: Request, q: str, session_id: str, workspace: str | None = None, k: int | None = None
+    request: Request,
+    q: str,
+    session_id: str,
+    workspace: str | None = None,
+    k: Annotated[int | None, Query(ge=0, le=MAX_SEARCH_K)] = None,
 ) -> list[dict[str, Any]]:
     hits = kx_of(request).longterm.search(q, session_id=session_id, workspace_id=workspace, k=k)
     return [{**h.chunk.as_dict(), "similarity": h.similarity} for h in hits]
@@ -376,9 +383,14 @@ async def longterm_delete(request: Request, chunk_id: str) -> dict[str, Any]:
     return data
 
 
-@router.get("/packs", summary="Context packs")
+@router.get("/packs", summary="Context packs (unusable files skipped: see /packs/problems)")
 async def packs(request: Request) -> list[dict[str, Any]]:
     return [p.as_dict() for p in kx_of(request).packs.list()]
+
+
+@router.get("/packs/problems", summary="Files in the pack directory that were skipped, and why")
+async def pack_problems(request: Request) -> list[dict[str, str]]:
+    return [p.as_dict() for p in kx_of(request).packs.scan()[1]]
 
 
 @router.post("/packs", summary="Create a pack")

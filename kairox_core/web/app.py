@@ -14,6 +14,7 @@ from importlib.resources import files
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
@@ -40,8 +41,24 @@ def _status(exc: KairoxError) -> int:
     return 400 if isinstance(exc, KairoxUserError) else 500
 
 
+def validation_detail(exc: RequestValidationError) -> str:
+    """A request that does not match a route's parameters, in one line per problem:
+    where (``body.first_seq``, ``query.k``) and what (the input is never echoed: it may
+    be what broke the default handler, a NaN or a lone surrogate)."""
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err.get("loc", ()))
+        lines.append(f"{where}: {err.get('msg', 'invalid')}")
+    return "; ".join(lines) or "invalid request"
+
+
 def create_app(
-    kx: Any, *, token: str | None = None, host: str = "127.0.0.1", max_body: int = DEFAULT_MAX_BODY
+    kx: Any,
+    *,
+    token: str | None = None,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
 ) -> Any:
     """The guarded ASGI app over ``kx`` (closed with the app's lifespan by the caller)."""
     providers = Providers(kx.config)
@@ -69,6 +86,10 @@ def create_app(
     async def kairox_error(request: Request, exc: KairoxError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=_status(exc))
 
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": validation_detail(exc)}, status_code=400)
+
     @app.middleware("http")
     async def headers(request: Request, call_next: Any) -> Response:
         response: Response = await call_next(request)
@@ -83,4 +104,4 @@ def create_app(
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 
-    return Guard(app, token=token, bind_host=host, max_body=max_body)
+    return Guard(app, token=token, bind_host=host, port=port, max_body=max_body)

@@ -318,6 +318,8 @@ async function loadPacks() {
         el("button", { type: "button", onclick: async () => { await api("DELETE", `/api/packs/${n}`); loadPacks(); } }, "Delete")));
   }));
   if (!packs.length) $("#packs").append(el("p", { class: "note" }, "No packs yet."));
+  const problems = await api("GET", "/api/packs/problems");
+  $("#packs").append(...problems.map((p) => el("p", { class: "note pack-problem" }, `skipped ${p.path}: ${p.problem}`)));
 }
 
 async function loadUsage() {

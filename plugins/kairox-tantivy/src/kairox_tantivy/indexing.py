@@ -131,6 +131,7 @@ def index_files(
     scan = scan_files(paths, max_bytes=options.max_file_bytes)
     report.skipped_binary, report.skipped_large = len(scan.skipped_binary), len(scan.skipped_large)
     report.errors.extend(scan.errors)
+    report.skipped_outside.extend(scan.skipped_outside)
     files = [f for f in scan.files if _wanted(f, scan.roots, options.extensions)]
     old = read_manifest(options)
     manifest = dict(old)
