@@ -4,21 +4,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from lc_helpers import make_config
 
 from kairox_core import Kairox
-from kairox_core.config import KairoxConfig
 
 pytest_plugins = ["kairox_core.testing.fixtures"]
-
-
-def make_config(**extra: object) -> KairoxConfig:
-    """A small window (so history is trimmed by the budget), hashing embeddings."""
-    data: dict[str, object] = {
-        "profiles": {"default": {"model": "gpt-4o", "context_window": 4000, "reserve": 200}},
-        "retrieval": {"backend": "hashing"},
-    }
-    data.update(extra)
-    return KairoxConfig.model_validate(data)
 
 
 @pytest.fixture
