@@ -171,7 +171,8 @@ def fuzz(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks (not part of the default run): ratios against baselines in the same run."""
-    session.install("-e", ".[test,bench]")
+    # bench_langchain.py times the kairox-langchain adapter beside LangChain's default
+    session.install("-e", ".[test,bench]", "-e", "plugins/kairox-langchain")
     for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
         session.run("python", str(script), *session.posargs)
 

@@ -5,8 +5,8 @@ Each call is a Kairox turn: the last ``HumanMessage`` is the prompt; Kairox asse
 the context under the profile's budget (system prompt, packs, memories, pinned facts,
 summaries, the long-term block, retrieval and knowledge-base hits, recalled turns,
 history newest first) and the model sees exactly that, never the graph's own message
-list. The reply is streamed through the turn (``<memory>`` markup removed, markers
-proposed for approval) and completed, so compaction and recall run after it.
+list. The reply goes through the turn (``<memory>`` markup removed, markers proposed
+for approval) and completes it, so compaction and recall run after it.
 
 A reply with tool calls keeps the turn open: the graph's tool node answers with
 ``ToolMessage``s, and the next call records them as the turn's tool results and asks
@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from langchain_core.messages import (
     AIMessage,
-    AIMessageChunk,
     BaseMessage,
     HumanMessage,
     ToolMessage,
@@ -30,7 +29,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 
 from kairox_langchain._loop import on_kairox_loop
 from kairox_langchain.errors import UnsupportedMessageError
-from kairox_langchain.messages import context_messages, message_text, tool_arguments
+from kairox_langchain.messages import ContextConverter, message_text, tool_arguments
 
 if TYPE_CHECKING:
     from kairox_core.session import Session, Turn, TurnResult
@@ -76,6 +75,7 @@ class KairoxChat(Runnable[ChatInput, ChatOutput]):
         self.last_turn: KairoxTurnReport | None = None
         self._turn: Turn | None = None
         self._calls: dict[str, tuple[str, str]] = {}
+        self._convert = ContextConverter()
 
     # --- Runnable -----------------------------------------------------------------------
 
@@ -85,10 +85,8 @@ class KairoxChat(Runnable[ChatInput, ChatOutput]):
         messages = _as_messages(input)
         turn = self._start_sync(messages)
         try:
-            full: AIMessage | None = None
-            for chunk in self.model.stream(self.last_turn_messages, config, **kwargs):
-                full = _joined(full, chunk)
-                turn.feed(_chunk_text(chunk))
+            full = _as_ai_message(self.model.invoke(self.last_turn_messages, config, **kwargs))
+            turn.feed(full.text)
             reply = self._finish_sync(turn, full)
         except BaseException:
             self._drop_sync()
@@ -101,10 +99,10 @@ class KairoxChat(Runnable[ChatInput, ChatOutput]):
         messages = _as_messages(input)
         turn = await self._start(messages)
         try:
-            full: AIMessage | None = None
-            async for chunk in self.model.astream(self.last_turn_messages, config, **kwargs):
-                full = _joined(full, chunk)
-                turn.feed(_chunk_text(chunk))
+            full = _as_ai_message(
+                await self.model.ainvoke(self.last_turn_messages, config, **kwargs)
+            )
+            turn.feed(full.text)
             reply = await self._finish(turn, full)
         except BaseException:
             await self._drop()
@@ -147,7 +145,7 @@ class KairoxChat(Runnable[ChatInput, ChatOutput]):
 
     def _report(self, turn: Turn) -> None:
         self.last_turn = KairoxTurnReport(
-            turn_id=turn.turn_id, messages=context_messages(turn.messages), trace=turn.trace
+            turn_id=turn.turn_id, messages=self._convert(turn.messages), trace=turn.trace
         )
 
     def _tool_results(self, messages: list[BaseMessage]) -> Turn:
@@ -171,14 +169,14 @@ class KairoxChat(Runnable[ChatInput, ChatOutput]):
             turn.add_tool_result(message.tool_call_id, call[0], call[1], message_text(message))
         return turn
 
-    def _finish_sync(self, turn: Turn, full: AIMessage | None) -> AIMessage:
-        if full is not None and full.tool_calls:
+    def _finish_sync(self, turn: Turn, full: AIMessage) -> AIMessage:
+        if full.tool_calls:
             return self._pending_calls(full)
         self._turn = None
         return self._completed(turn, turn.complete_sync(), full)
 
-    async def _finish(self, turn: Turn, full: AIMessage | None) -> AIMessage:
-        if full is not None and full.tool_calls:
+    async def _finish(self, turn: Turn, full: AIMessage) -> AIMessage:
+        if full.tool_calls:
             return self._pending_calls(full)
         self._turn = None
         return self._completed(turn, await turn.complete(), full)
@@ -192,10 +190,10 @@ class KairoxChat(Runnable[ChatInput, ChatOutput]):
         # the text shown with the calls is already in the turn (fed while streaming)
         return AIMessage(content="", tool_calls=full.tool_calls, id=full.id)
 
-    def _completed(self, turn: Turn, result: TurnResult, full: AIMessage | None) -> AIMessage:
+    def _completed(self, turn: Turn, result: TurnResult, full: AIMessage) -> AIMessage:
         if self.last_turn is not None:
             self.last_turn.result = result
-        metadata = dict(full.response_metadata) if full is not None else {}
+        metadata = dict(full.response_metadata)
         metadata["kairox"] = {
             "session_id": self.session.id,
             "turn_id": turn.turn_id,
@@ -204,9 +202,9 @@ class KairoxChat(Runnable[ChatInput, ChatOutput]):
         }
         return AIMessage(
             content=result.text,
-            id=full.id if full is not None else None,
+            id=full.id,
             response_metadata=metadata,
-            usage_metadata=full.usage_metadata if full is not None else None,
+            usage_metadata=full.usage_metadata,
         )
 
     def _drop_sync(self) -> None:
@@ -253,28 +251,13 @@ def _prompt(last: BaseMessage) -> str:
     return message_text(last)
 
 
-def _chunk_text(chunk: Any) -> str:
-    if isinstance(chunk, BaseMessage):
-        return chunk.text
-    return str(chunk)
-
-
-def _joined(full: AIMessage | None, chunk: Any) -> AIMessage:
-    """The reply so far plus ``chunk``: streamed chunks add up; a model that does not
-    stream (``disable_streaming``) yields its whole ``AIMessage`` once."""
-    piece: AIMessage = (
-        chunk if isinstance(chunk, AIMessage) else AIMessageChunk(content=_chunk_text(chunk))
-    )
-    if full is None:
-        return piece
-    if isinstance(full, AIMessageChunk) and isinstance(piece, AIMessageChunk):
-        return full + piece
-    return AIMessage(
-        content=full.text + piece.text,
-        tool_calls=[*full.tool_calls, *piece.tool_calls],
-        id=full.id,
-        response_metadata={**full.response_metadata, **piece.response_metadata},
-    )
+def _as_ai_message(reply: Any) -> AIMessage:
+    """The model's reply as an ``AIMessage`` (a runnable may return a plain string)."""
+    if isinstance(reply, AIMessage):
+        return reply
+    if isinstance(reply, BaseMessage):
+        return AIMessage(content=reply.content)
+    return AIMessage(content=str(reply))
 
 
 def _output(input: ChatInput, reply: AIMessage) -> ChatOutput:

@@ -113,3 +113,42 @@ def context_messages(messages: Sequence[dict[str, Any]]) -> list[BaseMessage]:
     """Kairox's assembled context (OpenAI chat format) as LangChain messages, for any
     chat model. Attachment parts (images, documents) keep OpenAI's block format."""
     return convert_to_messages([dict(m) for m in messages])
+
+
+class ContextConverter:
+    """``context_messages`` for one session's turns, reusing the messages of the last
+    context: from turn to turn most of the history is the same, and building a
+    LangChain message (a pydantic model) costs far more than looking one up."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[Any, ...], BaseMessage] = {}
+
+    def __call__(self, messages: Sequence[dict[str, Any]]) -> list[BaseMessage]:
+        seen: dict[tuple[Any, ...], BaseMessage] = {}
+        out: list[BaseMessage] = []
+        for m in messages:
+            key = _cache_key(m)
+            if key is None:  # content parts (attachments): converted each time
+                out.extend(convert_to_messages([dict(m)]))
+                continue
+            message = self._last.get(key) or seen.get(key)
+            if message is None:
+                message = convert_to_messages([dict(m)])[0]
+            seen[key] = message
+            out.append(message)
+        self._last = seen
+        return out
+
+
+def _cache_key(m: dict[str, Any]) -> tuple[Any, ...] | None:
+    content = m.get("content")
+    if content is not None and not isinstance(content, str):
+        return None
+    calls = m.get("tool_calls")
+    return (
+        m.get("role"),
+        content,
+        m.get("tool_call_id"),
+        m.get("name"),
+        json.dumps(calls, sort_keys=True) if calls else None,
+    )
