@@ -17,10 +17,22 @@ recall indexed in bulk), and the same messages are loaded into LangChain's defau
   model on the trimmed list, ``history.add_message(reply)``.
 - The model alone (``model.invoke``), so its share of each figure is visible.
 
-Prints per-turn medians and the ratios (LangChain default / Kairox). Needs
-``pip install -e plugins/kairox-langchain``.
+Prints per-turn medians and the ratios (LangChain default / Kairox).
+
+``--locomo``: evidence recall on the shared LoCoMo conversations at one token budget
+(``benchmarks/locomo.py``'s data, settings and scoring). Each conversation is replayed
+through ``KairoxChatMessageHistory`` (each exchange a real turn: assembly, approval
+routing, the turn-end compaction check and recall indexing; consecutive messages of
+one speaker joined into one), then each question's context is what ``KairoxChat``
+would send (``session.preview``: the same assembly as ``begin_turn``, recording
+nothing, converted to LangChain messages). Beside it, in the same run: LangChain's
+default at the same budget (``trim_messages(strategy="last")``, locomo.py's
+``recency``) and Kairox replayed directly (locomo.py's ``kairox_score``).
+
+Needs ``pip install -e plugins/kairox-langchain``.
 
     python benchmarks/bench_langchain.py [--sizes 1000,10000] [--turns 7] [--json]
+    python benchmarks/bench_langchain.py --locomo [--budget 4000] [--backend hashing]
 """
 
 from __future__ import annotations
@@ -160,17 +172,100 @@ def bench_size(n: int, turns: int, workdir: Path) -> dict[str, Any]:
     }
 
 
+def adapter_replay(kx: Kairox, conv: Any) -> Any:
+    """A LoCoMo conversation through KairoxChatMessageHistory: speaker_a's messages
+    are the user's, speaker_b's the replies; a run of one speaker's messages is joined
+    (a turn is one user message and one reply)."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from kairox_langchain import KairoxChatMessageHistory
+
+    history = KairoxChatMessageHistory(kx, workspace=f"locomo-{conv.name}", profile="bench")
+    runs: list[tuple[str, list[str]]] = []
+    for t in conv.turns:
+        if runs and runs[-1][0] == t.role:
+            runs[-1][1].append(t.message)
+        else:
+            runs.append((t.role, [t.message]))
+    if runs and runs[0][0] == "assistant":  # a reply needs a user message before it
+        runs.insert(0, ("user", ["(the conversation starts)"]))
+    for role, texts in runs:
+        cls = HumanMessage if role == "user" else AIMessage
+        history.add_messages([cls("\n".join(texts))])
+    history.close()
+    return history.session
+
+
+def locomo_recall(budget: int, backend: str, data: str) -> dict[str, Any]:
+    import asyncio
+
+    import locomo as lm
+
+    from kairox_langchain.messages import ContextConverter
+
+    settings = lm.Settings(backend=backend)
+    conversations = lm.load(data)
+    adapter, direct, recency = lm.Score(), lm.Score(), lm.Score()
+    costs = lm.Costs()
+    stats: dict[str, Any] = {}
+    seconds = {"adapter_replay": 0.0, "adapter_questions": 0.0}
+    with tempfile.TemporaryDirectory() as tmp:
+        for conv in conversations:
+            print(f"  locomo {conv.name}: {len(conv.turns)} turns", file=sys.stderr)
+            by_id = {t.dia_id: t for t in conv.turns}
+            with Kairox.open(Path(tmp) / f"a-{conv.name}.db", settings.config(budget)) as kx:
+                t0 = time.perf_counter()
+                session = adapter_replay(kx, conv)
+                seconds["adapter_replay"] += time.perf_counter() - t0
+                convert = ContextConverter()
+                t0 = time.perf_counter()
+                for question, category, evidence in conv.questions:
+                    sent = convert(session.preview_sync(question).messages)
+                    text = "\n".join(m.text for m in sent)
+                    adapter.add(
+                        category,
+                        evidence,
+                        lambda e, text=text, by_id=by_id: by_id[e].message in text,
+                    )
+                seconds["adapter_questions"] += time.perf_counter() - t0
+            asyncio.run(
+                lm.kairox_score(
+                    conv, settings, budget, Path(tmp) / f"d-{conv.name}.db", direct, stats
+                )
+            )
+            for question, category, evidence in conv.questions:
+                kept = lm.recency(conv, question, budget, costs)
+                recency.add(category, evidence, kept.__contains__)
+    return {
+        "budget": budget,
+        "backend": backend,
+        "conversations": [c.name for c in conversations],
+        "questions": sum(len(c.questions) for c in conversations),
+        "kairox_langchain_adapter": adapter.as_dict(),
+        "langchain_default_trim_messages": recency.as_dict(),
+        "kairox_direct_replay": direct.as_dict(),
+        "seconds": {k: round(v, 1) for k, v in seconds.items()},
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--turns", type=int, default=7, help="timed turns per size and path")
     parser.add_argument("--json", action="store_true", help="print only JSON")
+    parser.add_argument("--locomo", action="store_true", help="LoCoMo evidence recall instead")
+    parser.add_argument("--budget", type=int, default=4000, help="--locomo: token budget")
+    parser.add_argument("--backend", default="hashing", help="--locomo: [retrieval] backend")
+    parser.add_argument("--data", default="/work/shared/data/locomo/locomo_dev3.json")
     args = parser.parse_args(argv)
     try:
         import kairox_langchain  # noqa: F401
     except ImportError:
         print("bench_langchain: needs `pip install -e plugins/kairox-langchain`", file=sys.stderr)
         return 2
+    if args.locomo:
+        print(json.dumps(locomo_recall(args.budget, args.backend, args.data), indent=2))
+        return 0
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         bench_size(50, 1, Path(tmp))  # imports, encodings, tables: outside the figures
