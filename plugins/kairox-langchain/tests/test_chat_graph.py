@@ -107,9 +107,10 @@ def test_a_tool_loop_records_calls_and_results_in_one_turn(kx: Kairox) -> None:
         messages=iter(
             [
                 AIMessage(
-                    "", tool_calls=[{"name": "weather", "args": {"city": "Paris"}, "id": "c1"}]
+                    'Checking. <memory scope="session" key="city">Paris</memory>',
+                    tool_calls=[{"name": "weather", "args": {"city": "Paris"}, "id": "c1"}],
                 ),
-                "It is sunny in Paris.",
+                " It is sunny in Paris.",
             ]
         ),
         disable_streaming=True,
@@ -124,13 +125,16 @@ def test_a_tool_loop_records_calls_and_results_in_one_turn(kx: Kairox) -> None:
     graph.add_edge("tools", "chat")
     out = graph.compile().invoke({"messages": [HumanMessage("weather in Paris?")]})
 
-    assert out["messages"][-1].text == "It is sunny in Paris."
+    texts = [m.text for m in out["messages"]]
+    assert texts == ["weather in Paris?", "Checking.", "sunny in Paris", " It is sunny in Paris."]
     assert "sunny in Paris" in seen.text(1)  # the second call saw the tool result
+    assert kx.memories.get("session", "city", session_id=session.id) is not None
     events = kx.events(session.id)
     (call,) = [e for e in events if isinstance(e, ToolInvocationCompleted)]
     assert (call.tool_name, call.result) == ("weather", "sunny in Paris")
     replies = [e for e in events if isinstance(e, AssistantMessageCompleted)]
     assert [r.turn_id for r in replies] == [call.turn_id]  # one turn
+    assert replies[0].text == "Checking. It is sunny in Paris."
     assert not session.busy
 
 

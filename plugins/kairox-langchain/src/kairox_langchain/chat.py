@@ -75,6 +75,7 @@ class KairoxChat(Runnable[ChatInput, ChatOutput]):
         self.last_turn: KairoxTurnReport | None = None
         self._turn: Turn | None = None
         self._calls: dict[str, tuple[str, str]] = {}
+        self._shown = ""  # reply text already returned beside tool calls, this turn
         self._convert = ContextConverter()
 
     # --- Runnable -----------------------------------------------------------------------
@@ -86,8 +87,8 @@ class KairoxChat(Runnable[ChatInput, ChatOutput]):
         turn = self._start_sync(messages)
         try:
             full = _as_ai_message(self.model.invoke(self.last_turn_messages, config, **kwargs))
-            turn.feed(full.text)
-            reply = self._finish_sync(turn, full)
+            shown = turn.feed(full.text)
+            reply = self._finish_sync(turn, full, shown)
         except BaseException:
             self._drop_sync()
             raise
@@ -102,8 +103,8 @@ class KairoxChat(Runnable[ChatInput, ChatOutput]):
             full = _as_ai_message(
                 await self.model.ainvoke(self.last_turn_messages, config, **kwargs)
             )
-            turn.feed(full.text)
-            reply = await self._finish(turn, full)
+            shown = turn.feed(full.text)
+            reply = await self._finish(turn, full, shown)
         except BaseException:
             await self._drop()
             raise
@@ -169,28 +170,30 @@ class KairoxChat(Runnable[ChatInput, ChatOutput]):
             turn.add_tool_result(message.tool_call_id, call[0], call[1], message_text(message))
         return turn
 
-    def _finish_sync(self, turn: Turn, full: AIMessage) -> AIMessage:
+    def _finish_sync(self, turn: Turn, full: AIMessage, shown: str) -> AIMessage:
         if full.tool_calls:
-            return self._pending_calls(full)
+            return self._pending_calls(full, shown)
         self._turn = None
         return self._completed(turn, turn.complete_sync(), full)
 
-    async def _finish(self, turn: Turn, full: AIMessage) -> AIMessage:
+    async def _finish(self, turn: Turn, full: AIMessage, shown: str) -> AIMessage:
         if full.tool_calls:
-            return self._pending_calls(full)
+            return self._pending_calls(full, shown)
         self._turn = None
         return self._completed(turn, await turn.complete(), full)
 
-    def _pending_calls(self, full: AIMessage) -> AIMessage:
+    def _pending_calls(self, full: AIMessage, shown: str) -> AIMessage:
         calls = [dict(c) for c in full.tool_calls]
         for call in full.tool_calls:
             self._calls[call["id"] or ""] = (call["name"], tool_arguments(call["args"]))
         if self.last_turn is not None:
             self.last_turn.tool_calls = calls
-        # the text shown with the calls is already in the turn (fed while streaming)
-        return AIMessage(content="", tool_calls=full.tool_calls, id=full.id)
+        # the text beside the calls is part of the turn's reply (markup removed)
+        self._shown += shown
+        return AIMessage(content=shown, tool_calls=full.tool_calls, id=full.id)
 
     def _completed(self, turn: Turn, result: TurnResult, full: AIMessage) -> AIMessage:
+        shown_before = self._shown
         if self.last_turn is not None:
             self.last_turn.result = result
         metadata = dict(full.response_metadata)
@@ -200,8 +203,11 @@ class KairoxChat(Runnable[ChatInput, ChatOutput]):
             "context_tokens": turn.context.tokens,
             "proposals": [p.id for p in result.proposals],
         }
+        text, self._shown = result.text, ""
+        if shown_before and text.startswith(shown_before):  # returned with the tool calls
+            text = text[len(shown_before) :]
         return AIMessage(
-            content=result.text,
+            content=text,
             id=full.id,
             response_metadata=metadata,
             usage_metadata=full.usage_metadata,
@@ -210,12 +216,14 @@ class KairoxChat(Runnable[ChatInput, ChatOutput]):
     def _drop_sync(self) -> None:
         turn, self._turn = self._turn, None
         self._calls.clear()
+        self._shown = ""
         if turn is not None and not turn.done:
             turn.abort_sync()
 
     async def _drop(self) -> None:
         turn, self._turn = self._turn, None
         self._calls.clear()
+        self._shown = ""
         if turn is not None and not turn.done:
             await turn.abort()
 
