@@ -237,3 +237,26 @@ def test_values_and_options_kairox_cannot_keep_are_clear_errors(kx: Kairox) -> N
         store.search(ns, filter={"text": {"$gt": "a"}})
     with pytest.raises(UnsupportedValueError, match="add\\(\\) creates long-term chunks"):
         store.add(user, "x")
+
+
+def test_list_namespaces_options_match_langgraphs(kx: Kairox) -> None:
+    store, reference = KairoxStore(kx), InMemoryStore()
+    session = kx.session(workspace="w1")
+    for ns in [
+        ("memories", "user"),
+        ("memories", "workspace", "w1"),
+        ("memories", "workspace", "w2"),
+        ("memories", "session", session.id),
+    ]:
+        for s in (store, reference):
+            s.put(ns, "k", {"text": "v"})
+    cases: list[dict[str, Any]] = [
+        {},
+        {"prefix": ("memories", "*")},
+        {"suffix": ("w2",)},
+        {"prefix": ("memories",), "suffix": ("*",)},
+        {"max_depth": 2},
+        {"limit": 2, "offset": 1},
+    ]
+    for case in cases:
+        assert store.list_namespaces(**case) == reference.list_namespaces(**case), case
