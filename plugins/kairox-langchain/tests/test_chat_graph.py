@@ -176,3 +176,32 @@ def test_inputs_kairox_chat_cannot_take_are_clear_errors(kx: Kairox, tmp_path: P
 
         chat.invoke([HumanMessage("q"), ToolMessage("r", tool_call_id="c9")])
     assert not chat.session.busy
+
+
+def test_with_a_kairox_each_langgraph_thread_is_a_session(kx: Kairox) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    seen = Recorder()
+    model = GenericFakeChatModel(messages=iter(["hello Ada", "hello Bob", "Ada, yes"]))
+    chat = KairoxChat(RunnableLambda(seen) | model, kx, workspace="w1")
+    graph = StateGraph(MessagesState)
+    graph.add_node("chat", chat)
+    graph.add_edge(START, "chat")
+    app = graph.compile(checkpointer=InMemorySaver())
+
+    def ask(thread: str, text: str) -> Any:
+        return app.invoke(
+            {"messages": [HumanMessage(text)]}, config={"configurable": {"thread_id": thread}}
+        )
+
+    ask("ada", "I am Ada")
+    ask("bob", "I am Bob")
+    out = ask("ada", "who am I?")
+    assert [m.text for m in out["messages"]] == ["I am Ada", "hello Ada", "who am I?", "Ada, yes"]
+    assert "I am Ada" in seen.text(2) and "Bob" not in seen.text(2)  # its own session only
+    for thread, replies in (("ada", ["hello Ada", "Ada, yes"]), ("bob", ["hello Bob"])):
+        got = [e.text for e in kx.events(thread) if isinstance(e, AssistantMessageCompleted)]
+        assert got == replies
+    assert kx.get_session("ada").workspace_id == "w1"
+    with pytest.raises(UnsupportedMessageError, match="thread_id"):
+        chat.invoke("no thread")

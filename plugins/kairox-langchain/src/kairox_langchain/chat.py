@@ -11,6 +11,10 @@ for approval) and completes it, so compaction and recall run after it.
 A reply with tool calls keeps the turn open: the graph's tool node answers with
 ``ToolMessage``s, and the next call records them as the turn's tool results and asks
 the model again with the context re-assembled around them.
+
+Given a ``Kairox`` instead of a session, each LangGraph thread is its own Kairox
+session: ``config["configurable"]["thread_id"]`` is the session id (resumed, or started
+in ``workspace`` with ``profile``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from kairox_langchain.errors import UnsupportedMessageError
 from kairox_langchain.messages import ContextConverter, message_text, tool_arguments
 
 if TYPE_CHECKING:
+    from kairox_core import Kairox
     from kairox_core.session import Session, Turn, TurnResult
 
 ChatInput: TypeAlias = "str | BaseMessage | Sequence[BaseMessage] | Mapping[str, Any]"
@@ -44,6 +49,7 @@ class KairoxTurnReport:
     trace (layer by layer, with token counts and what was dropped) and, once the turn
     is complete, its ``TurnResult`` (the proposals among it)."""
 
+    session_id: str
     turn_id: str
     messages: list[BaseMessage]
     trace: Any  # kairox_core.context.trace.ContextTrace
@@ -51,32 +57,87 @@ class KairoxTurnReport:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
-class KairoxChat(Runnable[ChatInput, ChatOutput]):
-    """``KairoxChat(model, session)``: ``model`` is any chat model or runnable taking a
-    list of messages (``model.bind_tools(...)`` included); ``session`` a Kairox session
-    (``kx.session(...)``). Input: a string, a message, a list of messages, or a
-    LangGraph state with ``"messages"`` (then the output is ``{"messages": [reply]}``,
-    so ``graph.add_node("chat", KairoxChat(model, session))`` works as is).
+@dataclass
+class _Conversation:
+    """One session's state between calls: the turn waiting for tool results."""
 
-    ``invoke``/``stream`` use Kairox's synchronous twins, ``ainvoke`` the session's
-    coroutines: use one kind per session. ``last_turn`` is the ``KairoxTurnReport``.
+    session: Session
+    turn: Turn | None = None
+    calls: dict[str, tuple[str, str]] = field(default_factory=dict)
+    shown: str = ""  # reply text already returned beside tool calls, this turn
+    convert: ContextConverter = field(default_factory=ContextConverter)
+    report: KairoxTurnReport | None = None
+
+    def forget_turn(self) -> Turn | None:
+        turn, self.turn = self.turn, None
+        self.calls.clear()
+        self.shown = ""
+        return turn if turn is not None and not turn.done else None
+
+
+class KairoxChat(Runnable[ChatInput, ChatOutput]):
+    """``KairoxChat(model, session)`` or ``KairoxChat(model, kx, workspace=...,
+    profile=...)``: ``model`` is any chat model or runnable taking a list of messages
+    (``model.bind_tools(...)`` included). With a session, every call is a turn of it;
+    with a ``Kairox``, of the session named by the LangGraph ``thread_id``. Input: a
+    string, a message, a list of messages, or a LangGraph state with ``"messages"``
+    (then the output is ``{"messages": [reply]}``, so
+    ``graph.add_node("chat", KairoxChat(...))`` works as is).
+
+    ``invoke`` uses Kairox's synchronous twins, ``ainvoke`` the session's coroutines:
+    use one kind per session. ``last_turn`` is the last call's ``KairoxTurnReport``.
     """
 
     def __init__(
         self,
         model: Runnable[Any, Any],
-        session: Session,
+        session: Session | Kairox,
         *,
+        workspace: str | None = None,
+        profile: str | None = None,
         instructions: Sequence[str] = (),
     ) -> None:
+        from kairox_core.session import Session
+
         self.model = model
-        self.session = session
         self.instructions = tuple(instructions)
         self.last_turn: KairoxTurnReport | None = None
-        self._turn: Turn | None = None
-        self._calls: dict[str, tuple[str, str]] = {}
-        self._shown = ""  # reply text already returned beside tool calls, this turn
-        self._convert = ContextConverter()
+        self._fixed = _Conversation(session) if isinstance(session, Session) else None
+        self._kx = None if isinstance(session, Session) else session
+        self.workspace = workspace
+        self.profile = profile
+        self._threads: dict[str, _Conversation] = {}
+
+    @property
+    def session(self) -> Session:
+        """The session of ``KairoxChat(model, session)`` (or of the last thread)."""
+        if self._fixed is not None:
+            return self._fixed.session
+        if self.last_turn is not None:
+            return self._threads[self.last_turn.session_id].session
+        raise UnsupportedMessageError(
+            "this KairoxChat picks a session per LangGraph thread_id and has run none yet"
+        )
+
+    def _conversation(self, config: RunnableConfig | None) -> _Conversation:
+        if self._fixed is not None:
+            return self._fixed
+        thread = ((config or {}).get("configurable") or {}).get("thread_id")
+        if thread is None:
+            raise UnsupportedMessageError(
+                "KairoxChat(model, kx) uses the LangGraph thread_id as the Kairox session "
+                "id: pass config={'configurable': {'thread_id': ...}} (or compile the graph "
+                "with a checkpointer), or give KairoxChat a session"
+            )
+        sid = str(thread)
+        conv = self._threads.get(sid)
+        if conv is None:
+            assert self._kx is not None
+            session = self._kx.session(
+                workspace=self.workspace, profile=self.profile, session_id=sid
+            )
+            conv = self._threads[sid] = _Conversation(session)
+        return conv
 
     # --- Runnable -----------------------------------------------------------------------
 
@@ -84,13 +145,21 @@ class KairoxChat(Runnable[ChatInput, ChatOutput]):
         self, input: ChatInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> ChatOutput:
         messages = _as_messages(input)
-        turn = self._start_sync(messages)
+        conv = self._conversation(config)
+        turn = self._start_sync(conv, messages)
         try:
-            full = _as_ai_message(self.model.invoke(self.last_turn_messages, config, **kwargs))
+            sent = self._sent(conv)
+            full = _as_ai_message(self.model.invoke(sent, config, **kwargs))
             shown = turn.feed(full.text)
-            reply = self._finish_sync(turn, full, shown)
+            if full.tool_calls:
+                reply = self._pending_calls(conv, full, shown)
+            else:
+                conv.turn = None
+                reply = self._completed(conv, turn, turn.complete_sync(), full)
         except BaseException:
-            self._drop_sync()
+            dropped = conv.forget_turn()
+            if dropped is not None:
+                dropped.abort_sync()
             raise
         return _output(input, reply)
 
@@ -98,64 +167,82 @@ class KairoxChat(Runnable[ChatInput, ChatOutput]):
         self, input: ChatInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> ChatOutput:
         messages = _as_messages(input)
-        turn = await self._start(messages)
+        conv = self._conversation(config)
+        turn = await self._start(conv, messages)
         try:
-            full = _as_ai_message(
-                await self.model.ainvoke(self.last_turn_messages, config, **kwargs)
-            )
+            sent = self._sent(conv)
+            full = _as_ai_message(await self.model.ainvoke(sent, config, **kwargs))
             shown = turn.feed(full.text)
-            reply = await self._finish(turn, full, shown)
+            if full.tool_calls:
+                reply = self._pending_calls(conv, full, shown)
+            else:
+                conv.turn = None
+                reply = self._completed(conv, turn, await turn.complete(), full)
         except BaseException:
-            await self._drop()
+            dropped = conv.forget_turn()
+            if dropped is not None:
+                await dropped.abort()
             raise
         return _output(input, reply)
 
-    @property
-    def last_turn_messages(self) -> list[BaseMessage]:
-        return self.last_turn.messages if self.last_turn is not None else []
-
     def close(self) -> None:
-        """Abort a turn left waiting for tool results, freeing the session."""
-        self._drop_sync()
+        """Abort turns left waiting for tool results, freeing their sessions."""
+        for conv in [*([self._fixed] if self._fixed else []), *self._threads.values()]:
+            dropped = conv.forget_turn()
+            if dropped is not None:
+                dropped.abort_sync()
 
     # --- one turn -----------------------------------------------------------------------
 
-    def _start_sync(self, messages: list[BaseMessage]) -> Turn:
+    def _start_sync(self, conv: _Conversation, messages: list[BaseMessage]) -> Turn:
         last = messages[-1]
         if isinstance(last, ToolMessage):
-            turn = self._tool_results(messages)
+            turn = self._tool_results(conv, messages)
             on_kairox_loop(turn.reassemble())
         else:
-            self._drop_sync()
-            turn = self.session.begin_turn_sync(_prompt(last), instructions=self.instructions)
-            self._turn = turn
-        self._report(turn)
+            prompt = _prompt(last)
+            dropped = conv.forget_turn()
+            if dropped is not None:
+                dropped.abort_sync()
+            turn = conv.session.begin_turn_sync(prompt, instructions=self.instructions)
+            conv.turn = turn
+        self._report(conv, turn)
         return turn
 
-    async def _start(self, messages: list[BaseMessage]) -> Turn:
+    async def _start(self, conv: _Conversation, messages: list[BaseMessage]) -> Turn:
         last = messages[-1]
         if isinstance(last, ToolMessage):
-            turn = self._tool_results(messages)
+            turn = self._tool_results(conv, messages)
             await turn.reassemble()
         else:
-            await self._drop()
-            turn = await self.session.begin_turn(_prompt(last), instructions=self.instructions)
-            self._turn = turn
-        self._report(turn)
+            prompt = _prompt(last)
+            dropped = conv.forget_turn()
+            if dropped is not None:
+                await dropped.abort()
+            turn = await conv.session.begin_turn(prompt, instructions=self.instructions)
+            conv.turn = turn
+        self._report(conv, turn)
         return turn
 
-    def _report(self, turn: Turn) -> None:
-        self.last_turn = KairoxTurnReport(
-            turn_id=turn.turn_id, messages=self._convert(turn.messages), trace=turn.trace
+    def _report(self, conv: _Conversation, turn: Turn) -> None:
+        conv.report = self.last_turn = KairoxTurnReport(
+            session_id=conv.session.id,
+            turn_id=turn.turn_id,
+            messages=conv.convert(turn.messages),
+            trace=turn.trace,
         )
 
-    def _tool_results(self, messages: list[BaseMessage]) -> Turn:
+    @staticmethod
+    def _sent(conv: _Conversation) -> list[BaseMessage]:
+        return conv.report.messages if conv.report is not None else []
+
+    def _tool_results(self, conv: _Conversation, messages: list[BaseMessage]) -> Turn:
         """Record the trailing ``ToolMessage``s as the open turn's tool results."""
-        turn = self._turn
+        turn = conv.turn
         if turn is None:
             raise UnsupportedMessageError(
                 "a ToolMessage reached KairoxChat with no turn waiting for tool results "
-                f"(session {self.session.id}); the tool calls must come from this "
+                f"(session {conv.session.id}); the tool calls must come from this "
                 "KairoxChat's previous reply"
             )
         results: list[ToolMessage] = []
@@ -164,68 +251,43 @@ class KairoxChat(Runnable[ChatInput, ChatOutput]):
                 break
             results.append(message)
         for message in reversed(results):
-            call = self._calls.pop(message.tool_call_id, None)
+            call = conv.calls.pop(message.tool_call_id, None)
             if call is None:
                 continue  # recorded by an earlier call
             turn.add_tool_result(message.tool_call_id, call[0], call[1], message_text(message))
         return turn
 
-    def _finish_sync(self, turn: Turn, full: AIMessage, shown: str) -> AIMessage:
-        if full.tool_calls:
-            return self._pending_calls(full, shown)
-        self._turn = None
-        return self._completed(turn, turn.complete_sync(), full)
-
-    async def _finish(self, turn: Turn, full: AIMessage, shown: str) -> AIMessage:
-        if full.tool_calls:
-            return self._pending_calls(full, shown)
-        self._turn = None
-        return self._completed(turn, await turn.complete(), full)
-
-    def _pending_calls(self, full: AIMessage, shown: str) -> AIMessage:
-        calls = [dict(c) for c in full.tool_calls]
+    def _pending_calls(self, conv: _Conversation, full: AIMessage, shown: str) -> AIMessage:
         for call in full.tool_calls:
-            self._calls[call["id"] or ""] = (call["name"], tool_arguments(call["args"]))
-        if self.last_turn is not None:
-            self.last_turn.tool_calls = calls
+            conv.calls[call["id"] or ""] = (call["name"], tool_arguments(call["args"]))
+        if conv.report is not None:
+            conv.report.tool_calls = [dict(c) for c in full.tool_calls]
         # the text beside the calls is part of the turn's reply (markup removed)
-        self._shown += shown
+        conv.shown += shown
         return AIMessage(content=shown, tool_calls=full.tool_calls, id=full.id)
 
-    def _completed(self, turn: Turn, result: TurnResult, full: AIMessage) -> AIMessage:
-        shown_before = self._shown
-        if self.last_turn is not None:
-            self.last_turn.result = result
+    def _completed(
+        self, conv: _Conversation, turn: Turn, result: TurnResult, full: AIMessage
+    ) -> AIMessage:
+        if conv.report is not None:
+            conv.report.result = result
+        text, shown_before = result.text, conv.shown
+        conv.shown = ""
+        if shown_before and text.startswith(shown_before):  # returned with the tool calls
+            text = text[len(shown_before) :]
         metadata = dict(full.response_metadata)
         metadata["kairox"] = {
-            "session_id": self.session.id,
+            "session_id": conv.session.id,
             "turn_id": turn.turn_id,
             "context_tokens": turn.context.tokens,
             "proposals": [p.id for p in result.proposals],
         }
-        text, self._shown = result.text, ""
-        if shown_before and text.startswith(shown_before):  # returned with the tool calls
-            text = text[len(shown_before) :]
         return AIMessage(
             content=text,
             id=full.id,
             response_metadata=metadata,
             usage_metadata=full.usage_metadata,
         )
-
-    def _drop_sync(self) -> None:
-        turn, self._turn = self._turn, None
-        self._calls.clear()
-        self._shown = ""
-        if turn is not None and not turn.done:
-            turn.abort_sync()
-
-    async def _drop(self) -> None:
-        turn, self._turn = self._turn, None
-        self._calls.clear()
-        self._shown = ""
-        if turn is not None and not turn.done:
-            await turn.abort()
 
 
 def _as_messages(input: ChatInput) -> list[BaseMessage]:
