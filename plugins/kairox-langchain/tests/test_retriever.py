@@ -77,6 +77,9 @@ def test_another_workspace_sees_nothing(kairox_home: Path, tmp_path: Path) -> No
         assert KairoxRetriever(kx=kx, workspace="garage").invoke("green tea") == []
 
 
+FILTERS_SEEN: list[Any] = []
+
+
 class StaticKB:
     def __init__(self, name: str, fail: bool) -> None:
         self.name = name
@@ -85,6 +88,7 @@ class StaticKB:
     async def retrieve(
         self, query: str, k: int, filters: Mapping[str, Any] | None = None
     ) -> list[RetrievalHit]:
+        FILTERS_SEEN.append(filters)
         if self.fail:
             raise RetrieverUnavailable(self.name, "connection refused")
         return [RetrievalHit("Matcha is whisked, not steeped.", 0.9, self.name, "doc-17")]
@@ -111,6 +115,13 @@ def test_knowledge_bases_are_fused_with_the_workspace_and_failures_said(
         sources = {d.metadata["source"] for d in docs}
         assert sources == {"workspace", "teadocs"}
         assert any(d.page_content.startswith("Matcha") for d in docs)
+        FILTERS_SEEN.clear()
+        with pytest.warns(RuntimeWarning) as warned:
+            retriever.invoke("green tea", filters={"lang": "en"})
+        assert [str(w.message).split(" failed")[0] for w in warned] == [
+            "Kairox retrieval source flaky"
+        ]
+        assert FILTERS_SEEN == [{"lang": "en"}, {"lang": "en"}]  # both knowledge bases
 
 
 def test_every_source_failing_is_an_error(

@@ -31,7 +31,8 @@ class KairoxRetriever(BaseRetriever):
     """``KairoxRetriever(kx=kx, workspace="docs", profile="default", k=4)``.
 
     ``workspace`` and ``profile`` default to the configuration's; ``k`` to
-    ``[retrieval] k``; ``invoke(query, k=3)`` overrides it per call. A source that
+    ``[retrieval] k``; ``invoke(query, k=3)`` overrides it per call, and
+    ``invoke(query, filters={...})`` passes metadata filters to every source. A source that
     fails is reported with a ``RuntimeWarning`` (and in ``last_result``); when every
     source fails the call raises ``RetrieverError``.
     """
@@ -48,14 +49,14 @@ class KairoxRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        return on_kairox_loop(self._search(query, kwargs.get("k")))
+        return on_kairox_loop(self._search(query, kwargs.get("k"), kwargs.get("filters")))
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        return await aon_kairox_loop(self._search(query, kwargs.get("k")))
+        return await aon_kairox_loop(self._search(query, kwargs.get("k"), kwargs.get("filters")))
 
-    async def _search(self, query: str, k: Any) -> list[Document]:
+    async def _search(self, query: str, k: Any, filters: Any) -> list[Document]:
         if k is None:
             k = self.k if self.k is not None else self.kx.config.retrieval.k
         if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
@@ -65,7 +66,7 @@ class KairoxRetriever(BaseRetriever):
             profile, _ = cfg.resolve_profile(self.profile)
             workspace = self.workspace or cfg.kairox.default_workspace
             self._composite = self.kx.retriever_for(profile, workspace)
-        result: CompositeResult = await self._composite.search(query, k)
+        result: CompositeResult = await self._composite.search(query, k, filters)
         self.last_result = result
         failed = [s for s in result.sources if not s.ok]
         if failed and len(failed) == len(result.sources):
