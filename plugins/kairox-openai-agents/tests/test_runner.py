@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from agents import Runner
+from agents import RunConfig, Runner
 from helpers import agent_for, event_types, open_kairox, sent_messages
 
 from kairox_core.testing.fake_openai import Action, FakeOpenAIServer
@@ -129,3 +130,41 @@ async def test_a_new_object_resumes_the_same_conversation(
         await Runner.run(agent_for(server), "Who am I?", session=KairoxSession(kx, "c5"))
         contents = [m["content"] for m in sent_messages(server)]
         assert contents[-3:] == ["My name is Ada.", "Noted.", "Who am I?"]
+
+
+async def test_model_input_filter_recalls_on_the_question_being_asked(
+    tmp_path: Path, server: FakeOpenAIServer
+) -> None:
+    """Without the filter get_items assembles for the previous user message; with it the
+    model call gets Kairox's context for the question itself, tool calls included."""
+    with open_kairox(tmp_path, window=700) as kx:
+        session = KairoxSession(kx, "chat-6")
+        agent = agent_for(server)
+        config = RunConfig(call_model_input_filter=session.model_input_filter)
+        await Runner.run(agent, "The code for the blue door is 4417.", session=session)
+        for i in range(16):
+            await Runner.run(agent, f"Shipment {i}? " + "pallets " * 15, session=session)
+
+        def recalled(messages: list[dict[str, Any]]) -> bool:
+            return any(
+                "[recalled turns of this conversation]" in str(m.get("content"))
+                and "4417" in str(m.get("content"))
+                for m in messages
+            )
+
+        await Runner.run(agent, "What was the code for the blue door?", session=session)
+        assert not recalled(sent_messages(server))  # one turn behind without the filter
+
+        server.script(Action(tool_calls=(("weather", '{"city": "Oslo"}'),)), Action(reply="4417."))
+        await Runner.run(
+            agent, "Remind me: the blue door code?", session=session, run_config=config
+        )
+        first, second = sent_messages(server, -2), sent_messages(server, -1)
+        assert recalled(first) and recalled(second)
+        assert first[0] == {"role": "system", "content": "Be brief."}  # instructions kept
+        assert first[-1] == {"role": "user", "content": "Remind me: the blue door code?"}
+        assert [m["role"] for m in second[-3:]] == ["user", "assistant", "tool"]
+        assert second[-1]["content"] == "sunny and 21C in Oslo"
+        # and the turn is recorded once, as usual
+        users = [e.text for e in kx.events("chat-6") if e.type == "UserMessageAdded"]  # type: ignore[attr-defined]
+        assert users.count("Remind me: the blue door code?") == 1

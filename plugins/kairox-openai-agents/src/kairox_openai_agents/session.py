@@ -34,10 +34,11 @@ import logging
 import re
 import threading
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from agents.items import TResponseInputItem
 from agents.memory import SessionSettings
+from agents.run_config import CallModelData, ModelInputData
 
 from kairox_openai_agents.items import (
     AssistantText,
@@ -46,6 +47,7 @@ from kairox_openai_agents.items import (
     ToolCall,
     ToolOutput,
     UserText,
+    as_mapping,
     messages_to_items,
     parse_items,
 )
@@ -99,6 +101,7 @@ class KairoxSession:
         self._replied = False
         self._tool_results = 0
         self._query: str | None = None  # the latest user message; None: not read yet
+        self._last_piece: str | None = None  # the open turn's last user item's text
         self._kairox = kx.session(
             workspace=workspace,
             profile=profile,
@@ -150,6 +153,31 @@ class KairoxSession:
         """Start a fresh Kairox session under this ``session_id``; the previous one and
         its audit trail stay in the database. An unfinished turn is aborted first."""
         await asyncio.to_thread(self._clear)
+
+    async def model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
+        """A ``RunConfig(call_model_input_filter=...)``: each model call of the run gets
+        Kairox's context assembled for the input actually asked (recall, long-term
+        block and retrieval on the question itself), then the run's own tool calls.
+        Without it, ``get_items`` assembles for the previous user message."""
+        return await asyncio.to_thread(self._model_input, data.model_data)
+
+    def _model_input(self, data: ModelInputData) -> ModelInputData:
+        with self._lock:
+            turn, piece = self._turn, self._last_piece
+            if turn is None or piece is None:
+                return data  # no turn of this session in progress: leave the input alone
+            messages = turn.messages
+        items = list(data.input)
+        last_user = next((i for i in range(len(items) - 1, -1, -1) if _is_user(items[i])), None)
+        if last_user is None or _user_text(items[last_user]) != piece:
+            log.debug(
+                "kairox session %s: model input has not this turn's prompt; left alone",
+                self.kairox_session_id,
+            )
+            return data
+        context = messages_to_items(messages)  # ends with the prompt, verbatim
+        new = [*cast(list[TResponseInputItem], context), *items[last_user + 1 :]]
+        return ModelInputData(input=new, instructions=data.instructions)
 
     # --- recording -----------------------------------------------------------------------
 
@@ -221,6 +249,7 @@ class KairoxSession:
         if not pending:
             return
         prompt = "\n\n".join(pending)
+        self._last_piece = pending[-1]
         pending.clear()
         self._close_turn()
         self._turn = self._kairox.begin_turn_sync(prompt)
@@ -262,6 +291,7 @@ class KairoxSession:
         self._calls = {}
         self._replied = False
         self._tool_results = 0
+        self._last_piece = None
 
     # --- generations (clear_session) -----------------------------------------------------
 
@@ -288,3 +318,16 @@ class KairoxSession:
                 system_prompt=self._system_prompt,
             )
             self._query = ""
+
+
+def _is_user(item: object) -> bool:
+    mapping = as_mapping(item)
+    return mapping.get("role") == "user" and (mapping.get("type") or "message") == "message"
+
+
+def _user_text(item: object) -> str | None:
+    try:
+        ops = parse_items([item])
+    except KairoxSessionError:  # a part Kairox does not store: not this turn's prompt
+        return None
+    return ops[0].text if ops and isinstance(ops[0], UserText) else None
