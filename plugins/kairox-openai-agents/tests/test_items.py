@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kairox_openai_agents.items import (
@@ -56,6 +56,7 @@ def exchanges(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[Op]]:
     return messages, ops
 
 
+@settings(deadline=None)  # no wall-clock bound: the machine may be loaded
 @given(exchanges())
 def test_kairox_history_round_trips_through_sdk_items(
     case: tuple[list[dict[str, Any]], list[Op]],
@@ -64,6 +65,7 @@ def test_kairox_history_round_trips_through_sdk_items(
     assert parse_items(messages_to_items(messages)) == ops
 
 
+@settings(deadline=None)  # no wall-clock bound: the machine may be loaded
 @given(st.text(max_size=30), st.lists(st.text(max_size=10), max_size=4))
 def test_text_parts_join_in_order(prefix: str, parts: list[str]) -> None:
     item = {
@@ -106,6 +108,7 @@ item_like = st.fixed_dictionaries(
 )
 
 
+@settings(deadline=None)  # no wall-clock bound: the machine may be loaded
 @given(st.lists(item_like, max_size=4))
 def test_any_item_is_parsed_or_refused_clearly(raw: list[dict[str, Any]]) -> None:
     try:

@@ -8,7 +8,7 @@ from typing import Any, cast
 import pytest
 from agents import TResponseInputItem
 from agents.memory import Session, SessionSettings
-from helpers import event_types, open_kairox
+from oai_helpers import event_types, open_kairox
 
 from kairox_openai_agents import KairoxSession, KairoxSessionError
 
@@ -47,6 +47,8 @@ async def test_add_then_get_in_order_with_limit(tmp_path: Path) -> None:
         assert [i["content"] for i in everything] == ["q0", "a0", "q1", "a1", "q2", "a2"]  # type: ignore[typeddict-item]
         assert await session.get_items(limit=2) == everything[-2:]
         assert await session.get_items(limit=0) == []
+        assert await session.get_items(limit=50) == everything
+        assert await session.get_items(limit=-1) == everything  # as SQLiteSession
         session.session_settings = SessionSettings(limit=3)
         assert await session.get_items() == everything[-3:]
         assert await session.get_items(limit=1) == everything[-1:]  # an explicit limit wins

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from agents import RunConfig, Runner
-from helpers import agent_for, event_types, open_kairox, sent_messages
+from oai_helpers import agent_for, event_types, open_kairox, sent_messages
 
 from kairox_core.testing.fake_openai import Action, FakeOpenAIServer
 from kairox_openai_agents import KairoxSession
@@ -168,3 +168,21 @@ async def test_model_input_filter_recalls_on_the_question_being_asked(
         # and the turn is recorded once, as usual
         users = [e.text for e in kx.events("chat-6") if e.type == "UserMessageAdded"]  # type: ignore[attr-defined]
         assert users.count("Remind me: the blue door code?") == 1
+
+
+async def test_a_streamed_run_is_recorded_like_any_run(
+    tmp_path: Path, server: FakeOpenAIServer
+) -> None:
+    with open_kairox(tmp_path) as kx:
+        session = KairoxSession(kx, "chat-7")
+        server.script(
+            Action(tool_calls=(("weather", '{"city": "Rome"}'),)),
+            Action(reply='Warm. <memory scope="session">Planning a Rome trip</memory>'),
+        )
+        result = Runner.run_streamed(agent_for(server), "Rome weather?", session=session)
+        async for _ in result.stream_events():
+            pass
+        assert event_types(kx, "chat-7").count("ToolInvocationCompleted") == 1
+        assert session.last_turn is not None and session.last_turn.text == "Warm."
+        memories = [m["content"] for m in (await session.get_items()) if m.get("role") == "system"]
+        assert any("Planning a Rome trip" in str(c) for c in memories)

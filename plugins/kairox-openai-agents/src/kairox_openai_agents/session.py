@@ -130,7 +130,7 @@ class KairoxSession:
             limit = self.session_settings.limit
         items = await asyncio.to_thread(self._context_items)
         if limit is not None and limit >= 0:  # negative: everything, as SQLiteSession
-            items = items[len(items) - limit :] if limit else []
+            items = items[max(0, len(items) - limit) :] if limit else []
         return cast(list[TResponseInputItem], items)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
