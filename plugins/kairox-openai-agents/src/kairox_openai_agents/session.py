@@ -22,9 +22,10 @@ Kairox turn per run:
   (``kx.events(old_id)``), user and workspace memories carry over, session memories do
   not.
 
-Every Kairox call goes through its synchronous twins on Kairox's own loop, from a worker
-thread, so ``Runner.run`` (your loop) and ``Runner.run_sync`` (a new loop per call)
-both work and the caller's loop never blocks on the database.
+Every Kairox call runs in a worker thread, the asynchronous ones through their
+synchronous twins on Kairox's own loop, so ``Runner.run`` (your loop) and
+``Runner.run_sync`` (a new loop per call) both work and the caller's loop never blocks
+on the database.
 """
 
 from __future__ import annotations
