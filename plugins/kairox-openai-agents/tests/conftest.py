@@ -1,0 +1,1 @@
+pytest_plugins = ["kairox_core.testing.fixtures"]
