@@ -107,18 +107,25 @@ class ChatEngine:
         from kairox_core.facade import Kairox
 
         profile_name, _ = config.resolve_profile(profile)
-        note = "model provider given by the caller"
-        if provider is None:
-            choice = choose_provider(config, profile=profile_name)
-            provider = build_provider(choice.config)
-            note = f"model: {provider.model} via {choice.reason}"
         kx = Kairox.open(database, config=config)
-        session = kx.session(
-            workspace=workspace or config.kairox.default_workspace,
-            profile=profile_name,
-            session_id=session_id,
-            system_prompt=front_end_system_prompt(config),  # as `kairox context` shows it
-        )
+        try:
+            if profile is None and session_id is not None:  # resumed: its own profile
+                profile_name = _stored_profile(kx, session_id) or profile_name
+            note = "model provider given by the caller"
+            if provider is None:
+                choice = choose_provider(config, profile=profile_name)
+                provider = build_provider(choice.config)
+                note = f"model: {provider.model} via {choice.reason}"
+            # workspace None: a resumed session keeps its own (the resume hint names none)
+            session = kx.session(
+                workspace=workspace,
+                profile=profile,
+                session_id=session_id,
+                system_prompt=front_end_system_prompt(config),  # as `kairox context` shows it
+            )
+        except BaseException:
+            kx.close()
+            raise
         toolbox = None
         if config.mcp_servers_for(profile_name):
             from kairox_core.mcp.client import McpToolbox  # the SDK loads on the first turn
@@ -236,6 +243,19 @@ class ChatEngine:
             await self.toolbox.aclose()  # stops the MCP servers
         await self.provider.close()
         await self.kx.aclose()
+
+
+def _stored_profile(kx: Any, session_id: str) -> str | None:
+    """The profile a stored session runs with (resolved), or None: a new session, or a
+    profile this configuration lacks (opening the session then says so)."""
+    info = kx.events_store.get_session(session_id)
+    if info is None or not info.profile:
+        return None
+    try:
+        name, _ = kx.config.resolve_profile(info.profile)
+    except KairoxError:
+        return None
+    return str(name)
 
 
 def describe_event(event: Event) -> str:
