@@ -73,9 +73,11 @@ async def test_a_summary_line_kept_long_term_from_the_memory_view(
         await pilot.pause()
         await pilot.press("l")
         await pilot.pause()
-        app.screen.query_one(TextArea).text = "2"
+        prompt = app.screen.query_one("EditScreen Label").render()
+        assert "0: Alice booked room 101.\n1: Lunch is at noon." in str(prompt)
+        app.screen.query_one(TextArea).text = "1"  # numbered as `kairox summary show` prints
         await pilot.press("ctrl+s")
         await pilot.pause()
     (chunk,) = engine.kx.longterm.list()
-    assert (chunk.text, chunk.scope) == ("Lunch is at noon.", "project")
+    assert (chunk.text, chunk.scope) == ("Lunch is at noon.", "session")
     await engine.close()

@@ -242,3 +242,29 @@ def test_bad_tokens_are_refused_at_start(tmp_path: Path) -> None:
             env=env,
         )
         assert r.returncode == 2 and "kairox: error: --token" in r.stderr, r.stderr
+
+
+def test_summary_lines_keep_their_numbers_for_drop_pin_and_long_term(serve: Server) -> None:
+    sid = serve.api("POST", "/api/sessions", {})["session_id"]
+    for prompt in ("one", "two", "three"):
+        turn(serve, sid, prompt)
+    seq = serve.api("POST", f"/api/sessions/{sid}/compact", {})["summary_seq"]
+    base = f"/api/sessions/{sid}/summaries/{seq}"
+    serve.api("PUT", base, {"text": "LINE-A\nLINE-B\nLINE-C\nLINE-D"})
+    serve.api("POST", f"{base}/drop", {"chunk": 1})
+    (summary,) = serve.api("GET", f"/api/sessions/{sid}/summaries")
+    assert summary["lines"] == [
+        {"index": 0, "text": "LINE-A"},
+        {"index": 2, "text": "LINE-C"},
+        {"index": 3, "text": "LINE-D"},
+    ]
+    assert "LINE-D" in serve.api("POST", f"{base}/drop", {"chunk": 3})["payload"]["text"]
+    serve.api("POST", f"{base}/drop", {"chunk": 0})  # the first line: the others keep theirs
+    (summary,) = serve.api("GET", f"/api/sessions/{sid}/summaries")
+    assert summary["lines"] == [{"index": 2, "text": "LINE-C"}]
+    pinned = serve.api("POST", f"{base}/pin", {"line": 2})["payload"]
+    assert (pinned["text"], pinned["source_seq"]) == ("LINE-C", seq)
+    chunk = serve.api("POST", f"{base}/longterm", {"line": 2})
+    assert (chunk["text"], chunk["scope"], chunk["session_id"]) == ("LINE-C", "session", sid)
+    r = httpx.post(f"{serve.url}{base}/longterm", json={"line": 1}, headers=CSRF)
+    assert r.status_code == 400 and "its lines are: 2" in r.json()["detail"]

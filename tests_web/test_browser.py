@@ -255,3 +255,29 @@ def test_screenshots(page: Any, serve: Server, tmp_path: Path) -> None:
     (usage,) = [u for u in serve.api("GET", "/api/usage") if not u["session_id"].startswith("_")]
     assert usage["compactions"] == 1 and usage["compaction_completion_tokens"] > 0
     page.screenshot(path=str(images / "web-usage.png"))
+
+
+def test_drop_after_an_earlier_drop_removes_the_line_clicked(page: Any, serve: Server) -> None:
+    for prompt in ("alpha", "beta", "gamma"):
+        send(page, prompt)
+    page.click("#tabs button[data-tab=memory]")
+    page.click("#compact-now")
+    card = page.locator(".card.summary")
+    expect(card).to_have_count(1)
+    card.locator("button", has_text="Edit").click()
+    card.locator("textarea.summary-editor").fill("LINE-A\nLINE-B\nLINE-C\nLINE-D")
+    card.locator("button", has_text="Save summary").click()
+    lines = page.locator(".card.summary .chunks li")
+    expect(lines).to_have_count(4)
+    lines.filter(has_text="LINE-B").locator("button.drop").click()
+    expect(lines).to_have_count(3)
+    lines.filter(has_text="LINE-D").locator("button.drop").click()
+    expect(lines).to_have_count(2)
+    expect(page.locator(".card.summary .chunks")).to_contain_text("LINE-C")
+    expect(page.locator(".card.summary .chunks")).not_to_contain_text("LINE-D")
+    expect(lines.last).to_have_attribute("value", "2")  # numbered as `kairox summary show`
+    lines.filter(has_text="LINE-C").locator("button.keep").click()
+    expect(page.locator("#status")).to_contain_text("kept in long-term memory: LINE-C")
+    page.click("#tabs button[data-tab=longterm]")
+    expect(page.locator("#chunk-scope")).to_have_value("session")  # the default scope
+    expect(page.locator("#chunk-table tbody tr")).to_contain_text("LINE-C")

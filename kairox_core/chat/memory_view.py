@@ -26,6 +26,7 @@ from kairox_core.chat.longterm_tab import LongTermPane
 from kairox_core.chat.summary_card import SummaryCard, original_messages
 from kairox_core.chat.usage_tab import render_usage, usage_line
 from kairox_core.chat.widgets import EditScreen
+from kairox_core.context.edits import numbered_lines
 from kairox_core.context.layers import LayerText, content, layer_texts
 from kairox_core.context.sources import SummaryItem
 from kairox_core.errors import KairoxError
@@ -215,22 +216,23 @@ class MemoryView(Screen[None]):
     def action_pin(self) -> None:
         """Pin a fact; on a focused summary card, a line of it (by number) or any text."""
         card = self.focused if isinstance(self.focused, SummaryCard) else None
-        lines = [ln for ln in card.summary.text.split("\n") if ln.strip()] if card else []
+        lines = dict(numbered_lines(card.summary.text)) if card else {}
 
         def save(text: str | None) -> None:
             if not text or not text.strip():
                 return
             text = text.strip()
-            if card is not None and text.isdigit() and 1 <= int(text) <= len(lines):
-                line = lines[int(text) - 1].strip()
+            if card is not None and text.isdigit() and int(text) in lines:
+                line = lines[int(text)].strip()
                 self._call_session("pin_fact", line, source_seq=card.summary.seq)
             else:
                 self._call_session("pin_fact", text)
 
         title = "Pin a fact (kept verbatim in every turn)"
         if card is not None:
-            listing = "\n".join(f"{i}: {ln}" for i, ln in enumerate(lines, 1))
-            title = f"Pin a line of this summary (its number) or type a fact:\n{listing}"
+            title = "Pin a line of this summary (its number) or type a fact:\n" + listing(
+                card.summary.text
+            )
         self.app.push_screen(EditScreen(title, ""), save)
 
     def _target_summary(self) -> Any:
@@ -286,18 +288,17 @@ class MemoryView(Screen[None]):
                 return
             self._call_session("drop_chunk", summary.seq, int(text.strip()))
 
-        chunks = "\n".join(f"{i}: {c}" for i, c in enumerate(summary.text.split("\n")) if c)
         self.app.push_screen(
-            EditScreen("Type the number of the chunk to drop:\n" + chunks, ""), save
+            EditScreen("Type the number of the line to drop:\n" + listing(summary.text), ""),
+            save,
         )
 
     def action_keep_line(self) -> None:
-        """Keep one line of a summary (the focused card's, else the latest) as a project
-        long-term chunk."""
+        """Keep one line of a summary (the focused card's, else the latest) as a long-term
+        chunk of this session (scope session, as ``/remember``)."""
         summary = self._target_summary()
         if summary is None:
             return
-        lines = [ln for ln in summary.text.split("\n") if ln.strip()]
 
         def save(text: str | None) -> None:
             if text is None or not text.strip().isdigit():
@@ -310,9 +311,11 @@ class MemoryView(Screen[None]):
                 self.notify(str(exc), severity="error")
             self.query_one(LongTermPane).load()
 
-        listing = "\n".join(f"{i}: {ln}" for i, ln in enumerate(lines, 1))
         self.app.push_screen(
-            EditScreen("Type the number of the line to keep long-term:\n" + listing, ""), save
+            EditScreen(
+                "Type the number of the line to keep long-term:\n" + listing(summary.text), ""
+            ),
+            save,
         )
 
     @work(group="session-action")
@@ -324,6 +327,11 @@ class MemoryView(Screen[None]):
         except KairoxError as exc:
             self.notify(str(exc), severity="error")
         self.load_layers()
+
+
+def listing(text: str) -> str:
+    """A summary's lines with the numbers ``kairox summary show`` prints."""
+    return "\n".join(f"{i}: {line}" for i, line in numbered_lines(text))
 
 
 def parse_range(text: str) -> tuple[int, int] | None:

@@ -1,6 +1,6 @@
 """Slash commands typed into the chat: parsed here, run by the chat front ends.
 
-``/remember TEXT`` keeps a long-term chunk (scope ``project`` unless ``--scope session``
+``/remember TEXT`` keeps a long-term chunk (scope ``session`` unless ``--scope project``
 or ``global``): recalled later when a prompt is about it. The exact keyed records of
 before stay one flag away: ``--key KEY`` or ``--scope user|workspace`` writes a keyed
 memory (accepted at once), injected into every turn whatever the prompt.
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from kairox_core.errors import KairoxUserError
 
 HELP = """\
-/remember TEXT [--scope project|session|global]    keep TEXT long-term (recalled when relevant)
+/remember TEXT [--scope session|project|global]    keep TEXT long-term (recalled when relevant)
 /remember TEXT --key KEY [--scope user|workspace]  a keyed memory instead (always injected)
 /compact                                           compact this session's older history now
 /profile NAME                                      switch to another profile (or alias)
@@ -41,7 +41,7 @@ class RememberChunk:
     """Keep ``text`` as a long-term chunk (kx.longterm)."""
 
     text: str
-    scope: str = "project"
+    scope: str = "session"
 
 
 @dataclass(frozen=True)
@@ -61,9 +61,9 @@ class Help:
 
 SlashCommand = Remember | RememberChunk | Compact | SwitchProfile | Help
 KEYED_SCOPES = ("user", "workspace")
-CHUNK_SCOPES = ("project", "session", "global")
+CHUNK_SCOPES = ("session", "project", "global")
 USAGE = (
-    "usage: /remember TEXT [--scope project|session|global], or "
+    "usage: /remember TEXT [--scope session|project|global], or "
     "/remember TEXT --key KEY [--scope user|workspace] for a keyed memory"
 )
 
@@ -112,7 +112,7 @@ def _parse_remember(args: list[str]) -> Remember | RememberChunk:
             if arg == "--scope":
                 if value not in KEYED_SCOPES + CHUNK_SCOPES:
                     raise SlashError(
-                        f"--scope must be project, session or global (long-term), or user "
+                        f"--scope must be session, project or global (long-term), or user "
                         f"or workspace (keyed), not '{value}'"
                     )
                 scope = value
@@ -129,7 +129,7 @@ def _parse_remember(args: list[str]) -> Remember | RememberChunk:
     if not text:
         raise SlashError(USAGE)
     if key is None and (scope is None or scope in CHUNK_SCOPES):
-        return RememberChunk(text=text, scope=scope or "project")
+        return RememberChunk(text=text, scope=scope or "session")
     if scope in CHUNK_SCOPES:
         raise SlashError(f"--key makes a keyed memory: its scope is user or workspace; {USAGE}")
     return Remember(text=text, scope=scope or "user", key=key or derive_key(text))

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
+from kairox_core.context.edits import line_of, numbered_lines
 from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted, UserMessageAdded
 from kairox_core.memory.records import MemoryNotFoundError
 from kairox_core.usage import usage
@@ -274,6 +275,8 @@ async def summaries(request: Request, session_id: str) -> list[dict[str, Any]]:
             {
                 **plain(item),
                 "chunks": [c for c in item.text.split("\n") if c.strip()],
+                # the one numbering (`kairox summary show`): drop, pin and keep take index
+                "lines": [{"index": i, "text": c} for i, c in numbered_lines(item.text)],
                 "originals": [event_json(e) for e in originals if isinstance(e, CONVERSATION)],
             }
         )
@@ -292,6 +295,34 @@ async def drop_chunk(
 ) -> dict[str, Any]:
     session = kx_of(request).get_session(session_id)
     return event_json(await session.drop_chunk(seq, chunk.chunk))
+
+
+class SummaryLine(BaseModel):
+    line: int = Field(..., ge=0)  # as `kairox summary show` numbers it
+    scope: Literal["session", "project", "global"] = "session"
+
+
+@router.post("/sessions/{session_id}/summaries/{seq}/pin", summary="Pin one line of a summary")
+async def pin_summary_line(
+    request: Request, session_id: str, seq: int, spec: SummaryLine
+) -> dict[str, Any]:
+    session = kx_of(request).get_session(session_id)
+    line = line_of(session.active_summary(seq), spec.line)
+    return event_json(await session.pin_fact(line, source_seq=seq))
+
+
+@router.post(
+    "/sessions/{session_id}/summaries/{seq}/longterm",
+    summary="Keep one line of a summary as a long-term chunk (scope session by default)",
+)
+async def keep_summary_line(
+    request: Request, session_id: str, seq: int, spec: SummaryLine
+) -> dict[str, Any]:
+    kx = kx_of(request)
+    kx.get_session(session_id)
+    chunk = kx.longterm.pin_summary_line(session_id, seq, spec.line, scope=spec.scope)
+    data: dict[str, Any] = chunk.as_dict()
+    return data
 
 
 @router.post("/sessions/{session_id}/pins", summary="Pin a fact: verbatim in every turn")

@@ -215,17 +215,24 @@ function summaryCard(s) {
   const sid = encodeURIComponent(sessionId);
   const editor = el("textarea", { class: "summary-editor", rows: 6, hidden: true });
   editor.value = s.text;
-  const lines = el("ol", { class: "chunks", start: 0 }, ...s.chunks.map((c, i) => el("li", {}, c, " ",
-    el("button", { type: "button", class: "drop", title: "Drop this chunk", onclick: async () => {
-      await api("POST", `/api/sessions/${sid}/summaries/${s.seq}/drop`, { chunk: i }); loadMemoryView();
-    } }, "Drop"))));
+  // numbered as `kairox summary show` prints them: a number names its line after a drop
+  const lines = el("ol", { class: "chunks" }, ...s.lines.map((c) => el("li", { value: c.index, "data-line": c.index }, c.text, " ",
+    el("button", { type: "button", class: "drop", title: "Drop this line from what later turns see", onclick: async () => {
+      await api("POST", `/api/sessions/${sid}/summaries/${s.seq}/drop`, { chunk: c.index }); refresh();
+    } }, "Drop"),
+    el("button", { type: "button", class: "pin", title: "Pin this line: verbatim in every turn", onclick: async () => {
+      await api("POST", `/api/sessions/${sid}/summaries/${s.seq}/pin`, { line: c.index }); status(`pinned: ${c.text}`); refresh();
+    } }, "Pin"),
+    el("button", { type: "button", class: "keep", title: "Keep this line in long-term memory (this session)", onclick: async () => {
+      await api("POST", `/api/sessions/${sid}/summaries/${s.seq}/longterm`, { line: c.index }); status(`kept in long-term memory: ${c.text}`);
+    } }, "Pin to long-term"))));
   const originals = el("details", { class: "originals" },
     el("summary", {}, `[Summary] of seqs ${s.first_seq}-${s.last_seq}: ${s.originals.length} original messages`),
     ...s.originals.map((e) => el("div", { class: "msg original" },
       el("div", { class: "role" }, `#${e.seq} ${e.type === "UserMessageAdded" ? "user" : e.type === "AssistantMessageCompleted" ? "assistant" : "tool"}`),
       el("div", { class: "text" }, e.payload.text ?? e.payload.result ?? ""))));
   const save = el("button", { type: "button", hidden: true, onclick: async () => {
-    await api("PUT", `/api/sessions/${sid}/summaries/${s.seq}`, { text: editor.value }); loadMemoryView();
+    await api("PUT", `/api/sessions/${sid}/summaries/${s.seq}`, { text: editor.value }); refresh();
   } }, "Save summary");
   return el("div", { class: "card summary", "data-seq": s.seq },
     el("div", { class: "card-title" }, `[Summary] seqs ${s.first_seq}-${s.last_seq} (${s.strategy})`),
