@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Header, Input, Static
 
-from kairox_core.chat.engine import ChatEngine, TurnOutcome, describe_event
+from kairox_core.chat.engine import ChatEngine, TurnOutcome, describe_event, scoped
 from kairox_core.chat.resume import resume_hint
 from kairox_core.chat.slash import (
     HELP,
@@ -80,6 +80,7 @@ class ChatApp(App[str]):
         self.resume_args = tuple(resume_args)  # --config/--db for the resume command
         self.turns = 0
         self.busy = False
+        self._waiting_note: ChatMessage | None = None  # "a memory waits...", while one does
 
     @property
     def resume_hint(self) -> str:
@@ -207,8 +208,21 @@ class ChatApp(App[str]):
             cards.append(card)
         self.chat.scroll_end(animate=False)
         if cards:  # the prompt keeps the keyboard: typing must never decide a card
-            many = f"{len(cards)} memories wait" if len(cards) > 1 else "a memory waits"
-            self.note(f"{many} for your decision: ctrl+n selects a card, then a / r / e")
+            self.update_waiting_note()
+
+    def update_waiting_note(self) -> None:
+        """One note says how many cards wait for a decision, below the latest card; it
+        goes once the last card is decided."""
+        pending = [c for c in self.query(MemoryCard) if not c.decided]
+        if self._waiting_note is not None:
+            self._waiting_note.remove()
+            self._waiting_note = None
+        if pending:
+            n = len(pending)
+            many = f"{n} memories wait" if n > 1 else "a memory waits"
+            self._waiting_note = self.note(
+                f"{many} for your decision: ctrl+n selects a card, then a / r / e"
+            )
 
     def on_memory_card_typed_away(self, message: MemoryCard.TypedAway) -> None:
         prompt = self.query_one("#prompt", Input)
@@ -220,14 +234,15 @@ class ChatApp(App[str]):
         try:
             if message.verdict == "approve":
                 self.engine.approve(p.proposal_id, body=message.body)
-                self.trace_panel.add_line(f"MemoryAccepted {p.scope}:{p.key}", "green")
+                self.trace_panel.add_line(f"MemoryAccepted {scoped(p.scope, p.key)}", "green")
             else:
                 self.engine.reject(p.proposal_id, reason="rejected in kairox chat")
-                self.trace_panel.add_line(f"MemoryRejected {p.scope}:{p.key}", "red")
+                self.trace_panel.add_line(f"MemoryRejected {scoped(p.scope, p.key)}", "red")
         except KairoxError as exc:
             self.note(str(exc), "error")
             return
         card.mark(message.verdict, message.body)
+        self.update_waiting_note()
         pending = [c for c in self.query(MemoryCard) if not c.decided]
         if pending:
             pending[0].focus()

@@ -258,16 +258,22 @@ def _stored_profile(kx: Any, session_id: str) -> str | None:
     return str(name)
 
 
+def scoped(scope: str, key: str | None) -> str:
+    """``scope:key``, or the scope alone for a keyless memory (never ``scope:None``)."""
+    return f"{scope}:{key}" if key else str(scope)
+
+
 def describe_event(event: Event) -> str:
     """One line for an event, as the trace panel and ``--plain`` show it."""
     if isinstance(event, MemoryProposed):
         taint = " TAINTED" if event.tainted else ""
-        return f"MemoryProposed {event.scope}:{event.key}{taint} id={event.proposal_id}"
+        return f"MemoryProposed {scoped(event.scope, event.key)}{taint} id={event.proposal_id}"
     if isinstance(event, MemoryAccepted):
-        return f"MemoryAccepted {event.scope}:{event.key}" + (" (edited)" if event.edited else "")
+        edited = " (edited)" if event.edited else ""
+        return f"MemoryAccepted {scoped(event.scope, event.key)}{edited}"
     if isinstance(event, MemoryRejected):
         reason = f" ({event.reason})" if event.reason else ""
-        return f"MemoryRejected {event.scope}:{event.key}{reason}"
+        return f"MemoryRejected {scoped(event.scope, event.key)}{reason}"
     if isinstance(event, ContextCompactionFailed):
         return f"ContextCompactionFailed: {event.reason}"
     if isinstance(event, ContextCompactionSkipped):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TextIO
 
-from kairox_core.chat.engine import ChatEngine, TurnOutcome, describe_event
+from kairox_core.chat.engine import ChatEngine, TurnOutcome, describe_event, scoped
 from kairox_core.chat.resume import resume_hint
 from kairox_core.chat.slash import (
     HELP,
@@ -118,13 +118,15 @@ class PlainChat:
             taint = (
                 " TAINTED (its text came from a tool result or retrieved text)" if p.tainted else ""
             )
-            self.say(f"memory proposed id={p.proposal_id} [{p.scope}:{p.key}]{taint}: {p.body}")
+            self.say(
+                f"memory proposed id={p.proposal_id} [{scoped(p.scope, p.key)}]{taint}: {p.body}"
+            )
             if self.decide == "approve":
                 self.engine.approve(p.proposal_id)
-                self.say(f"MemoryAccepted {p.scope}:{p.key}")
+                self.say(f"MemoryAccepted {scoped(p.scope, p.key)}")
             elif self.decide == "reject":
                 self.engine.reject(p.proposal_id, reason="rejected by --reject-all")
-                self.say(f"MemoryRejected {p.scope}:{p.key}")
+                self.say(f"MemoryRejected {scoped(p.scope, p.key)}")
             else:
                 self.say(f"pending: kairox memory approve {p.proposal_id}")
         for event in outcome.compaction:
