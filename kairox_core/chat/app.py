@@ -25,7 +25,12 @@ from kairox_core.chat.slash import (
 )
 from kairox_core.chat.widgets import ChatMessage, MemoryCard, render_trace
 from kairox_core.errors import KairoxError
-from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted, UserMessageAdded
+from kairox_core.events import (
+    AssistantMessageCompleted,
+    MemoryProposed,
+    ToolInvocationCompleted,
+    UserMessageAdded,
+)
 from kairox_core.toolloop import ToolStep
 
 KEYS_HELP = """\
@@ -121,6 +126,9 @@ class ChatApp(App[str]):
     def show_history(self) -> None:
         """A resumed session shows what was said before."""
         shown = 0
+        pending = {
+            p.id for p in self.engine.kx.approvals.pending(session_id=self.engine.session_id)
+        }
         for event in self.engine.history():
             if isinstance(event, UserMessageAdded):
                 self.note(event.text, "user")
@@ -129,8 +137,11 @@ class ChatApp(App[str]):
                 self.note(event.text, "assistant")
             elif isinstance(event, ToolInvocationCompleted):
                 self.note(f"tool {event.tool_name} → {event.result[:200]}", "note")
+            elif isinstance(event, MemoryProposed) and event.proposal_id in pending:
+                self.chat.mount(MemoryCard(event))  # still undecided: decide it here
         if shown:
             self.note(f"resumed: {shown} earlier prompts above")
+        self.update_waiting_note()
 
     # --- input ----------------------------------------------------------------------------
 
@@ -223,6 +234,17 @@ class ChatApp(App[str]):
             self._waiting_note = self.note(
                 f"{many} for your decision: ctrl+n selects a card, then a / r / e"
             )
+
+    def sync_cards(self) -> None:
+        """Mark the cards whose proposal was decided elsewhere (the Memory view, the CLI,
+        the web app) as decided, as the store says."""
+        for card in self.query(MemoryCard):
+            if card.decided:
+                continue
+            current = self.engine.kx.approvals.get_proposal(card.proposal.proposal_id)
+            if current is not None and current.status != "pending":
+                card.mark("approve" if current.status == "accepted" else "reject")
+        self.update_waiting_note()
 
     def on_memory_card_typed_away(self, message: MemoryCard.TypedAway) -> None:
         prompt = self.query_one("#prompt", Input)

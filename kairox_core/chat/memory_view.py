@@ -5,7 +5,8 @@ is exactly what the next turn would send: each layer's text, split from the asse
 messages (context/layers.py), and a ``[Summary]`` card per active summary that expands
 to the original messages it replaced (summary_card.py). ``s``/``x``/``l`` act on the
 focused card (else the latest). The browser lists memories by scope; ``e`` edits and
-``d`` deletes the selected one (with events, like ``kairox memory``). The Long-term tab
+``d`` deletes the selected one (with events, like ``kairox memory``); above it, the
+proposals waiting for a decision (pending_pane.py: ``a``/``r``/``e``). The Long-term tab
 (longterm_tab.py) lists long-term chunks and promotes them to a pack; the Usage tab
 (usage_tab.py) shows what the session has spent, compaction included.
 """
@@ -23,6 +24,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
 
 from kairox_core.chat.longterm_tab import LongTermPane
+from kairox_core.chat.pending_pane import PendingPane
 from kairox_core.chat.summary_card import SummaryCard, original_messages
 from kairox_core.chat.usage_tab import render_usage, usage_line
 from kairox_core.chat.widgets import EditScreen
@@ -62,6 +64,7 @@ class MemoryView(Screen[None]):
             with TabPane("Layers the model sees", id="layers"):
                 yield VerticalScroll(id="layers-body")
             with TabPane("Memories", id="memories"):
+                yield PendingPane(self.engine, id="pending-pane")
                 yield DataTable(id="memory-table", cursor_type="row", zebra_stripes=True)
             with TabPane("Long-term", id="longterm"):
                 yield LongTermPane(self.engine, id="longterm-pane")
@@ -81,6 +84,7 @@ class MemoryView(Screen[None]):
         self.load_memories()
         if self.is_mounted:
             self.query_one(LongTermPane).load()
+            self.query_one(PendingPane).load()
 
     @work(exclusive=True, group="layers")
     async def load_layers(self) -> None:
