@@ -23,15 +23,21 @@ from kairox_core.chat.slash import (
     SwitchProfile,
     parse_slash,
 )
+from kairox_core.chat.stream_summary import ChatSummaryCard, stream_summaries
+from kairox_core.chat.summary_card import SummaryCard
 from kairox_core.chat.widgets import ChatMessage, MemoryCard, render_trace
+from kairox_core.context.edits import line_of
 from kairox_core.errors import KairoxError
 from kairox_core.events import (
     AssistantMessageCompleted,
+    ContextCompactionCompleted,
     MemoryProposed,
     ToolInvocationCompleted,
     UserMessageAdded,
 )
 from kairox_core.toolloop import ToolStep
+
+CONVERSATION = (UserMessageAdded, AssistantMessageCompleted, ToolInvocationCompleted)
 
 KEYS_HELP = """\
 Keys:
@@ -42,6 +48,8 @@ Keys:
   escape    back to the message input
   ctrl+t    show or hide the trace panel
   ctrl+y    the Memory view
+  tab       moves to a [Summary] card (a compacted range); on it: enter open/close ·
+              s edit · x drop a line · p pin a line · l line to long-term
   ctrl+c    quit; the session id and the command that resumes it are printed"""
 
 
@@ -86,6 +94,7 @@ class ChatApp(App[str]):
         self.turns = 0
         self.busy = False
         self._waiting_note: ChatMessage | None = None  # "a memory waits...", while one does
+        self._open_summaries: set[int] = set()  # seqs of the [Summary] cards opened
 
     @property
     def resume_hint(self) -> str:
@@ -123,13 +132,27 @@ class ChatApp(App[str]):
         self.chat.scroll_end(animate=False)
         return message
 
-    def show_history(self) -> None:
-        """A resumed session shows what was said before."""
+    def show_history(self, *, resumed: bool = True) -> None:
+        """A resumed session shows what was said before; a compacted range shows as one
+        ``[Summary]`` card in place of its messages (stream_summary.py)."""
         shown = 0
-        pending = {
-            p.id for p in self.engine.kx.approvals.pending(session_id=self.engine.session_id)
-        }
+        e = self.engine
+        pending = {p.id for p in e.kx.approvals.pending(session_id=e.session_id)}
+        summaries = stream_summaries(e.kx, e.session)
+        drawn: set[int] = set()
         for event in self.engine.history():
+            seq = event.seq or 0
+            covering = next(
+                (s for s in summaries if s.item.first_seq <= seq <= s.item.last_seq), None
+            )
+            if covering is not None and isinstance(event, CONVERSATION):
+                if covering.item.seq not in drawn:
+                    drawn.add(covering.item.seq)
+                    expanded = covering.item.seq in self._open_summaries
+                    self.chat.mount(ChatSummaryCard(covering, expanded=expanded))
+                if isinstance(event, UserMessageAdded):
+                    shown += 1
+                continue
             if isinstance(event, UserMessageAdded):
                 self.note(event.text, "user")
                 shown += 1
@@ -139,9 +162,50 @@ class ChatApp(App[str]):
                 self.note(f"tool {event.tool_name} → {event.result[:200]}", "note")
             elif isinstance(event, MemoryProposed) and event.proposal_id in pending:
                 self.chat.mount(MemoryCard(event))  # still undecided: decide it here
-        if shown:
+        if shown and resumed:
             self.note(f"resumed: {shown} earlier prompts above")
         self.update_waiting_note()
+
+    async def redraw_chat(self) -> None:
+        """Draw the session again from its events: after a compaction or a change to a
+        summary, its ``[Summary]`` card replaces the messages it stands for."""
+        await self.chat.remove_children()
+        self._waiting_note = None
+        self.note(self.engine.provider_note)
+        self.show_history(resumed=False)
+
+    def on_summary_card_toggled(self, message: SummaryCard.Toggled) -> None:
+        seq = message.card.summary.seq
+        if message.card.expanded:
+            self._open_summaries.add(seq)  # stays open across redraws
+        else:
+            self._open_summaries.discard(seq)
+
+    async def on_chat_summary_card_act(self, message: ChatSummaryCard.Act) -> None:
+        """Edit, drop, pin or keep long-term, from a card in the chat; then redraw."""
+        e, name, args = self.engine, message.name, message.args
+        try:
+            if name == "keep_line":
+                chunk = e.kx.longterm.pin_summary_line(e.session_id, *args)
+                done = f"kept in long-term memory [{chunk.scope}] {chunk.text}"
+            elif name == "pin_line":
+                seq, number = args
+                fact = await e.session.pin_fact(
+                    line_of(e.session.active_summary(seq), number), source_seq=seq
+                )
+                done = f"pinned: {fact.text}"
+            else:  # edit_summary, drop_chunk
+                await getattr(e.session, name)(*args)
+                done = "summary edited" if name == "edit_summary" else "line dropped"
+        except KairoxError as exc:
+            self.note(str(exc), "error")
+            return
+        self._open_summaries.add(message.card.summary.seq)
+        await self.redraw_chat()
+        self.note(done)
+        for card in self.query(ChatSummaryCard):
+            if card.summary.seq == message.card.summary.seq:
+                card.focus()
 
     # --- input ----------------------------------------------------------------------------
 
@@ -211,6 +275,8 @@ class ChatApp(App[str]):
             self.trace_panel.add_line(describe_event(accepted), "green")
         for event in outcome.compaction:
             self.trace_panel.add_line(describe_event(event), "magenta")
+        if any(isinstance(ev, ContextCompactionCompleted) for ev in outcome.compaction):
+            self.call_later(self.redraw_chat)  # the compacted range becomes a [Summary] card
         cards = []
         for proposal in outcome.proposals:
             self.trace_panel.add_line(describe_event(proposal), "yellow")
@@ -309,6 +375,8 @@ class ChatApp(App[str]):
     async def compact_now(self) -> None:
         e = self.engine
         result = await e.kx.compact_async(e.session_id)
+        if result.ok:
+            await self.redraw_chat()
         self.note(f"compaction: {result}")
         self.trace_panel.add_line(f"compaction: {result}", "magenta")
 
@@ -338,4 +406,7 @@ class ChatApp(App[str]):
     def action_memory_view(self) -> None:
         from kairox_core.chat.memory_view import MemoryView
 
-        self.push_screen(MemoryView(self.engine))
+        def back(_: None) -> None:  # draw what was compacted or edited there
+            self.call_later(self.redraw_chat)
+
+        self.push_screen(MemoryView(self.engine), back)

@@ -39,7 +39,7 @@ SCOPES = ("user", "workspace", "session")
 
 class MemoryView(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "app.pop_screen", "Back to chat"),
+        Binding("escape", "dismiss", "Back to chat"),
         Binding("c", "compact", "Compact now"),
         Binding("C", "compact_range", "Compact a range", show=False),
         Binding("o", "toggle_summary", "Summary originals"),
