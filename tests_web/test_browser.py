@@ -281,3 +281,34 @@ def test_drop_after_an_earlier_drop_removes_the_line_clicked(page: Any, serve: S
     page.click("#tabs button[data-tab=longterm]")
     expect(page.locator("#chunk-scope")).to_have_value("session")  # the default scope
     expect(page.locator("#chunk-table tbody tr")).to_contain_text("LINE-C")
+
+
+def test_a_compacted_range_is_one_summary_card_in_the_chat(page: Any, serve: Server) -> None:
+    for prompt in ("alpha question", "beta question", "gamma question"):
+        send(page, prompt)
+    sid = page.locator("#session-select").input_value()
+    assert serve.api("POST", f"/api/sessions/{sid}/compact", {})["status"] == "completed"
+    page.click("#tabs button[data-tab=memory]")
+    page.click("#tabs button[data-tab=chat]")
+    card = page.locator("#messages .stream-summary")
+    expect(card).to_have_count(1)
+    expect(card.locator("> summary")).to_contain_text(
+        re.compile(r"\[Summary\] seqs \d+-\d+ · 4 messages · compacted")
+    )
+    expect(page.locator("#messages > .msg.user")).to_have_count(1)  # the recent exchange
+    expect(page.locator("#messages > .msg.user")).to_have_text(re.compile("gamma question"))
+    expect(card.locator(".card.summary")).to_be_hidden()  # collapsed
+    card.locator("> summary").click()
+    expect(card.locator(".card.summary")).to_be_visible()
+    card.locator(".originals > summary").click()
+    expect(card.locator(".originals")).to_contain_text("alpha question")
+    card.locator("button", has_text="Edit").click()
+    card.locator("textarea.summary-editor").fill("LINE-ONE\nLINE-TWO")
+    card.locator("button", has_text="Save summary").click()
+    card = page.locator("#messages .stream-summary")
+    expect(card.locator(".chunks li")).to_have_count(2)  # stays open, shows the edit
+    expect(card.locator(".chunks")).to_contain_text("LINE-ONE")
+    card.locator(".chunks li", has_text="LINE-TWO").locator("button.keep").click()
+    expect(page.locator("#status")).to_contain_text("kept in long-term memory: LINE-TWO")
+    (chunk,) = serve.api("GET", "/api/longterm")
+    assert (chunk["text"], chunk["scope"], chunk["session_id"]) == ("LINE-TWO", "session", sid)

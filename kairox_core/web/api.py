@@ -271,9 +271,11 @@ async def summaries(request: Request, session_id: str) -> list[dict[str, Any]]:
         originals = kx.events_store.read(
             session_id, first_seq=item.first_seq, last_seq=item.last_seq
         )
+        stored = kx.events_store.read(session_id, first_seq=item.seq, last_seq=item.seq)
         out.append(
             {
                 **plain(item),
+                "created_at": stored[0].created_at if stored else None,  # when compacted
                 "chunks": [c for c in item.text.split("\n") if c.strip()],
                 # the one numbering (`kairox summary show`): drop, pin and keep take index
                 "lines": [{"index": i, "text": c} for i, c in numbered_lines(item.text)],

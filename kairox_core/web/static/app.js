@@ -113,18 +113,39 @@ function proposalCard(p) {
 }
 
 async function loadChat() {
-  const [events, pending] = await Promise.all([
+  const [events, pending, summaries] = await Promise.all([
     api("GET", `/api/sessions/${encodeURIComponent(sessionId)}/messages`),
     api("GET", "/api/approvals"),
+    api("GET", `/api/sessions/${encodeURIComponent(sessionId)}/summaries`),
   ]);
   $("#messages").replaceChildren();
+  const drawn = new Set();
   for (const e of events) {
+    const covering = summaries.find((s) => s.first_seq <= e.seq && e.seq <= s.last_seq);
+    if (covering) {  // a compacted range: one [Summary] card in place of its messages
+      if (!drawn.has(covering.seq)) { drawn.add(covering.seq); $("#messages").append(streamSummaryCard(covering)); }
+      continue;
+    }
     if (e.type === "UserMessageAdded") bubble("user", e.payload.text);
     else if (e.type === "AssistantMessageCompleted") bubble("assistant", e.payload.text);
     else if (e.type === "ToolInvocationCompleted") bubble("tool", `${e.payload.tool_name}: ${e.payload.result}`);
   }
   for (const p of pending.filter((p) => p.session_id === sessionId)) $("#messages").append(proposalCard(p));
   $("#messages").scrollTop = $("#messages").scrollHeight;
+}
+
+// A compacted range in the chat: collapsed to one line; opened, the Memory view's card
+// (the summary's numbered lines with Drop / Pin / Pin to long-term, Edit, the originals).
+const openSummaries = new Set();
+
+function streamSummaryCard(s) {
+  const n = s.originals.length;
+  const when = s.created_at ? new Date(s.created_at * 1000).toLocaleString() : "";
+  const card = el("details", { class: "stream-summary", "data-seq": s.seq, open: openSummaries.has(s.seq) },
+    el("summary", {}, `[Summary] seqs ${s.first_seq}-${s.last_seq} · ${n} message${n === 1 ? "" : "s"} · compacted ${when}`),
+    summaryCard(s));
+  card.addEventListener("toggle", () => { if (card.open) openSummaries.add(s.seq); else openSummaries.delete(s.seq); });
+  return card;
 }
 
 // Server-sent events from a POST: parsed from the response stream by hand (EventSource
@@ -157,6 +178,7 @@ async function send(prompt) {
   answer.node.classList.add("streaming");
   $("#send").disabled = true;
   status("thinking…");
+  let compacted = false;
   try {
     const r = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/turns`, {
       method: "POST", credentials: "same-origin",
@@ -173,7 +195,10 @@ async function send(prompt) {
       else if (name === "trace") answer.node.append(traceView(data));
       else if (name === "proposal") $("#messages").append(proposalCard(data));
       else if (name === "accepted") answer.node.append(el("div", { class: "note" }, `noted for this session: ${data.payload.key || ""} ${data.payload.body}`));
-      else if (name === "compaction") answer.node.append(el("div", { class: "note" }, `${data.type} ${data.payload.reason || ""}`));
+      else if (name === "compaction") {
+        answer.node.append(el("div", { class: "note" }, `${data.type} ${data.payload.reason || ""}`));
+        if (data.type === "ContextCompactionCompleted") compacted = true;
+      }
       else if (name === "error") answer.node.append(el("div", { class: "error" }, data.message));
       else if (name === "done") {
         if (data.acknowledgement && !answer.body.textContent) answer.body.textContent = data.acknowledgement;
@@ -181,6 +206,7 @@ async function send(prompt) {
       }
     }
     status("");
+    if (compacted) await loadChat();  // the compacted range becomes a [Summary] card
   } catch (e) {
     answer.node.append(el("div", { class: "error" }, String(e.message || e)));
     status(String(e.message || e), true);
