@@ -48,6 +48,8 @@ Keys:
   escape    back to the message input
   ctrl+t    show or hide the trace panel
   ctrl+y    the Memory view
+  ctrl+r    remember this: pick a message, then the whole of it or one line, as a
+              long-term chunk (scope session unless you pick another)
   tab       moves to a [Summary] card (a compacted range); on it: enter open/close ·
               s edit · x drop a line · p pin a line · l line to long-term
   ctrl+c    quit; the session id and the command that resumes it are printed"""
@@ -83,6 +85,7 @@ class ChatApp(App[str]):
         Binding("ctrl+t", "toggle_trace", "Trace"),
         Binding("ctrl+y", "memory_view", "Memory view"),
         Binding("ctrl+n", "next_card", "Memory card"),
+        Binding("ctrl+r", "remember_line", "Remember a line"),
         Binding("escape", "focus_prompt", "Prompt", show=False),
         Binding("ctrl+c", "quit", "Quit", priority=True),
     ]
@@ -402,6 +405,28 @@ class ChatApp(App[str]):
     async def action_quit(self) -> None:
         """Quit with the resume command as the result, which ``kairox chat`` prints."""
         self.exit(self.resume_hint)
+
+    def action_remember_line(self) -> None:
+        """Remember this: any message, or a line of it, as a chunk (remember_line.py)."""
+        from kairox_core.chat.remember_line import Remembered, RememberScreen, keep, said
+
+        messages = said(self.engine.history())
+        if not messages:
+            self.note("nothing said yet: there is no line to remember")
+            return
+
+        def done(chosen: Remembered | None) -> None:
+            if chosen is None:
+                return
+            try:
+                chunk = keep(self.engine, chosen)
+            except KairoxError as exc:
+                self.note(str(exc), "error")
+                return
+            self.note(f"kept in long-term memory [{chunk.scope}] {chunk.text}")
+            self.trace_panel.add_line(f"LongTermChunkAdded {chunk.scope}:{chunk.id}", "green")
+
+        self.push_screen(RememberScreen(messages), done)
 
     def action_memory_view(self) -> None:
         from kairox_core.chat.memory_view import MemoryView
