@@ -268,3 +268,23 @@ def test_summary_lines_keep_their_numbers_for_drop_pin_and_long_term(serve: Serv
     assert (chunk["text"], chunk["scope"], chunk["session_id"]) == ("LINE-C", "session", sid)
     r = httpx.post(f"{serve.url}{base}/longterm", json={"line": 1}, headers=CSRF)
     assert r.status_code == 400 and "its lines are: 2" in r.json()["detail"]
+
+
+def test_remember_this_names_the_message_or_finds_it(serve: Server) -> None:
+    sid = serve.api("POST", "/api/sessions", {})["session_id"]
+    turn(serve, sid, "we ship on Fridays")
+    said = {m["type"]: m["seq"] for m in serve.api("GET", f"/api/sessions/{sid}/messages")}
+    found = serve.api("POST", f"/api/sessions/{sid}/remember", {"text": "ship on  Fridays"})
+    assert (found["scope"], found["source_seq"]) == ("session", said["UserMessageAdded"])
+    named = serve.api(
+        "POST",
+        f"/api/sessions/{sid}/remember",
+        {"text": "x", "scope": "global", "source_seq": said["AssistantMessageCompleted"]},
+    )
+    assert (named["scope"], named["source_seq"]) == ("global", said["AssistantMessageCompleted"])
+    r = httpx.post(
+        f"{serve.url}/api/sessions/{sid}/remember",
+        json={"text": "x", "source_seq": 1},
+        headers=CSRF,
+    )
+    assert r.status_code == 400 and "is not a message" in r.json()["detail"]

@@ -312,3 +312,41 @@ def test_a_compacted_range_is_one_summary_card_in_the_chat(page: Any, serve: Ser
     expect(page.locator("#status")).to_contain_text("kept in long-term memory: LINE-TWO")
     (chunk,) = serve.api("GET", "/api/longterm")
     assert (chunk["text"], chunk["scope"], chunk["session_id"]) == ("LINE-TWO", "session", sid)
+
+
+def test_remember_this_on_a_message_and_on_a_selection(page: Any, serve: Server) -> None:
+    answer = send(page, "our deploys go out on Fridays after lunch")
+    sid = page.locator("#session-select").input_value()
+    answer.locator("button.remember").click()
+    form = answer.locator(".remember-form")
+    expect(form.locator("textarea")).to_have_value("Hello! I will keep that in mind.")
+    expect(form.locator("select")).to_have_value("session")  # the default scope
+    form.locator("select").select_option("project")
+    form.locator("button[type=submit]").click()
+    expect(answer.locator(".remembered")).to_contain_text("kept in long-term memory [project]")
+    # a selection inside the prompt's bubble (streamed: the server finds its seq)
+    page.locator("#messages .msg.user .text").first.evaluate(
+        """(node) => {
+            const text = node.firstChild, start = text.data.indexOf("Fridays");
+            const range = document.createRange();
+            range.setStart(text, start);
+            range.setEnd(text, start + "Fridays after lunch".length);
+            const sel = window.getSelection();
+            sel.removeAllRanges();
+            sel.addRange(range);
+        }"""
+    )
+    expect(page.locator("#remember-selection")).to_be_visible()
+    page.click("#remember-selection")
+    form = page.locator("#messages .msg.user .remember-form")
+    expect(form.locator("textarea")).to_have_value("Fridays after lunch")
+    form.locator("button[type=submit]").click()
+    expect(page.locator("#messages .msg.user .remembered")).to_contain_text("[session]")
+    messages = serve.api("GET", f"/api/sessions/{sid}/messages")
+    seqs = {m["type"]: m["seq"] for m in messages}
+    chunks = {c["text"]: c for c in serve.api("GET", "/api/longterm")}
+    kept = chunks["Hello! I will keep that in mind."]
+    assert (kept["scope"], kept["source_seq"]) == ("project", seqs["AssistantMessageCompleted"])
+    picked = chunks["Fridays after lunch"]
+    assert (picked["scope"], picked["session_id"]) == ("session", sid)
+    assert picked["source_seq"] == seqs["UserMessageAdded"]

@@ -15,6 +15,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from kairox_core.context.edits import line_of, numbered_lines
+from kairox_core.errors import KairoxUserError
 from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted, UserMessageAdded
 from kairox_core.memory.records import MemoryNotFoundError
 from kairox_core.usage import usage
@@ -393,6 +394,44 @@ async def longterm_add(request: Request, spec: NewChunk) -> dict[str, Any]:
     chunk = kx_of(request).longterm.add(
         spec.text, scope=spec.scope, session_id=spec.session_id, workspace_id=spec.workspace
     )
+    data: dict[str, Any] = chunk.as_dict()
+    return data
+
+
+class RememberThis(BaseModel):
+    text: str = Field(..., min_length=1)
+    scope: Literal["session", "project", "global"] = "session"
+    source_seq: int | None = Field(None, ge=1)  # the message; None: the newest that says it
+
+
+@router.post(
+    "/sessions/{session_id}/remember",
+    summary="Remember this: a message, or part of one, as a long-term chunk",
+    description=(
+        "`source_seq` names the message; without it, the newest message of the session "
+        "that contains `text` (a selection in a message streamed before it had a seq)."
+    ),
+)
+async def remember_this(request: Request, session_id: str, spec: RememberThis) -> dict[str, Any]:
+    kx = kx_of(request)
+    kx.get_session(session_id)
+    said = [
+        e
+        for e in kx.events_store.read(
+            session_id, types=["UserMessageAdded", "AssistantMessageCompleted"]
+        )
+        if isinstance(e, UserMessageAdded | AssistantMessageCompleted)
+    ]
+    seq = spec.source_seq
+    if seq is None:
+        needle = " ".join(spec.text.split())
+        seq = next((e.seq for e in reversed(said) if needle in " ".join(e.text.split())), None)
+    elif not any(e.seq == seq for e in said):
+        raise KairoxUserError(
+            f"seq {seq} of session {session_id} is not a message; "
+            f"GET /api/sessions/{session_id}/messages lists them with their seqs"
+        )
+    chunk = kx.longterm.add(spec.text, scope=spec.scope, session_id=session_id, source_seq=seq)
     data: dict[str, Any] = chunk.as_dict()
     return data
 

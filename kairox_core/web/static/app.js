@@ -69,6 +69,7 @@ async function newSession() {
 function bubble(role, text) {
   const body = el("div", { class: "text" }, text);
   const node = el("div", { class: `msg ${role}` }, el("div", { class: "role" }, role), body);
+  if (role === "user" || role === "assistant") node.append(rememberButton(node, body));
   $("#messages").append(node);
   return { node, body };
 }
@@ -126,12 +127,63 @@ async function loadChat() {
       if (!drawn.has(covering.seq)) { drawn.add(covering.seq); $("#messages").append(streamSummaryCard(covering)); }
       continue;
     }
-    if (e.type === "UserMessageAdded") bubble("user", e.payload.text);
-    else if (e.type === "AssistantMessageCompleted") bubble("assistant", e.payload.text);
+    if (e.type === "UserMessageAdded") bubble("user", e.payload.text).node.dataset.seq = e.seq;
+    else if (e.type === "AssistantMessageCompleted") bubble("assistant", e.payload.text).node.dataset.seq = e.seq;
     else if (e.type === "ToolInvocationCompleted") bubble("tool", `${e.payload.tool_name}: ${e.payload.result}`);
   }
   for (const p of pending.filter((p) => p.session_id === sessionId)) $("#messages").append(proposalCard(p));
   $("#messages").scrollTop = $("#messages").scrollHeight;
+}
+
+// "Remember this": on every message, and on a text selection inside one. The form keeps
+// the text (editable) as a long-term chunk, scope session unless another is chosen; the
+// message's seq goes along when the page knows it (the server finds it otherwise).
+function rememberButton(node, body) {
+  return el("button", { type: "button", class: "remember", title: "Keep this message in long-term memory",
+    onclick: () => rememberForm(node, body.textContent) }, "Remember this");
+}
+
+function rememberForm(node, text) {
+  node.querySelector(".remember-form")?.remove();
+  const editor = el("textarea", { class: "remember-text", rows: 2 });
+  editor.value = text.trim();
+  const scope = el("select", { class: "remember-scope" },
+    ...["session", "project", "global"].map((s) => el("option", { value: s }, s)));
+  const form = el("form", { class: "remember-form" }, editor, scope,
+    el("button", { type: "submit" }, "Keep"),
+    el("button", { type: "button", onclick: () => form.remove() }, "Cancel"));
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const spec = { text: editor.value.trim(), scope: scope.value };
+    if (!spec.text) return;
+    if (node.dataset.seq) spec.source_seq = Number(node.dataset.seq);
+    try {
+      const chunk = await api("POST", `/api/sessions/${encodeURIComponent(sessionId)}/remember`, spec);
+      form.replaceWith(el("div", { class: "note remembered" }, `kept in long-term memory [${chunk.scope}]: ${chunk.text}`));
+    } catch (err) { /* shown in the status line */ }
+  });
+  node.append(form);
+  editor.focus();
+}
+
+function selectionButton() {
+  const button = el("button", { type: "button", id: "remember-selection", hidden: true }, "Remember this");
+  let picked = null;
+  button.addEventListener("mousedown", (e) => e.preventDefault());  // keep the selection
+  button.addEventListener("click", () => { button.hidden = true; if (picked) rememberForm(picked.node, picked.text); });
+  document.addEventListener("selectionchange", () => {
+    const sel = window.getSelection();
+    const text = sel && !sel.isCollapsed ? sel.toString().trim() : "";
+    const start = text && sel.anchorNode ? (sel.anchorNode.nodeType === 1 ? sel.anchorNode : sel.anchorNode.parentElement) : null;
+    const node = start?.closest("#messages .msg");
+    if (!node || !node.contains(sel.focusNode) || start.closest(".remember-form")) { button.hidden = true; picked = null; return; }
+    picked = { node, text };
+    const rect = sel.getRangeAt(0).getBoundingClientRect();
+    button.style.top = `${window.scrollY + rect.bottom + 4}px`;
+    button.style.left = `${window.scrollX + rect.left}px`;
+    button.hidden = false;
+  });
+  document.body.append(button);
 }
 
 // A compacted range in the chat: collapsed to one line; opened, the Memory view's card
@@ -432,6 +484,7 @@ document.addEventListener("DOMContentLoaded", async () => {
     $("#pack-name").value = ""; $("#pack-text").value = "";
     loadPacks();
   });
+  selectionButton();
   try { await loadSessions(); } catch (e) { return; }
   $("#send").disabled = false;  // a session exists now: a prompt has somewhere to go
   showTab("chat");
