@@ -12,10 +12,17 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Header, Input, Static
 
-from kairox_core.chat.engine import ChatEngine, TurnOutcome, describe_event, scoped
+from kairox_core.chat.engine import (
+    ChatEngine,
+    TurnOutcome,
+    describe_attachment,
+    describe_event,
+    scoped,
+)
 from kairox_core.chat.resume import resume_hint
 from kairox_core.chat.slash import (
     HELP,
+    Attach,
     Compact,
     Help,
     Remember,
@@ -364,6 +371,9 @@ class ChatApp(App[str]):
                 )
                 self.note(f"kept in long-term memory [{chunk.scope}] {chunk.text}")
                 self.trace_panel.add_line(f"LongTermChunkAdded {chunk.scope}:{chunk.id}", "green")
+            elif isinstance(command, Attach):
+                att = e.attach(command.path)
+                self.note(f"attached {describe_attachment(att)}: it goes with your next message")
             elif isinstance(command, Compact):
                 await self.compact_now()
             elif isinstance(command, SwitchProfile):

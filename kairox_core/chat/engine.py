@@ -91,6 +91,7 @@ class ChatEngine:
         # offers tools to the model: ``await toolbox.tools() -> (tools, notes)``, ``aclose()``
         self.toolbox = toolbox
         self._toolbox_profile = session.profile
+        self.staged: list[dict[str, Any]] = []  # /attach: files that go with the next prompt
         self._own_toolbox = False  # True: built from [mcp_servers] for the session's profile
 
     @classmethod
@@ -173,7 +174,12 @@ class ChatEngine:
     ) -> TurnOutcome:
         outcome = TurnOutcome(prompt=prompt)
         tools, notes = await self._tools()
-        turn = await self.session.begin_turn(prompt)  # ContextBudgetExceeded: nothing sent
+        attachments, self.staged = self.staged, []
+        try:  # ContextBudgetExceeded: nothing sent, the files stay staged
+            turn = await self.session.begin_turn(prompt, attachments)
+        except BaseException:
+            self.staged = attachments + self.staged
+            raise
         _, profile = self.config.resolve_profile(self.profile)
         limits = self.config.tools
         async with turn:  # cancelled (Ctrl-C, app closed): the turn aborts, the session is free
@@ -232,6 +238,14 @@ class ChatEngine:
 
     # --- actions ---------------------------------------------------------------------------
 
+    def attach(self, path: str | Path) -> dict[str, Any]:
+        """Read a file (``attachments.from_path``) to send with the next prompt."""
+        from kairox_core.attachments import from_path
+
+        attachment = from_path(path)
+        self.staged.append(attachment)
+        return attachment
+
     def approve(self, proposal_id: str, body: str | None = None) -> Any:
         return self.kx.approvals.accept(proposal_id, body=body)
 
@@ -243,6 +257,16 @@ class ChatEngine:
             await self.toolbox.aclose()  # stops the MCP servers
         await self.provider.close()
         await self.kx.aclose()
+
+
+def describe_attachment(att: dict[str, Any]) -> str:
+    """``report.pdf (PDF, 3 pages)``: what ``/attach`` confirms."""
+    name = att.get("filename", "?")
+    if att.get("kind") == "image":
+        return f"{name} (image, {att.get('media_type', '?')})"
+    if "pages" in att:
+        return f"{name} (PDF, {att['pages']} page{'s' if att['pages'] != 1 else ''})"
+    return f"{name} (text, {len(str(att.get('text', '')))} characters)"
 
 
 def _stored_profile(kx: Any, session_id: str) -> str | None:

@@ -11,10 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TextIO
 
-from kairox_core.chat.engine import ChatEngine, TurnOutcome, describe_event, scoped
+from kairox_core.chat.engine import (
+    ChatEngine,
+    TurnOutcome,
+    describe_attachment,
+    describe_event,
+    scoped,
+)
 from kairox_core.chat.resume import resume_hint
 from kairox_core.chat.slash import (
     HELP,
+    Attach,
     Compact,
     Help,
     Remember,
@@ -154,6 +161,9 @@ class PlainChat:
                 workspace_id=e.workspace,
             )
             self.say(f"kept in long-term memory [{chunk.scope}] id={chunk.id}")
+        elif isinstance(command, Attach):
+            att = e.attach(command.path)
+            self.say(f"attached {describe_attachment(att)}: it goes with the next prompt")
         elif isinstance(command, Compact):
             result = await e.kx.compact_async(e.session_id)
             self.say(f"compacted: {result}")

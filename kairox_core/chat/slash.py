@@ -17,6 +17,7 @@ from kairox_core.errors import KairoxUserError
 HELP = """\
 /remember TEXT [--scope session|project|global]    keep TEXT long-term (recalled when relevant)
 /remember TEXT --key KEY [--scope user|workspace]  a keyed memory instead (always injected)
+/attach PATH                                       a file (image, PDF, text) for your next message
 /compact                                           compact this session's older history now
 /profile NAME                                      switch to another profile (or alias)
 /help                                              this help
@@ -59,7 +60,14 @@ class Help:
     pass
 
 
-SlashCommand = Remember | RememberChunk | Compact | SwitchProfile | Help
+@dataclass(frozen=True)
+class Attach:
+    """Attach the file at ``path`` to the next message (kairox_core.attachments)."""
+
+    path: str
+
+
+SlashCommand = Remember | RememberChunk | Compact | SwitchProfile | Help | Attach
 KEYED_SCOPES = ("user", "workspace")
 CHUNK_SCOPES = ("session", "project", "global")
 USAGE = (
@@ -96,6 +104,12 @@ def parse_slash(line: str) -> SlashCommand | None:
         return SwitchProfile(args[0])
     if name == "/remember":
         return _parse_remember(args)
+    if name == "/attach":
+        if len(args) != 1:
+            raise SlashError(
+                'usage: /attach PATH (quote a path with spaces: /attach "my file.pdf")'
+            )
+        return Attach(args[0])
     raise SlashError(f"unknown command {name}; type /help for the list")
 
 
