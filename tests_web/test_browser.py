@@ -350,3 +350,28 @@ def test_remember_this_on_a_message_and_on_a_selection(page: Any, serve: Server)
     picked = chunks["Fridays after lunch"]
     assert (picked["scope"], picked["session_id"]) == ("session", sid)
     assert picked["source_seq"] == seqs["UserMessageAdded"]
+
+
+def test_an_upload_goes_with_the_prompt(page: Any, serve: Server, tmp_path: Path) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Plan\nThe launch moved to 4 March.\n", encoding="utf-8")
+    page.set_input_files("#attach", str(notes))
+    expect(page.locator("#attached")).to_have_text("notes.md")
+    send(page, "what changed?")
+    expect(page.locator("#messages .msg.user .attached")).to_have_text("attached: notes.md")
+    expect(page.locator("#attached")).to_have_text("")  # the next message goes without it
+    sid = page.locator("#session-select").input_value()
+    (asked,) = [
+        m
+        for m in serve.api("GET", f"/api/sessions/{sid}/messages")
+        if m["type"] == "UserMessageAdded"
+    ]
+    (attachment,) = asked["payload"]["attachments"]
+    assert attachment["text"] == "# Plan\nThe launch moved to 4 March.\n"
+    (tmp_path / "archive.zip").write_bytes(b"PK\x03\x04\x00\x00binary")
+    page.set_input_files("#attach", str(tmp_path / "archive.zip"))
+    page.fill("#prompt", "and this?")
+    page.click("#send")
+    expect(page.locator("#status")).to_contain_text(
+        "cannot attach archive.zip: not a type Kairox reads"
+    )

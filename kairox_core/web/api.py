@@ -8,6 +8,7 @@ the sessions' locks (see DEVELOPERS.md, "Sync twins run on one background loop")
 
 from __future__ import annotations
 
+import base64
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -33,8 +34,16 @@ class NewSession(BaseModel):
     session_id: str | None = Field(None, max_length=200)
 
 
+class Upload(BaseModel):
+    """A file sent with a prompt: its name and its bytes, base64."""
+
+    filename: str = Field(..., min_length=1, max_length=255)
+    data: str
+
+
 class Prompt(BaseModel):
     prompt: str = Field(..., min_length=1)
+    attachments: list[Upload] = Field(default_factory=list)  # read as attachments.from_bytes
 
 
 class Decision(BaseModel):
@@ -94,6 +103,22 @@ class Activate(BaseModel):
     active: bool = True
 
 
+def uploaded(upload: Upload) -> dict[str, Any]:
+    """An upload as an attachment (image, PDF, text file), or a clear error."""
+    from kairox_core.attachments import MAX_BYTES, AttachmentError, from_bytes
+
+    try:
+        data = base64.b64decode(upload.data, validate=True)
+    except ValueError:
+        raise AttachmentError(f"cannot attach {upload.filename}: its data is not base64") from None
+    if len(data) > MAX_BYTES:
+        raise AttachmentError(
+            f"cannot attach {upload.filename}: {len(data):,} bytes is over the limit of "
+            f"{MAX_BYTES:,}"
+        )
+    return from_bytes(upload.filename, data)
+
+
 def kx_of(request: Request) -> Any:
     return request.app.state.kx
 
@@ -149,6 +174,7 @@ async def run_turn(request: Request, session_id: str, prompt: Prompt) -> Streami
     session = kx.get_session(session_id)
     engine = engine_for(kx, request.app.state.providers, session)
     session.system_prompt = request.app.state.system_prompt
+    engine.staged = [uploaded(u) for u in prompt.attachments]  # a bad file: 400, no turn
 
     async def body() -> Any:
         async for name, data in stream_turn(engine, prompt.prompt):

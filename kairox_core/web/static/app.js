@@ -224,8 +224,21 @@ async function* sseEvents(response) {
   }
 }
 
+// The files chosen under the prompt, read as {filename, data (base64)} for the turn.
+function readUploads() {
+  return Promise.all([...$("#attach").files].map((file) => new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve({ filename: file.name, data: String(reader.result).split(",", 2)[1] || "" });
+    reader.onerror = () => reject(new Error(`cannot read ${file.name}`));
+    reader.readAsDataURL(file);
+  })));
+}
+
 async function send(prompt) {
-  bubble("user", prompt);
+  const attachments = await readUploads();
+  $("#attach").value = ""; $("#attached").textContent = "";
+  const asked = bubble("user", prompt);
+  if (attachments.length) asked.node.append(el("div", { class: "note attached" }, `attached: ${attachments.map((a) => a.filename).join(", ")}`));
   const answer = bubble("assistant", "");
   answer.node.classList.add("streaming");
   $("#send").disabled = true;
@@ -235,7 +248,7 @@ async function send(prompt) {
     const r = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/turns`, {
       method: "POST", credentials: "same-origin",
       headers: { "X-Kairox-CSRF": "1", "Content-Type": "application/json" },
-      body: JSON.stringify({ prompt }),
+      body: JSON.stringify({ prompt, attachments }),
     });
     if (!r.ok) {
       let detail = r.statusText;
@@ -485,6 +498,9 @@ document.addEventListener("DOMContentLoaded", async () => {
     loadPacks();
   });
   selectionButton();
+  $("#attach").addEventListener("change", () => {
+    $("#attached").textContent = [...$("#attach").files].map((f) => f.name).join(", ");
+  });
   try { await loadSessions(); } catch (e) { return; }
   $("#send").disabled = false;  // a session exists now: a prompt has somewhere to go
   showTab("chat");
