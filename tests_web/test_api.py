@@ -288,3 +288,38 @@ def test_remember_this_names_the_message_or_finds_it(serve: Server) -> None:
         headers=CSRF,
     )
     assert r.status_code == 400 and "is not a message" in r.json()["detail"]
+
+
+def test_a_turn_with_uploads_and_the_originals_as_downloads(serve: Server) -> None:
+    import base64
+
+    sid = serve.api("POST", "/api/sessions", {})["session_id"]
+    png = b"\x89PNG\r\n\x1a\n" + bytes(25)
+    uploads = [
+        {"filename": "login.png", "data": base64.b64encode(png).decode()},
+        {"filename": "notes.txt", "data": base64.b64encode(b"ship on Fridays").decode()},
+    ]
+    url = f"{serve.url}/api/sessions/{sid}/turns"
+    with httpx.stream(
+        "POST", url, json={"prompt": "look", "attachments": uploads}, headers=CSRF
+    ) as r:
+        assert r.status_code == 200
+        r.read()
+    (asked,) = [
+        m
+        for m in serve.api("GET", f"/api/sessions/{sid}/messages")
+        if m["type"] == "UserMessageAdded"
+    ]
+    assert [a["kind"] for a in asked["payload"]["attachments"]] == ["image", "document"]
+    base = f"{serve.url}/api/sessions/{sid}/messages/{asked['seq']}/attachments"
+    image = httpx.get(f"{base}/0")
+    assert image.content == png and image.headers["content-type"] == "image/png"
+    assert "login.png" in image.headers["content-disposition"]
+    text = httpx.get(f"{base}/1")
+    assert text.text == "ship on Fridays" and text.headers["content-type"].startswith("text/plain")
+    assert httpx.get(f"{base}/2").status_code == 400
+    bad = httpx.post(
+        url, json={"prompt": "x", "attachments": [{"filename": "a", "data": "%%%"}]}, headers=CSRF
+    )
+    assert bad.status_code == 400 and "not base64" in bad.json()["detail"]
+    assert len(serve.api("GET", f"/api/sessions/{sid}/messages")) == 2  # no turn was run

@@ -368,6 +368,13 @@ def test_an_upload_goes_with_the_prompt(page: Any, serve: Server, tmp_path: Path
     ]
     (attachment,) = asked["payload"]["attachments"]
     assert attachment["text"] == "# Plan\nThe launch moved to 4 March.\n"
+    page.click("#tabs button[data-tab=memory]")
+    page.click("#tabs button[data-tab=chat]")  # drawn from the events: a link to the original
+    link = page.locator("#messages .msg.user .attached a")
+    expect(link).to_have_text("notes.md")
+    expect(link).to_have_attribute(
+        "href", f"/api/sessions/{sid}/messages/{asked['seq']}/attachments/0"
+    )
     (tmp_path / "archive.zip").write_bytes(b"PK\x03\x04\x00\x00binary")
     page.set_input_files("#attach", str(tmp_path / "archive.zip"))
     page.fill("#prompt", "and this?")

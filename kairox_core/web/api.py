@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import base64
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, Field
 
 from kairox_core.context.edits import line_of, numbered_lines
@@ -158,6 +159,36 @@ async def session_messages(request: Request, session_id: str) -> list[dict[str, 
     kx = kx_of(request)
     kx.get_session(session_id)
     return [event_json(e) for e in kx.events_store.read(session_id) if isinstance(e, CONVERSATION)]
+
+
+@router.get(
+    "/sessions/{session_id}/messages/{seq}/attachments/{index}",
+    summary="A message's attachment as it was sent (a download)",
+)
+async def message_attachment(request: Request, session_id: str, seq: int, index: int) -> Response:
+    kx = kx_of(request)
+    kx.get_session(session_id)
+    found = kx.events_store.read(session_id, first_seq=seq, last_seq=seq)
+    atts = found[0].attachments if found and isinstance(found[0], UserMessageAdded) else ()
+    if not 0 <= index < len(atts):
+        raise KairoxUserError(
+            f"message {seq} of session {session_id} has no attachment {index}; "
+            f"GET /api/sessions/{session_id}/messages lists messages and their attachments"
+        )
+    att = atts[index]
+    name = str(att.get("filename") or "attachment")
+    if att.get("kind") == "image" and isinstance(att.get("data"), str):
+        body, media_type = base64.b64decode(att["data"]), str(att.get("media_type"))
+    else:  # a document's text, as the model read it (a PDF's extracted text)
+        body, media_type = str(att.get("text") or "").encode(), "text/plain; charset=utf-8"
+    return Response(
+        body,
+        media_type=media_type,
+        headers={
+            "Content-Disposition": f"attachment; filename*=UTF-8''{quote(name)}",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
 
 
 @router.post(

@@ -127,7 +127,7 @@ async function loadChat() {
       if (!drawn.has(covering.seq)) { drawn.add(covering.seq); $("#messages").append(streamSummaryCard(covering)); }
       continue;
     }
-    if (e.type === "UserMessageAdded") bubble("user", e.payload.text).node.dataset.seq = e.seq;
+    if (e.type === "UserMessageAdded") attachmentLinks(bubble("user", e.payload.text), e);
     else if (e.type === "AssistantMessageCompleted") bubble("assistant", e.payload.text).node.dataset.seq = e.seq;
     else if (e.type === "ToolInvocationCompleted") bubble("tool", `${e.payload.tool_name}: ${e.payload.result}`);
   }
@@ -184,6 +184,17 @@ function selectionButton() {
     button.hidden = false;
   });
   document.body.append(button);
+}
+
+// A prompt's attachments, each a link to the original as it was sent.
+function attachmentLinks(b, e) {
+  b.node.dataset.seq = e.seq;
+  const atts = e.payload.attachments || [];
+  if (!atts.length) return;
+  const sid = encodeURIComponent(sessionId);
+  b.node.append(el("div", { class: "note attached" }, "attached: ", ...atts.flatMap((a, i) => [i ? ", " : "",
+    el("a", { href: `/api/sessions/${sid}/messages/${e.seq}/attachments/${i}`, download: a.filename || "attachment" },
+      a.filename || "attachment")])));
 }
 
 // A compacted range in the chat: collapsed to one line; opened, the Memory view's card
