@@ -51,6 +51,8 @@ async def test_attach_in_the_tui_goes_with_the_next_message(
         await pilot.press("enter")
         await app.workers.wait_for_complete()
         await pilot.pause()
+        said = [m.text for m in app.query(ChatMessage) if m.role == "user"]
+        assert said == ["what changed?  [attached: notes.txt]"]
     provider = engine.provider
     assert isinstance(provider, ScriptedProvider)
     sent = str(provider.calls[-1][-1]["content"])

@@ -31,7 +31,7 @@ from kairox_core.chat.slash import (
     parse_slash,
 )
 from kairox_core.chat.stream_summary import ChatSummaryCard, stream_summaries
-from kairox_core.chat.summary_card import SummaryCard
+from kairox_core.chat.summary_card import SummaryCard, describe_original
 from kairox_core.chat.widgets import ChatMessage, MemoryCard, render_trace
 from kairox_core.context.edits import line_of
 from kairox_core.errors import KairoxError
@@ -164,7 +164,7 @@ class ChatApp(App[str]):
                     shown += 1
                 continue
             if isinstance(event, UserMessageAdded):
-                self.note(event.text, "user")
+                self.note(describe_original(event)[1], "user")  # with its attachments' names
                 shown += 1
             elif isinstance(event, AssistantMessageCompleted):
                 self.note(event.text, "assistant")
@@ -240,7 +240,8 @@ class ChatApp(App[str]):
     @work(exclusive=True, group="turn")
     async def run_turn(self, prompt: str) -> None:
         self.busy = True
-        self.note(prompt, "user")
+        names = ", ".join(str(a.get("filename", "?")) for a in self.engine.staged)
+        self.note(prompt + (f"  [attached: {names}]" if names else ""), "user")
         answer = ChatMessage("assistant", "")
         self.chat.mount(answer)
 
