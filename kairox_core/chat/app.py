@@ -57,8 +57,8 @@ Keys:
   ctrl+y    the Memory view
   ctrl+r    remember this: pick a message, then the whole of it or one line, as a
               long-term chunk (scope session unless you pick another)
-  tab       moves to a [Summary] card (a compacted range); on it: enter open/close ·
-              s edit · x drop a line · p pin a line · l line to long-term
+  tab       moves through the chat to a [Summary] card (a compacted range); on it:
+              enter open/close · s edit · x drop a line · p pin a line · l line to long-term
   ctrl+c    quit; the session id and the command that resumes it are printed"""
 
 
