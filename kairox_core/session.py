@@ -160,7 +160,9 @@ class Session:
             counter.raw_count(item_unit(pinned_header(f.fact_id), f.text)) for f in state.pinned
         )
         total += sum(
-            counter.raw_count(item_unit(summary_header(s.seq, s.first_seq, s.last_seq), s.text))
+            counter.raw_count(
+                item_unit(summary_header(s.seq, s.first_seq, s.last_seq), s.text.strip())
+            )
             for s in state.summaries
         )
         history = self._history.source(counter, skip=state.covered_ranges())

@@ -53,8 +53,9 @@ def test_slash_commands_parse() -> None:
         "uses tabs", "workspace", "uses-tabs"
     )
     assert parse_slash("/remember we deploy on Fridays") == RememberChunk(
-        "we deploy on Fridays", "project"
+        "we deploy on Fridays", "session"
     )
+    assert parse_slash("/remember tea --scope project") == RememberChunk("tea", "project")
     assert parse_slash("/remember tea --scope global") == RememberChunk("tea", "global")
     assert parse_slash("/remember tea --scope session") == RememberChunk("tea", "session")
     for bad in (
@@ -210,8 +211,8 @@ async def test_plain_mode_cleans_stdout_and_reports_on_stderr(
     assert "remembered [user:diet]" in log
     assert engine.kx.memories.get("user", "seat") is not None
     assert engine.kx.memories.get("user", "diet").body == "I am vegetarian"
-    assert "kept in long-term memory [project]" in log
-    (chunk,) = engine.kx.longterm.list("project", workspace_id=engine.workspace)
+    assert "kept in long-term memory [session]" in log  # session: the default scope
+    (chunk,) = engine.kx.longterm.list("session", session_id=engine.session_id)
     assert chunk.text == "we ship on Fridays" and chunk.session_id == engine.session_id
     await engine.close()
 

@@ -130,3 +130,45 @@ async def test_quitting_returns_the_resume_command(tmp_path: Path, kairox_home: 
         f"session {sid}; resume it with: kairox --db /data/k.db chat --session {sid}"
     )
     await engine.close()
+
+
+async def test_the_waiting_note_goes_once_the_card_is_decided(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    aisle = 'Sure. <memory scope="user" key="aisle">Likes aisle seats too</memory>'
+    engine = engine_for(tmp_path, [MARKED, aisle])
+    app = ChatApp(engine)
+
+    def waiting() -> list[str]:
+        return [m.text for m in app.query(ChatMessage) if "for your decision" in m.text]
+
+    async with app.run_test(size=(140, 40)) as pilot:
+        await submit(app, pilot, "I like window seats")
+        await submit(app, pilot, "and aisle seats too")
+        assert waiting() == [
+            "2 memories wait for your decision: ctrl+n selects a card, then a / r / e"
+        ]
+        await pilot.press("ctrl+n", "a")
+        await pilot.pause()
+        assert waiting() == [
+            "a memory waits for your decision: ctrl+n selects a card, then a / r / e"
+        ]
+        await pilot.press("r")  # the next card has the focus
+        await pilot.pause()
+        assert waiting() == []
+        assert all(c.decided for c in app.query(MemoryCard))
+    await engine.close()
+
+
+def test_a_keyless_session_memory_is_described_without_none() -> None:
+    from kairox_core.chat.engine import describe_event
+    from kairox_core.events import MemoryAccepted
+
+    event = MemoryAccepted(
+        session_id="s", proposal_id="p", memory_id="m", scope="session", key=None, body="x"
+    )
+    assert describe_event(event) == "MemoryAccepted session"
+    keyed = MemoryAccepted(
+        session_id="s", proposal_id="p", memory_id="m", scope="user", key="seat", body="x"
+    )
+    assert describe_event(keyed) == "MemoryAccepted user:seat"

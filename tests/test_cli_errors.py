@@ -120,6 +120,19 @@ def test_plain_chat_ends_with_the_command_that_resumes_the_session(tmp_path: Pat
     assert last == f"kairox: session {sid}; resume it with: kairox chat --session {sid}"
 
 
+def test_the_printed_resume_command_resumes_a_session_of_another_workspace(
+    tmp_path: Path,
+) -> None:
+    out = kairox(tmp_path, "chat", "--plain", "--workspace", "proj", stdin=b"hello\n")
+    assert out.returncode == 0, out.stderr
+    command = out.stderr.decode().splitlines()[-1].split("resume it with: ", 1)[1]
+    assert command.startswith("kairox chat --session ") and "--workspace" not in command
+    again = kairox(tmp_path, *command.split()[1:], "--plain", stdin=b"again\n")
+    err = again.stderr.decode()
+    assert again.returncode == 0, err
+    assert "(workspace 'proj'" in err and "belongs to workspace" not in err
+
+
 async def test_plain_chat_replaces_lone_surrogates_in_any_stream(
     tmp_path: Path, kairox_home: Path
 ) -> None:

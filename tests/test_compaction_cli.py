@@ -10,9 +10,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from kairox_core import Kairox
-from kairox_core.cli import cli, compaction_cmd, main
+from kairox_core.cli import cli, compaction_cmd, longterm_cmd, main
 
 compaction_cmd.register(cli)
+longterm_cmd.register(cli)
 
 TOML = """
 [profiles.default]
@@ -231,3 +232,23 @@ async def test_memory_view_compacts_pins_edits_and_drops(kairox_home: Path, tmp_
     assert [e.text for e in events if isinstance(e, ChunkDropped)] == ["line one"]
     assert engine.session.refresh_compaction().summaries[0].text == "line zero"
     await engine.close()
+
+
+def test_one_line_numbering_for_show_drop_and_from_summary(setup: tuple[Path, Path, str]) -> None:
+    sid = setup[2]
+    seq = json.loads(run(setup, "compact", sid, "--json").output)["summary_seq"]
+    text = "Alice booked rooms 100-102.\n\nBob handles catering.\nWorkshop on 3 May."
+    run(setup, "summary", "edit", sid, str(seq), "--text", text)
+    run(setup, "summary", "drop", sid, str(seq), "0")
+    shown = run(setup, "summary", "show", sid).output
+    assert "  2: Bob handles catering.\n  3: Workshop on 3 May.\n" in shown
+    kept = run(setup, "longterm", "add", "--session", sid, "--from-summary", f"{seq}:3").output
+    assert "(session): Workshop on 3 May." in kept  # session: the default scope
+    assert "Bob handles catering." in run(setup, "summary", "drop", sid, str(seq), "2").output
+    show, drop, add = (
+        " ".join(CliRunner().invoke(cli, [*cmd, "--help"]).output.split())
+        for cmd in (["summary", "show"], ["summary", "drop"], ["longterm", "add"])
+    )
+    assert "summary drop" in show and "--from-summary" in show
+    assert "as `kairox summary show` prints" in drop and "`kairox summary show` prints" in add
+    assert "Default: session" in add

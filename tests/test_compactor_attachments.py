@@ -121,3 +121,34 @@ def test_digest_never_exceeds_its_limit_by_more_than_its_note(parts: list[str], 
     else:
         body = out.rsplit(" [document summarised:", 1)[0]
         assert counter.count(body) <= limit + 2
+
+
+def test_the_image_marker_survives_every_strategy(
+    kairox_home: Path, tmp_path: Path, register_plugin: Callable[[object, str], Any]
+) -> None:
+    register_plugin(CapturePlugin(), "capture")  # a summary that keeps nothing of it
+    marker = "[Image dropped — was: login.png]"
+    for strategy in ("extractive", "capture"):
+        kx = Kairox.open(
+            tmp_path / f"{strategy}.db",
+            KairoxConfig(
+                profiles={"default": ProfileConfig(model="gpt-4o", context_window=8000)},
+                compaction=CompactionSection(strategy=strategy, keep_recent_exchanges=1),
+            ),
+        )
+        s = kx.session(workspace="w")
+        s.run_turn_sync(
+            "why does this fail?",
+            "The form posts twice.",
+            attachments=[{"kind": "image", "filename": "login.png"}],
+        )
+        s.run_turn_sync("and now?", "Fixed.")
+        assert kx.compact(s.id).status == "completed"
+        sent = "\n".join(str(m["content"]) for m in s.preview_sync("x").messages)
+        assert marker in sent, strategy
+        s.run_turn_sync("more", "ok")
+        s.run_turn_sync("again", "ok")
+        assert kx.compact(s.id).status == "completed"  # a later range: no second marker
+        texts = [summary.text for summary in s.refresh_compaction().summaries]
+        assert "\n".join(texts).count(marker) == 1, (strategy, texts)
+        kx.close()

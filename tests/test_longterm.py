@@ -178,16 +178,22 @@ def test_a_summary_line_pinned_into_long_term_memory(kx: Kairox) -> None:
         )
     )
     assert summary.seq is not None
-    chunk = kx.longterm.pin_summary_line(s.id, summary.seq, 2)
+    chunk = kx.longterm.pin_summary_line(s.id, summary.seq, 1)  # as `summary show` numbers
     assert (chunk.text, chunk.scope, chunk.source_seq) == (
         "The launch is on 3 March.",
-        "project",
+        "session",  # the default scope, as /remember's
         summary.seq,
     )
-    with pytest.raises(KairoxUserError, match="has 2 lines"):
-        kx.longterm.pin_summary_line(s.id, summary.seq, 3)
+    with pytest.raises(KairoxUserError, match="no line 2; its lines are: 0, 1"):
+        kx.longterm.pin_summary_line(s.id, summary.seq, 2)
     s.edit_summary_sync(summary.seq, "We chose Postgres.\n\nThe launch moved to 4 March.")
-    assert kx.longterm.pin_summary_line(s.id, summary.seq, 2).text == "The launch moved to 4 March."
+    # a blank line keeps its number: line 2 is the third line, as `kairox summary show` says
+    with pytest.raises(KairoxUserError, match="its lines are: 0, 2"):
+        kx.longterm.pin_summary_line(s.id, summary.seq, 1)
+    kept = kx.longterm.pin_summary_line(s.id, summary.seq, 2, scope="project")
+    assert (kept.text, kept.scope) == ("The launch moved to 4 March.", "project")
+    s.drop_chunk_sync(summary.seq, 0)  # a drop renumbers nothing
+    assert kx.longterm.pin_summary_line(s.id, summary.seq, 2).text == kept.text
     with pytest.raises(KairoxUserError, match="not an active summary"):
         kx.longterm.pin_summary_line(s.id, 1, 1)
 

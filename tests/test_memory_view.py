@@ -245,7 +245,7 @@ async def test_pin_a_line_of_the_focused_summary(kairox_home: Path, tmp_path: Pa
         await open_view(app, pilot)
         card = app.screen.query_one(SummaryCard)
         card.focus()
-        for typed in ("2", "Bring a projector."):
+        for typed in ("1", "Bring a projector."):  # 1: as `kairox summary show` numbers
             await pilot.press("p")
             await pilot.pause()
             app.screen.query_one(TextArea).text = typed

@@ -300,3 +300,84 @@ def test_bad_tokens_are_refused_at_start(tmp_path: Path) -> None:
             env=env,
         )
         assert r.returncode == 2 and "kairox: error: --token" in r.stderr, r.stderr
+
+
+def test_summary_lines_keep_their_numbers_for_drop_pin_and_long_term(serve: Server) -> None:
+    sid = serve.api("POST", "/api/sessions", {})["session_id"]
+    for prompt in ("one", "two", "three"):
+        turn(serve, sid, prompt)
+    seq = serve.api("POST", f"/api/sessions/{sid}/compact", {})["summary_seq"]
+    base = f"/api/sessions/{sid}/summaries/{seq}"
+    serve.api("PUT", base, {"text": "LINE-A\nLINE-B\nLINE-C\nLINE-D"})
+    serve.api("POST", f"{base}/drop", {"chunk": 1})
+    (summary,) = serve.api("GET", f"/api/sessions/{sid}/summaries")
+    assert summary["lines"] == [
+        {"index": 0, "text": "LINE-A"},
+        {"index": 2, "text": "LINE-C"},
+        {"index": 3, "text": "LINE-D"},
+    ]
+    assert "LINE-D" in serve.api("POST", f"{base}/drop", {"chunk": 3})["payload"]["text"]
+    serve.api("POST", f"{base}/drop", {"chunk": 0})  # the first line: the others keep theirs
+    (summary,) = serve.api("GET", f"/api/sessions/{sid}/summaries")
+    assert summary["lines"] == [{"index": 2, "text": "LINE-C"}]
+    pinned = serve.api("POST", f"{base}/pin", {"line": 2})["payload"]
+    assert (pinned["text"], pinned["source_seq"]) == ("LINE-C", seq)
+    chunk = serve.api("POST", f"{base}/longterm", {"line": 2})
+    assert (chunk["text"], chunk["scope"], chunk["session_id"]) == ("LINE-C", "session", sid)
+    r = httpx.post(f"{serve.url}{base}/longterm", json={"line": 1}, headers=CSRF)
+    assert r.status_code == 400 and "its lines are: 2" in r.json()["detail"]
+
+
+def test_remember_this_names_the_message_or_finds_it(serve: Server) -> None:
+    sid = serve.api("POST", "/api/sessions", {})["session_id"]
+    turn(serve, sid, "we ship on Fridays")
+    said = {m["type"]: m["seq"] for m in serve.api("GET", f"/api/sessions/{sid}/messages")}
+    found = serve.api("POST", f"/api/sessions/{sid}/remember", {"text": "ship on  Fridays"})
+    assert (found["scope"], found["source_seq"]) == ("session", said["UserMessageAdded"])
+    named = serve.api(
+        "POST",
+        f"/api/sessions/{sid}/remember",
+        {"text": "x", "scope": "global", "source_seq": said["AssistantMessageCompleted"]},
+    )
+    assert (named["scope"], named["source_seq"]) == ("global", said["AssistantMessageCompleted"])
+    r = httpx.post(
+        f"{serve.url}/api/sessions/{sid}/remember",
+        json={"text": "x", "source_seq": 1},
+        headers=CSRF,
+    )
+    assert r.status_code == 400 and "is not a message" in r.json()["detail"]
+
+
+def test_a_turn_with_uploads_and_the_originals_as_downloads(serve: Server) -> None:
+    import base64
+
+    sid = serve.api("POST", "/api/sessions", {})["session_id"]
+    png = b"\x89PNG\r\n\x1a\n" + bytes(25)
+    uploads = [
+        {"filename": "login.png", "data": base64.b64encode(png).decode()},
+        {"filename": "notes.txt", "data": base64.b64encode(b"ship on Fridays").decode()},
+    ]
+    url = f"{serve.url}/api/sessions/{sid}/turns"
+    with httpx.stream(
+        "POST", url, json={"prompt": "look", "attachments": uploads}, headers=CSRF
+    ) as r:
+        assert r.status_code == 200
+        r.read()
+    (asked,) = [
+        m
+        for m in serve.api("GET", f"/api/sessions/{sid}/messages")
+        if m["type"] == "UserMessageAdded"
+    ]
+    assert [a["kind"] for a in asked["payload"]["attachments"]] == ["image", "document"]
+    base = f"{serve.url}/api/sessions/{sid}/messages/{asked['seq']}/attachments"
+    image = httpx.get(f"{base}/0")
+    assert image.content == png and image.headers["content-type"] == "image/png"
+    assert "login.png" in image.headers["content-disposition"]
+    text = httpx.get(f"{base}/1")
+    assert text.text == "ship on Fridays" and text.headers["content-type"].startswith("text/plain")
+    assert httpx.get(f"{base}/2").status_code == 400
+    bad = httpx.post(
+        url, json={"prompt": "x", "attachments": [{"filename": "a", "data": "%%%"}]}, headers=CSRF
+    )
+    assert bad.status_code == 400 and "not base64" in bad.json()["detail"]
+    assert len(serve.api("GET", f"/api/sessions/{sid}/messages")) == 2  # no turn was run

@@ -265,3 +265,130 @@ def test_screenshots(page: Any, serve: Server, tmp_path: Path) -> None:
     (usage,) = [u for u in serve.api("GET", "/api/usage") if not u["session_id"].startswith("_")]
     assert usage["compactions"] == 1 and usage["compaction_completion_tokens"] > 0
     page.screenshot(path=str(images / "web-usage.png"))
+
+
+def test_drop_after_an_earlier_drop_removes_the_line_clicked(page: Any, serve: Server) -> None:
+    for prompt in ("alpha", "beta", "gamma"):
+        send(page, prompt)
+    page.click("#tabs button[data-tab=memory]")
+    page.click("#compact-now")
+    card = page.locator(".card.summary")
+    expect(card).to_have_count(1)
+    card.locator("button", has_text="Edit").click()
+    card.locator("textarea.summary-editor").fill("LINE-A\nLINE-B\nLINE-C\nLINE-D")
+    card.locator("button", has_text="Save summary").click()
+    lines = page.locator(".card.summary .chunks li")
+    expect(lines).to_have_count(4)
+    lines.filter(has_text="LINE-B").locator("button.drop").click()
+    expect(lines).to_have_count(3)
+    lines.filter(has_text="LINE-D").locator("button.drop").click()
+    expect(lines).to_have_count(2)
+    expect(page.locator(".card.summary .chunks")).to_contain_text("LINE-C")
+    expect(page.locator(".card.summary .chunks")).not_to_contain_text("LINE-D")
+    expect(lines.last).to_have_attribute("value", "2")  # numbered as `kairox summary show`
+    lines.filter(has_text="LINE-C").locator("button.keep").click()
+    expect(page.locator("#status")).to_contain_text("kept in long-term memory: LINE-C")
+    page.click("#tabs button[data-tab=longterm]")
+    expect(page.locator("#chunk-scope")).to_have_value("session")  # the default scope
+    expect(page.locator("#chunk-table tbody tr")).to_contain_text("LINE-C")
+
+
+def test_a_compacted_range_is_one_summary_card_in_the_chat(page: Any, serve: Server) -> None:
+    for prompt in ("alpha question", "beta question", "gamma question"):
+        send(page, prompt)
+    sid = page.locator("#session-select").input_value()
+    assert serve.api("POST", f"/api/sessions/{sid}/compact", {})["status"] == "completed"
+    page.click("#tabs button[data-tab=memory]")
+    page.click("#tabs button[data-tab=chat]")
+    card = page.locator("#messages .stream-summary")
+    expect(card).to_have_count(1)
+    expect(card.locator("> summary")).to_contain_text(
+        re.compile(r"\[Summary\] seqs \d+-\d+ · 4 messages · compacted")
+    )
+    expect(page.locator("#messages > .msg.user")).to_have_count(1)  # the recent exchange
+    expect(page.locator("#messages > .msg.user")).to_have_text(re.compile("gamma question"))
+    expect(card.locator(".card.summary")).to_be_hidden()  # collapsed
+    card.locator("> summary").click()
+    expect(card.locator(".card.summary")).to_be_visible()
+    card.locator(".originals > summary").click()
+    expect(card.locator(".originals")).to_contain_text("alpha question")
+    card.locator("button", has_text="Edit").click()
+    card.locator("textarea.summary-editor").fill("LINE-ONE\nLINE-TWO")
+    card.locator("button", has_text="Save summary").click()
+    card = page.locator("#messages .stream-summary")
+    expect(card.locator(".chunks li")).to_have_count(2)  # stays open, shows the edit
+    expect(card.locator(".chunks")).to_contain_text("LINE-ONE")
+    card.locator(".chunks li", has_text="LINE-TWO").locator("button.keep").click()
+    expect(page.locator("#status")).to_contain_text("kept in long-term memory: LINE-TWO")
+    (chunk,) = serve.api("GET", "/api/longterm")
+    assert (chunk["text"], chunk["scope"], chunk["session_id"]) == ("LINE-TWO", "session", sid)
+
+
+def test_remember_this_on_a_message_and_on_a_selection(page: Any, serve: Server) -> None:
+    answer = send(page, "our deploys go out on Fridays after lunch")
+    sid = page.locator("#session-select").input_value()
+    answer.locator("button.remember").click()
+    form = answer.locator(".remember-form")
+    expect(form.locator("textarea")).to_have_value("Hello! I will keep that in mind.")
+    expect(form.locator("select")).to_have_value("session")  # the default scope
+    form.locator("select").select_option("project")
+    form.locator("button[type=submit]").click()
+    expect(answer.locator(".remembered")).to_contain_text("kept in long-term memory [project]")
+    # a selection inside the prompt's bubble (streamed: the server finds its seq)
+    page.locator("#messages .msg.user .text").first.evaluate(
+        """(node) => {
+            const text = node.firstChild, start = text.data.indexOf("Fridays");
+            const range = document.createRange();
+            range.setStart(text, start);
+            range.setEnd(text, start + "Fridays after lunch".length);
+            const sel = window.getSelection();
+            sel.removeAllRanges();
+            sel.addRange(range);
+        }"""
+    )
+    expect(page.locator("#remember-selection")).to_be_visible()
+    page.click("#remember-selection")
+    form = page.locator("#messages .msg.user .remember-form")
+    expect(form.locator("textarea")).to_have_value("Fridays after lunch")
+    form.locator("button[type=submit]").click()
+    expect(page.locator("#messages .msg.user .remembered")).to_contain_text("[session]")
+    messages = serve.api("GET", f"/api/sessions/{sid}/messages")
+    seqs = {m["type"]: m["seq"] for m in messages}
+    chunks = {c["text"]: c for c in serve.api("GET", "/api/longterm")}
+    kept = chunks["Hello! I will keep that in mind."]
+    assert (kept["scope"], kept["source_seq"]) == ("project", seqs["AssistantMessageCompleted"])
+    picked = chunks["Fridays after lunch"]
+    assert (picked["scope"], picked["session_id"]) == ("session", sid)
+    assert picked["source_seq"] == seqs["UserMessageAdded"]
+
+
+def test_an_upload_goes_with_the_prompt(page: Any, serve: Server, tmp_path: Path) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Plan\nThe launch moved to 4 March.\n", encoding="utf-8")
+    page.set_input_files("#attach", str(notes))
+    expect(page.locator("#attached")).to_have_text("notes.md")
+    send(page, "what changed?")
+    expect(page.locator("#messages .msg.user .attached")).to_have_text("attached: notes.md")
+    expect(page.locator("#attached")).to_have_text("")  # the next message goes without it
+    sid = page.locator("#session-select").input_value()
+    (asked,) = [
+        m
+        for m in serve.api("GET", f"/api/sessions/{sid}/messages")
+        if m["type"] == "UserMessageAdded"
+    ]
+    (attachment,) = asked["payload"]["attachments"]
+    assert attachment["text"] == "# Plan\nThe launch moved to 4 March.\n"
+    page.click("#tabs button[data-tab=memory]")
+    page.click("#tabs button[data-tab=chat]")  # drawn from the events: a link to the original
+    link = page.locator("#messages .msg.user .attached a")
+    expect(link).to_have_text("notes.md")
+    expect(link).to_have_attribute(
+        "href", f"/api/sessions/{sid}/messages/{asked['seq']}/attachments/0"
+    )
+    (tmp_path / "archive.zip").write_bytes(b"PK\x03\x04\x00\x00binary")
+    page.set_input_files("#attach", str(tmp_path / "archive.zip"))
+    page.fill("#prompt", "and this?")
+    page.click("#send")
+    expect(page.locator("#status")).to_contain_text(
+        "cannot attach archive.zip: not a type Kairox reads"
+    )

@@ -12,10 +12,17 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Header, Input, Static
 
-from kairox_core.chat.engine import ChatEngine, TurnOutcome, describe_event
+from kairox_core.chat.engine import (
+    ChatEngine,
+    TurnOutcome,
+    describe_attachment,
+    describe_event,
+    scoped,
+)
 from kairox_core.chat.resume import resume_hint
 from kairox_core.chat.slash import (
     HELP,
+    Attach,
     Compact,
     Help,
     Remember,
@@ -23,10 +30,21 @@ from kairox_core.chat.slash import (
     SwitchProfile,
     parse_slash,
 )
+from kairox_core.chat.stream_summary import ChatSummaryCard, stream_summaries
+from kairox_core.chat.summary_card import SummaryCard, describe_original
 from kairox_core.chat.widgets import ChatMessage, MemoryCard, render_trace
+from kairox_core.context.edits import line_of
 from kairox_core.errors import KairoxError
-from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted, UserMessageAdded
+from kairox_core.events import (
+    AssistantMessageCompleted,
+    ContextCompactionCompleted,
+    MemoryProposed,
+    ToolInvocationCompleted,
+    UserMessageAdded,
+)
 from kairox_core.toolloop import ToolStep
+
+CONVERSATION = (UserMessageAdded, AssistantMessageCompleted, ToolInvocationCompleted)
 
 KEYS_HELP = """\
 Keys:
@@ -37,6 +55,10 @@ Keys:
   escape    back to the message input
   ctrl+t    show or hide the trace panel
   ctrl+y    the Memory view
+  ctrl+r    remember this: pick a message, then the whole of it or one line, as a
+              long-term chunk (scope session unless you pick another)
+  tab       moves through the chat to a [Summary] card (a compacted range); on it:
+              enter open/close · s edit · x drop a line · p pin a line · l line to long-term
   ctrl+c    quit; the session id and the command that resumes it are printed"""
 
 
@@ -70,6 +92,7 @@ class ChatApp(App[str]):
         Binding("ctrl+t", "toggle_trace", "Trace"),
         Binding("ctrl+y", "memory_view", "Memory view"),
         Binding("ctrl+n", "next_card", "Memory card"),
+        Binding("ctrl+r", "remember_line", "Remember a line"),
         Binding("escape", "focus_prompt", "Prompt", show=False),
         Binding("ctrl+c", "quit", "Quit", priority=True),
     ]
@@ -80,6 +103,8 @@ class ChatApp(App[str]):
         self.resume_args = tuple(resume_args)  # --config/--db for the resume command
         self.turns = 0
         self.busy = False
+        self._waiting_note: ChatMessage | None = None  # "a memory waits...", while one does
+        self._open_summaries: set[int] = set()  # seqs of the [Summary] cards opened
 
     @property
     def resume_hint(self) -> str:
@@ -117,19 +142,80 @@ class ChatApp(App[str]):
         self.chat.scroll_end(animate=False)
         return message
 
-    def show_history(self) -> None:
-        """A resumed session shows what was said before."""
+    def show_history(self, *, resumed: bool = True) -> None:
+        """A resumed session shows what was said before; a compacted range shows as one
+        ``[Summary]`` card in place of its messages (stream_summary.py)."""
         shown = 0
+        e = self.engine
+        pending = {p.id for p in e.kx.approvals.pending(session_id=e.session_id)}
+        summaries = stream_summaries(e.kx, e.session)
+        drawn: set[int] = set()
         for event in self.engine.history():
+            seq = event.seq or 0
+            covering = next(
+                (s for s in summaries if s.item.first_seq <= seq <= s.item.last_seq), None
+            )
+            if covering is not None and isinstance(event, CONVERSATION):
+                if covering.item.seq not in drawn:
+                    drawn.add(covering.item.seq)
+                    expanded = covering.item.seq in self._open_summaries
+                    self.chat.mount(ChatSummaryCard(covering, expanded=expanded))
+                if isinstance(event, UserMessageAdded):
+                    shown += 1
+                continue
             if isinstance(event, UserMessageAdded):
-                self.note(event.text, "user")
+                self.note(describe_original(event)[1], "user")  # with its attachments' names
                 shown += 1
             elif isinstance(event, AssistantMessageCompleted):
                 self.note(event.text, "assistant")
             elif isinstance(event, ToolInvocationCompleted):
                 self.note(f"tool {event.tool_name} → {event.result[:200]}", "note")
-        if shown:
+            elif isinstance(event, MemoryProposed) and event.proposal_id in pending:
+                self.chat.mount(MemoryCard(event))  # still undecided: decide it here
+        if shown and resumed:
             self.note(f"resumed: {shown} earlier prompts above")
+        self.update_waiting_note()
+
+    async def redraw_chat(self) -> None:
+        """Draw the session again from its events: after a compaction or a change to a
+        summary, its ``[Summary]`` card replaces the messages it stands for."""
+        await self.chat.remove_children()
+        self._waiting_note = None
+        self.note(self.engine.provider_note)
+        self.show_history(resumed=False)
+
+    def on_summary_card_toggled(self, message: SummaryCard.Toggled) -> None:
+        seq = message.card.summary.seq
+        if message.card.expanded:
+            self._open_summaries.add(seq)  # stays open across redraws
+        else:
+            self._open_summaries.discard(seq)
+
+    async def on_chat_summary_card_act(self, message: ChatSummaryCard.Act) -> None:
+        """Edit, drop, pin or keep long-term, from a card in the chat; then redraw."""
+        e, name, args = self.engine, message.name, message.args
+        try:
+            if name == "keep_line":
+                chunk = e.kx.longterm.pin_summary_line(e.session_id, *args)
+                done = f"kept in long-term memory [{chunk.scope}] {chunk.text}"
+            elif name == "pin_line":
+                seq, number = args
+                fact = await e.session.pin_fact(
+                    line_of(e.session.active_summary(seq), number), source_seq=seq
+                )
+                done = f"pinned: {fact.text}"
+            else:  # edit_summary, drop_chunk
+                await getattr(e.session, name)(*args)
+                done = "summary edited" if name == "edit_summary" else "line dropped"
+        except KairoxError as exc:
+            self.note(str(exc), "error")
+            return
+        self._open_summaries.add(message.card.summary.seq)
+        await self.redraw_chat()
+        self.note(done)
+        for card in self.query(ChatSummaryCard):
+            if card.summary.seq == message.card.summary.seq:
+                card.focus()
 
     # --- input ----------------------------------------------------------------------------
 
@@ -154,7 +240,8 @@ class ChatApp(App[str]):
     @work(exclusive=True, group="turn")
     async def run_turn(self, prompt: str) -> None:
         self.busy = True
-        self.note(prompt, "user")
+        names = ", ".join(str(a.get("filename", "?")) for a in self.engine.staged)
+        self.note(prompt + (f"  [attached: {names}]" if names else ""), "user")
         answer = ChatMessage("assistant", "")
         self.chat.mount(answer)
 
@@ -199,6 +286,8 @@ class ChatApp(App[str]):
             self.trace_panel.add_line(describe_event(accepted), "green")
         for event in outcome.compaction:
             self.trace_panel.add_line(describe_event(event), "magenta")
+        if any(isinstance(ev, ContextCompactionCompleted) for ev in outcome.compaction):
+            self.call_later(self.redraw_chat)  # the compacted range becomes a [Summary] card
         cards = []
         for proposal in outcome.proposals:
             self.trace_panel.add_line(describe_event(proposal), "yellow")
@@ -207,8 +296,32 @@ class ChatApp(App[str]):
             cards.append(card)
         self.chat.scroll_end(animate=False)
         if cards:  # the prompt keeps the keyboard: typing must never decide a card
-            many = f"{len(cards)} memories wait" if len(cards) > 1 else "a memory waits"
-            self.note(f"{many} for your decision: ctrl+n selects a card, then a / r / e")
+            self.update_waiting_note()
+
+    def update_waiting_note(self) -> None:
+        """One note says how many cards wait for a decision, below the latest card; it
+        goes once the last card is decided."""
+        pending = [c for c in self.query(MemoryCard) if not c.decided]
+        if self._waiting_note is not None:
+            self._waiting_note.remove()
+            self._waiting_note = None
+        if pending:
+            n = len(pending)
+            many = f"{n} memories wait" if n > 1 else "a memory waits"
+            self._waiting_note = self.note(
+                f"{many} for your decision: ctrl+n selects a card, then a / r / e"
+            )
+
+    def sync_cards(self) -> None:
+        """Mark the cards whose proposal was decided elsewhere (the Memory view, the CLI,
+        the web app) as decided, as the store says."""
+        for card in self.query(MemoryCard):
+            if card.decided:
+                continue
+            current = self.engine.kx.approvals.get_proposal(card.proposal.proposal_id)
+            if current is not None and current.status != "pending":
+                card.mark("approve" if current.status == "accepted" else "reject")
+        self.update_waiting_note()
 
     def on_memory_card_typed_away(self, message: MemoryCard.TypedAway) -> None:
         prompt = self.query_one("#prompt", Input)
@@ -220,14 +333,15 @@ class ChatApp(App[str]):
         try:
             if message.verdict == "approve":
                 self.engine.approve(p.proposal_id, body=message.body)
-                self.trace_panel.add_line(f"MemoryAccepted {p.scope}:{p.key}", "green")
+                self.trace_panel.add_line(f"MemoryAccepted {scoped(p.scope, p.key)}", "green")
             else:
                 self.engine.reject(p.proposal_id, reason="rejected in kairox chat")
-                self.trace_panel.add_line(f"MemoryRejected {p.scope}:{p.key}", "red")
+                self.trace_panel.add_line(f"MemoryRejected {scoped(p.scope, p.key)}", "red")
         except KairoxError as exc:
             self.note(str(exc), "error")
             return
         card.mark(message.verdict, message.body)
+        self.update_waiting_note()
         pending = [c for c in self.query(MemoryCard) if not c.decided]
         if pending:
             pending[0].focus()
@@ -258,6 +372,9 @@ class ChatApp(App[str]):
                 )
                 self.note(f"kept in long-term memory [{chunk.scope}] {chunk.text}")
                 self.trace_panel.add_line(f"LongTermChunkAdded {chunk.scope}:{chunk.id}", "green")
+            elif isinstance(command, Attach):
+                att = e.attach(command.path)
+                self.note(f"attached {describe_attachment(att)}: it goes with your next message")
             elif isinstance(command, Compact):
                 await self.compact_now()
             elif isinstance(command, SwitchProfile):
@@ -272,6 +389,8 @@ class ChatApp(App[str]):
     async def compact_now(self) -> None:
         e = self.engine
         result = await e.kx.compact_async(e.session_id)
+        if result.ok:
+            await self.redraw_chat()
         self.note(f"compaction: {result}")
         self.trace_panel.add_line(f"compaction: {result}", "magenta")
 
@@ -298,7 +417,32 @@ class ChatApp(App[str]):
         """Quit with the resume command as the result, which ``kairox chat`` prints."""
         self.exit(self.resume_hint)
 
+    def action_remember_line(self) -> None:
+        """Remember this: any message, or a line of it, as a chunk (remember_line.py)."""
+        from kairox_core.chat.remember_line import Remembered, RememberScreen, keep, said
+
+        messages = said(self.engine.history())
+        if not messages:
+            self.note("nothing said yet: there is no line to remember")
+            return
+
+        def done(chosen: Remembered | None) -> None:
+            if chosen is None:
+                return
+            try:
+                chunk = keep(self.engine, chosen)
+            except KairoxError as exc:
+                self.note(str(exc), "error")
+                return
+            self.note(f"kept in long-term memory [{chunk.scope}] {chunk.text}")
+            self.trace_panel.add_line(f"LongTermChunkAdded {chunk.scope}:{chunk.id}", "green")
+
+        self.push_screen(RememberScreen(messages), done)
+
     def action_memory_view(self) -> None:
         from kairox_core.chat.memory_view import MemoryView
 
-        self.push_screen(MemoryView(self.engine))
+        def back(_: None) -> None:  # draw what was compacted or edited there
+            self.call_later(self.redraw_chat)
+
+        self.push_screen(MemoryView(self.engine), back)

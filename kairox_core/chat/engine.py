@@ -91,6 +91,7 @@ class ChatEngine:
         # offers tools to the model: ``await toolbox.tools() -> (tools, notes)``, ``aclose()``
         self.toolbox = toolbox
         self._toolbox_profile = session.profile
+        self.staged: list[dict[str, Any]] = []  # /attach: files that go with the next prompt
         self._own_toolbox = False  # True: built from [mcp_servers] for the session's profile
 
     @classmethod
@@ -107,18 +108,25 @@ class ChatEngine:
         from kairox_core.facade import Kairox
 
         profile_name, _ = config.resolve_profile(profile)
-        note = "model provider given by the caller"
-        if provider is None:
-            choice = choose_provider(config, profile=profile_name)
-            provider = build_provider(choice.config)
-            note = f"model: {provider.model} via {choice.reason}"
         kx = Kairox.open(database, config=config)
-        session = kx.session(
-            workspace=workspace or config.kairox.default_workspace,
-            profile=profile_name,
-            session_id=session_id,
-            system_prompt=front_end_system_prompt(config),  # as `kairox context` shows it
-        )
+        try:
+            if profile is None and session_id is not None:  # resumed: its own profile
+                profile_name = _stored_profile(kx, session_id) or profile_name
+            note = "model provider given by the caller"
+            if provider is None:
+                choice = choose_provider(config, profile=profile_name)
+                provider = build_provider(choice.config)
+                note = f"model: {provider.model} via {choice.reason}"
+            # workspace None: a resumed session keeps its own (the resume hint names none)
+            session = kx.session(
+                workspace=workspace,
+                profile=profile,
+                session_id=session_id,
+                system_prompt=front_end_system_prompt(config),  # as `kairox context` shows it
+            )
+        except BaseException:
+            kx.close()
+            raise
         toolbox = None
         if config.mcp_servers_for(profile_name):
             from kairox_core.mcp.client import McpToolbox  # the SDK loads on the first turn
@@ -166,7 +174,12 @@ class ChatEngine:
     ) -> TurnOutcome:
         outcome = TurnOutcome(prompt=prompt)
         tools, notes = await self._tools()
-        turn = await self.session.begin_turn(prompt)  # ContextBudgetExceeded: nothing sent
+        attachments, self.staged = self.staged, []
+        try:  # ContextBudgetExceeded: nothing sent, the files stay staged
+            turn = await self.session.begin_turn(prompt, attachments)
+        except BaseException:
+            self.staged = attachments + self.staged
+            raise
         _, profile = self.config.resolve_profile(self.profile)
         limits = self.config.tools
         async with turn:  # cancelled (Ctrl-C, app closed): the turn aborts, the session is free
@@ -225,6 +238,14 @@ class ChatEngine:
 
     # --- actions ---------------------------------------------------------------------------
 
+    def attach(self, path: str | Path) -> dict[str, Any]:
+        """Read a file (``attachments.from_path``) to send with the next prompt."""
+        from kairox_core.attachments import from_path
+
+        attachment = from_path(path)
+        self.staged.append(attachment)
+        return attachment
+
     def approve(self, proposal_id: str, body: str | None = None) -> Any:
         return self.kx.approvals.accept(proposal_id, body=body)
 
@@ -238,16 +259,45 @@ class ChatEngine:
         await self.kx.aclose()
 
 
+def describe_attachment(att: dict[str, Any]) -> str:
+    """``report.pdf (PDF, 3 pages)``: what ``/attach`` confirms."""
+    name = att.get("filename", "?")
+    if att.get("kind") == "image":
+        return f"{name} (image, {att.get('media_type', '?')})"
+    if "pages" in att:
+        return f"{name} (PDF, {att['pages']} page{'s' if att['pages'] != 1 else ''})"
+    return f"{name} (text, {len(str(att.get('text', '')))} characters)"
+
+
+def _stored_profile(kx: Any, session_id: str) -> str | None:
+    """The profile a stored session runs with (resolved), or None: a new session, or a
+    profile this configuration lacks (opening the session then says so)."""
+    info = kx.events_store.get_session(session_id)
+    if info is None or not info.profile:
+        return None
+    try:
+        name, _ = kx.config.resolve_profile(info.profile)
+    except KairoxError:
+        return None
+    return str(name)
+
+
+def scoped(scope: str, key: str | None) -> str:
+    """``scope:key``, or the scope alone for a keyless memory (never ``scope:None``)."""
+    return f"{scope}:{key}" if key else str(scope)
+
+
 def describe_event(event: Event) -> str:
     """One line for an event, as the trace panel and ``--plain`` show it."""
     if isinstance(event, MemoryProposed):
         taint = " TAINTED" if event.tainted else ""
-        return f"MemoryProposed {event.scope}:{event.key}{taint} id={event.proposal_id}"
+        return f"MemoryProposed {scoped(event.scope, event.key)}{taint} id={event.proposal_id}"
     if isinstance(event, MemoryAccepted):
-        return f"MemoryAccepted {event.scope}:{event.key}" + (" (edited)" if event.edited else "")
+        edited = " (edited)" if event.edited else ""
+        return f"MemoryAccepted {scoped(event.scope, event.key)}{edited}"
     if isinstance(event, MemoryRejected):
         reason = f" ({event.reason})" if event.reason else ""
-        return f"MemoryRejected {event.scope}:{event.key}{reason}"
+        return f"MemoryRejected {scoped(event.scope, event.key)}{reason}"
     if isinstance(event, ContextCompactionFailed):
         return f"ContextCompactionFailed: {event.reason}"
     if isinstance(event, ContextCompactionSkipped):

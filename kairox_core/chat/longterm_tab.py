@@ -48,6 +48,7 @@ class LongTermPane(Vertical):
         table = self.query_one("#longterm-table", DataTable)
         if not table.columns:  # not mounted yet: on_mount loads
             return
+        row = table.cursor_coordinate.row  # the cursor stays put: the next `d` must not hit row 0
         table.clear()
         chunks = e.kx.longterm.list(session_id=e.session_id, workspace_id=e.workspace)
         known = {c.id for c in chunks}
@@ -56,6 +57,8 @@ class LongTermPane(Vertical):
             text = c.text if len(c.text) <= 80 else c.text[:77] + "..."
             mark = "✓" if c.id in self.selected else ""
             table.add_row(mark, c.scope, text, c.id, key=c.id)
+        if chunks:
+            table.move_cursor(row=min(row, len(chunks) - 1), animate=False)
 
     def _current(self) -> str | None:
         table = self.query_one("#longterm-table", DataTable)

@@ -5,7 +5,8 @@ is exactly what the next turn would send: each layer's text, split from the asse
 messages (context/layers.py), and a ``[Summary]`` card per active summary that expands
 to the original messages it replaced (summary_card.py). ``s``/``x``/``l`` act on the
 focused card (else the latest). The browser lists memories by scope; ``e`` edits and
-``d`` deletes the selected one (with events, like ``kairox memory``). The Long-term tab
+``d`` deletes the selected one (with events, like ``kairox memory``); above it, the
+proposals waiting for a decision (pending_pane.py: ``a``/``r``/``e``). The Long-term tab
 (longterm_tab.py) lists long-term chunks and promotes them to a pack; the Usage tab
 (usage_tab.py) shows what the session has spent, compaction included.
 """
@@ -23,9 +24,11 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
 
 from kairox_core.chat.longterm_tab import LongTermPane
+from kairox_core.chat.pending_pane import PendingPane
 from kairox_core.chat.summary_card import SummaryCard, original_messages
 from kairox_core.chat.usage_tab import render_usage, usage_line
 from kairox_core.chat.widgets import EditScreen
+from kairox_core.context.edits import numbered_lines
 from kairox_core.context.layers import LayerText, content, layer_texts
 from kairox_core.context.sources import SummaryItem
 from kairox_core.errors import KairoxError
@@ -36,7 +39,7 @@ SCOPES = ("user", "workspace", "session")
 
 class MemoryView(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "app.pop_screen", "Back to chat"),
+        Binding("escape", "dismiss", "Back to chat"),
         Binding("c", "compact", "Compact now"),
         Binding("C", "compact_range", "Compact a range", show=False),
         Binding("o", "toggle_summary", "Summary originals"),
@@ -61,6 +64,7 @@ class MemoryView(Screen[None]):
             with TabPane("Layers the model sees", id="layers"):
                 yield VerticalScroll(id="layers-body")
             with TabPane("Memories", id="memories"):
+                yield PendingPane(self.engine, id="pending-pane")
                 yield DataTable(id="memory-table", cursor_type="row", zebra_stripes=True)
             with TabPane("Long-term", id="longterm"):
                 yield LongTermPane(self.engine, id="longterm-pane")
@@ -80,6 +84,7 @@ class MemoryView(Screen[None]):
         self.load_memories()
         if self.is_mounted:
             self.query_one(LongTermPane).load()
+            self.query_one(PendingPane).load()
 
     @work(exclusive=True, group="layers")
     async def load_layers(self) -> None:
@@ -215,22 +220,23 @@ class MemoryView(Screen[None]):
     def action_pin(self) -> None:
         """Pin a fact; on a focused summary card, a line of it (by number) or any text."""
         card = self.focused if isinstance(self.focused, SummaryCard) else None
-        lines = [ln for ln in card.summary.text.split("\n") if ln.strip()] if card else []
+        lines = dict(numbered_lines(card.summary.text)) if card else {}
 
         def save(text: str | None) -> None:
             if not text or not text.strip():
                 return
             text = text.strip()
-            if card is not None and text.isdigit() and 1 <= int(text) <= len(lines):
-                line = lines[int(text) - 1].strip()
+            if card is not None and text.isdigit() and int(text) in lines:
+                line = lines[int(text)].strip()
                 self._call_session("pin_fact", line, source_seq=card.summary.seq)
             else:
                 self._call_session("pin_fact", text)
 
         title = "Pin a fact (kept verbatim in every turn)"
         if card is not None:
-            listing = "\n".join(f"{i}: {ln}" for i, ln in enumerate(lines, 1))
-            title = f"Pin a line of this summary (its number) or type a fact:\n{listing}"
+            title = "Pin a line of this summary (its number) or type a fact:\n" + listing(
+                card.summary.text
+            )
         self.app.push_screen(EditScreen(title, ""), save)
 
     def _target_summary(self) -> Any:
@@ -286,18 +292,17 @@ class MemoryView(Screen[None]):
                 return
             self._call_session("drop_chunk", summary.seq, int(text.strip()))
 
-        chunks = "\n".join(f"{i}: {c}" for i, c in enumerate(summary.text.split("\n")) if c)
         self.app.push_screen(
-            EditScreen("Type the number of the chunk to drop:\n" + chunks, ""), save
+            EditScreen("Type the number of the line to drop:\n" + listing(summary.text), ""),
+            save,
         )
 
     def action_keep_line(self) -> None:
-        """Keep one line of a summary (the focused card's, else the latest) as a project
-        long-term chunk."""
+        """Keep one line of a summary (the focused card's, else the latest) as a long-term
+        chunk of this session (scope session, as ``/remember``)."""
         summary = self._target_summary()
         if summary is None:
             return
-        lines = [ln for ln in summary.text.split("\n") if ln.strip()]
 
         def save(text: str | None) -> None:
             if text is None or not text.strip().isdigit():
@@ -310,9 +315,11 @@ class MemoryView(Screen[None]):
                 self.notify(str(exc), severity="error")
             self.query_one(LongTermPane).load()
 
-        listing = "\n".join(f"{i}: {ln}" for i, ln in enumerate(lines, 1))
         self.app.push_screen(
-            EditScreen("Type the number of the line to keep long-term:\n" + listing, ""), save
+            EditScreen(
+                "Type the number of the line to keep long-term:\n" + listing(summary.text), ""
+            ),
+            save,
         )
 
     @work(group="session-action")
@@ -324,6 +331,11 @@ class MemoryView(Screen[None]):
         except KairoxError as exc:
             self.notify(str(exc), severity="error")
         self.load_layers()
+
+
+def listing(text: str) -> str:
+    """A summary's lines with the numbers ``kairox summary show`` prints."""
+    return "\n".join(f"{i}: {line}" for i, line in numbered_lines(text))
 
 
 def parse_range(text: str) -> tuple[int, int] | None:

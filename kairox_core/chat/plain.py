@@ -11,10 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TextIO
 
-from kairox_core.chat.engine import ChatEngine, TurnOutcome, describe_event
+from kairox_core.chat.engine import (
+    ChatEngine,
+    TurnOutcome,
+    describe_attachment,
+    describe_event,
+    scoped,
+)
 from kairox_core.chat.resume import resume_hint
 from kairox_core.chat.slash import (
     HELP,
+    Attach,
     Compact,
     Help,
     Remember,
@@ -118,13 +125,15 @@ class PlainChat:
             taint = (
                 " TAINTED (its text came from a tool result or retrieved text)" if p.tainted else ""
             )
-            self.say(f"memory proposed id={p.proposal_id} [{p.scope}:{p.key}]{taint}: {p.body}")
+            self.say(
+                f"memory proposed id={p.proposal_id} [{scoped(p.scope, p.key)}]{taint}: {p.body}"
+            )
             if self.decide == "approve":
                 self.engine.approve(p.proposal_id)
-                self.say(f"MemoryAccepted {p.scope}:{p.key}")
+                self.say(f"MemoryAccepted {scoped(p.scope, p.key)}")
             elif self.decide == "reject":
                 self.engine.reject(p.proposal_id, reason="rejected by --reject-all")
-                self.say(f"MemoryRejected {p.scope}:{p.key}")
+                self.say(f"MemoryRejected {scoped(p.scope, p.key)}")
             else:
                 self.say(f"pending: kairox memory approve {p.proposal_id}")
         for event in outcome.compaction:
@@ -152,6 +161,9 @@ class PlainChat:
                 workspace_id=e.workspace,
             )
             self.say(f"kept in long-term memory [{chunk.scope}] id={chunk.id}")
+        elif isinstance(command, Attach):
+            att = e.attach(command.path)
+            self.say(f"attached {describe_attachment(att)}: it goes with the next prompt")
         elif isinstance(command, Compact):
             result = await e.kx.compact_async(e.session_id)
             self.say(f"compacted: {result}")

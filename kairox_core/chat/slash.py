@@ -1,6 +1,6 @@
 """Slash commands typed into the chat: parsed here, run by the chat front ends.
 
-``/remember TEXT`` keeps a long-term chunk (scope ``project`` unless ``--scope session``
+``/remember TEXT`` keeps a long-term chunk (scope ``session`` unless ``--scope project``
 or ``global``): recalled later when a prompt is about it. The exact keyed records of
 before stay one flag away: ``--key KEY`` or ``--scope user|workspace`` writes a keyed
 memory (accepted at once), injected into every turn whatever the prompt.
@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from kairox_core.errors import KairoxUserError
 
 HELP = """\
-/remember TEXT [--scope project|session|global]    keep TEXT long-term (recalled when relevant)
+/remember TEXT [--scope session|project|global]    keep TEXT long-term (recalled when relevant)
 /remember TEXT --key KEY [--scope user|workspace]  a keyed memory instead (always injected)
+/attach PATH                                       a file (image, PDF, text) for your next message
 /compact                                           compact this session's older history now
 /profile NAME                                      switch to another profile (or alias)
 /help                                              this help
@@ -41,7 +42,7 @@ class RememberChunk:
     """Keep ``text`` as a long-term chunk (kx.longterm)."""
 
     text: str
-    scope: str = "project"
+    scope: str = "session"
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,18 @@ class Help:
     pass
 
 
-SlashCommand = Remember | RememberChunk | Compact | SwitchProfile | Help
+@dataclass(frozen=True)
+class Attach:
+    """Attach the file at ``path`` to the next message (kairox_core.attachments)."""
+
+    path: str
+
+
+SlashCommand = Remember | RememberChunk | Compact | SwitchProfile | Help | Attach
 KEYED_SCOPES = ("user", "workspace")
-CHUNK_SCOPES = ("project", "session", "global")
+CHUNK_SCOPES = ("session", "project", "global")
 USAGE = (
-    "usage: /remember TEXT [--scope project|session|global], or "
+    "usage: /remember TEXT [--scope session|project|global], or "
     "/remember TEXT --key KEY [--scope user|workspace] for a keyed memory"
 )
 
@@ -96,6 +104,12 @@ def parse_slash(line: str) -> SlashCommand | None:
         return SwitchProfile(args[0])
     if name == "/remember":
         return _parse_remember(args)
+    if name == "/attach":
+        if len(args) != 1:
+            raise SlashError(
+                'usage: /attach PATH (quote a path with spaces: /attach "my file.pdf")'
+            )
+        return Attach(args[0])
     raise SlashError(f"unknown command {name}; type /help for the list")
 
 
@@ -112,7 +126,7 @@ def _parse_remember(args: list[str]) -> Remember | RememberChunk:
             if arg == "--scope":
                 if value not in KEYED_SCOPES + CHUNK_SCOPES:
                     raise SlashError(
-                        f"--scope must be project, session or global (long-term), or user "
+                        f"--scope must be session, project or global (long-term), or user "
                         f"or workspace (keyed), not '{value}'"
                     )
                 scope = value
@@ -129,7 +143,7 @@ def _parse_remember(args: list[str]) -> Remember | RememberChunk:
     if not text:
         raise SlashError(USAGE)
     if key is None and (scope is None or scope in CHUNK_SCOPES):
-        return RememberChunk(text=text, scope=scope or "project")
+        return RememberChunk(text=text, scope=scope or "session")
     if scope in CHUNK_SCOPES:
         raise SlashError(f"--key makes a keyed memory: its scope is user or workspace; {USAGE}")
     return Remember(text=text, scope=scope or "user", key=key or derive_key(text))

@@ -35,6 +35,14 @@ from kairox_core.sync import run_sync
     help="No TUI: prompts from stdin (one per line), "
     "answers to stdout, proposals and events on stderr.",
 )
+@click.option(
+    "--attach",
+    "attach_paths",
+    multiple=True,
+    metavar="PATH",
+    help="Attach a file (image, PDF, text) to the first prompt (repeatable; /attach "
+    "PATH does it at the prompt).",
+)
 @click.option("--approve-all", is_flag=True, help="With --plain: accept every memory proposal.")
 @click.option("--reject-all", is_flag=True, help="With --plain: reject every memory proposal.")
 @pass_cli
@@ -46,6 +54,7 @@ def chat_command(
     create: bool,
     provider_id: str | None,
     plain: bool,
+    attach_paths: tuple[str, ...],
     approve_all: bool,
     reject_all: bool,
 ) -> None:
@@ -64,6 +73,9 @@ def chat_command(
     if create and not session_id:
         raise click.UsageError("--create needs --session ID (the id of the session to start)")
     config = cli_ctx.config
+    from kairox_core.attachments import from_path
+
+    attachments = [from_path(path) for path in attach_paths]  # a bad file: before anything
     if session_id and not create:
         _require_session(cli_ctx, session_id)
     resume_args = _global_args(cli_ctx)
@@ -86,6 +98,7 @@ def chat_command(
     )
     if provider is not None:
         engine.provider_note = f"model: {provider.model} via provider '{provider_id}'"
+    engine.staged.extend(attachments)
     if plain:
         from kairox_core.chat.plain import PlainChat
 

@@ -172,16 +172,18 @@ def summary_group() -> None:
 @click.argument("session_id", metavar="SESSION")
 @pass_cli
 def summary_show(cli_ctx: CliContext, session_id: str) -> None:
-    """List SESSION's active summaries with their numbered chunks."""
+    """List SESSION's active summaries with their numbered lines (chunks): the numbers
+    `summary drop`, `longterm add --from-summary` and the chat's keys take."""
+    from kairox_core.context.edits import numbered_lines
+
     with _session(cli_ctx, session_id) as session:
         summaries = session.refresh_compaction().summaries
     if not summaries:
         click.echo("no active summaries (run `kairox compact SESSION`)")
     for s in summaries:
         click.echo(f"summary seq {s.seq} (replaces seqs {s.first_seq}-{s.last_seq}, {s.strategy}):")
-        for i, chunk in enumerate(s.text.split("\n")):
-            if chunk.strip():
-                click.echo(f"  {i}: {chunk}")
+        for i, line in numbered_lines(s.text):
+            click.echo(f"  {i}: {line}")
 
 
 @summary_group.command("edit")
@@ -209,7 +211,7 @@ def summary_edit(cli_ctx: CliContext, session_id: str, seq: int, text: str | Non
 @click.argument("chunk", type=int)
 @pass_cli
 def summary_drop(cli_ctx: CliContext, session_id: str, seq: int, chunk: int) -> None:
-    """Drop chunk CHUNK (a line, numbered as `kairox summary show` lists them) of the
+    """Drop chunk CHUNK (a line, numbered as `kairox summary show` prints them) of the
     summary stored at SEQ (ChunkDropped)."""
     with _session(cli_ctx, session_id) as session:
         event = session.drop_chunk_sync(seq, chunk)

@@ -68,7 +68,7 @@ def longterm_group() -> None:
     "--scope",
     type=click.Choice(["session", "project", "global"]),
     default=None,
-    help=SCOPE_HELP + " Default: session with --session, else project.",
+    help=SCOPE_HELP + " Default: session (needs --session); with no --session, project.",
 )
 @click.option("--session", "session_id", help="The session it belongs to (or was written in).")
 @click.option("--workspace", "workspace_id", help="The workspace of a project chunk.")
@@ -76,7 +76,8 @@ def longterm_group() -> None:
     "--from-summary",
     "from_summary",
     metavar="SEQ:LINE",
-    help="Keep line LINE (1-based) of the summary at seq SEQ of --session instead of TEXT.",
+    help="Keep line LINE (numbered as `kairox summary show` prints it) of the summary at "
+    "seq SEQ of --session instead of TEXT.",
 )
 @pass_cli
 def add_command(
@@ -97,7 +98,7 @@ def add_command(
                 )
             seq, line = _seq_line(from_summary)
             kx.get_session(session_id)  # names the session when it does not exist
-            chunk = kx.longterm.pin_summary_line(session_id, seq, line, scope=scope or "project")
+            chunk = kx.longterm.pin_summary_line(session_id, seq, line, scope=scope or "session")
         else:
             if not text:
                 raise KairoxUserError(
@@ -120,7 +121,7 @@ def _seq_line(value: str) -> tuple[int, int]:
     if not sep or not seq.isdigit() or not line.isdigit():
         raise KairoxUserError(
             f"--from-summary {value!r} is not SEQ:LINE; e.g. 12:2 (seq as `kairox summary "
-            f"show SESSION` prints it, then the line, from 1)"
+            f"show SESSION` prints it, then the line's number as it prints it)"
         )
     return int(seq), int(line)
 

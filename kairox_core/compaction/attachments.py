@@ -78,6 +78,32 @@ def render_for_summary(
     return "\n\n".join(p for p in parts if p)
 
 
+_MARKER = re.compile(r"\[Image dropped — was: [^\]\n]*\]")
+
+
+def image_markers(originals: Sequence[Event], folded_texts: Sequence[str] = ()) -> list[str]:
+    """Every image marker the new summary stands for: the originals' images and the
+    markers earlier summaries being folded still carry, in order, once each."""
+    found: list[str] = []
+    for text in folded_texts:
+        found += _MARKER.findall(text)
+    for event in originals:
+        if isinstance(event, UserMessageAdded):
+            found += [
+                image_marker(attachment_name(a))
+                for a in event.attachments
+                if a.get("kind") == "image"
+            ]
+    return list(dict.fromkeys(found))
+
+
+def keep_image_markers(summary: str, markers: Sequence[str]) -> str:
+    """``summary`` with each marker it lost appended on a line of its own: whatever the
+    strategy kept or dropped, the model goes on knowing an image was there."""
+    missing = [m for m in markers if m not in summary]
+    return "\n".join([summary.rstrip(), *missing]) if missing else summary
+
+
 def prepare_originals(events: Sequence[Event], config: KairoxConfig) -> list[Event]:
     """The originals as a strategy should read them: attachments folded into the text
     (images dropped, long documents digested). The stored events are not touched."""

@@ -21,10 +21,15 @@ its holder, and proceeds.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import TYPE_CHECKING
 
-from kairox_core.compaction.attachments import prepare_originals
+from kairox_core.compaction.attachments import (
+    image_markers,
+    keep_image_markers,
+    prepare_originals,
+)
 from kairox_core.compaction.planning import (
     CONVERSATION_TYPES,
     Plan,
@@ -236,6 +241,8 @@ class Compactor(Engine):
             outcome = await run_strategy(
                 kx.config, session, originals, plan.folded, prepare_originals(originals, kx.config)
             )
+            markers = image_markers(originals, [s.text for s in plan.folded])
+            outcome = dataclasses.replace(outcome, text=keep_image_markers(outcome.text, markers))
             summary = self._store(session, cid, plan, outcome)
         except Exception as exc:  # any strategy failure: record it, the session goes on
             reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

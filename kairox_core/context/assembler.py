@@ -304,7 +304,7 @@ class ContextAssembler:
                 _Candidate(
                     f"seq {s.seq}",
                     f"summary of seq {s.first_seq}-{s.last_seq}",
-                    item_unit(summary_header(s.seq, s.first_seq, s.last_seq), s.text),
+                    item_unit(summary_header(s.seq, s.first_seq, s.last_seq), s.text.strip()),
                 )
                 for s in newest
             ]

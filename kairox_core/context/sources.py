@@ -161,7 +161,9 @@ class CompactionState:
                     seq=seq,
                     first_seq=summary.first_seq,
                     last_seq=summary.last_seq,
-                    text=text.strip(),
+                    # rstrip only: a dropped first line stays a blank line, so the
+                    # other lines keep their numbers (edits.numbered_lines)
+                    text=text.rstrip(),
                     strategy=summary.strategy,
                 )
             )

@@ -12,6 +12,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
+from kairox_core.context.edits import line_of
 from kairox_core.errors import KairoxUserError
 from kairox_core.inputs import check_text, check_workspace_id
 from kairox_core.longterm.chunks import Chunk, ChunkHit, ChunkStore, owner_of, visible_owners
@@ -133,11 +134,12 @@ class LongTerm:
         return before
 
     def pin_summary_line(
-        self, session_id: str, summary_seq: int, line: int, *, scope: str = "project"
+        self, session_id: str, summary_seq: int, line: int, *, scope: str = "session"
     ) -> Chunk:
-        """Keep line ``line`` (1-based, blank lines skipped) of the active summary at
-        ``summary_seq``, as it reads now (edits and dropped chunks applied), as a chunk:
-        a summary's sentence worth more than this conversation."""
+        """Keep line ``line`` (numbered as ``kairox summary show`` prints it: from 0,
+        blank lines counted) of the active summary at ``summary_seq``, as it reads now
+        (edits and dropped chunks applied), as a chunk: a summary's sentence worth more
+        than this conversation."""
         state = self.kx.get_session(session_id).refresh_compaction()
         summary = next((s for s in state.summaries if s.seq == summary_seq), None)
         if summary is None:
@@ -145,13 +147,8 @@ class LongTerm:
                 f"seq {summary_seq} of session {session_id} is not an active summary; "
                 f"`kairox summary show {session_id}` lists them"
             )
-        lines = [ln for ln in summary.text.splitlines() if ln.strip()]
-        if not 1 <= line <= len(lines):
-            raise KairoxUserError(
-                f"summary seq {summary_seq} has {len(lines)} lines; pick one of 1..{len(lines)}"
-            )
         return self.add(
-            lines[line - 1].strip(), scope=scope, session_id=session_id, source_seq=summary_seq
+            line_of(summary, line), scope=scope, session_id=session_id, source_seq=summary_seq
         )
 
     # --- reading -----------------------------------------------------------------------

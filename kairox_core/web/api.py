@@ -8,12 +8,16 @@ the sessions' locks (see DEVELOPERS.md, "Sync twins run on one background loop")
 
 from __future__ import annotations
 
+import base64
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Query, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, Field
 
+from kairox_core.context.edits import line_of, numbered_lines
+from kairox_core.errors import KairoxUserError
 from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted, UserMessageAdded
 from kairox_core.inputs import MAX_INT64
 from kairox_core.longterm.service import MAX_SEARCH_K
@@ -34,8 +38,16 @@ class NewSession(BaseModel):
     session_id: str | None = Field(None, max_length=200)
 
 
+class Upload(BaseModel):
+    """A file sent with a prompt: its name and its bytes, base64."""
+
+    filename: str = Field(..., min_length=1, max_length=255)
+    data: str
+
+
 class Prompt(BaseModel):
     prompt: str = Field(..., min_length=1)
+    attachments: list[Upload] = Field(default_factory=list)  # read as attachments.from_bytes
 
 
 class Decision(BaseModel):
@@ -95,6 +107,22 @@ class Activate(BaseModel):
     active: bool = True
 
 
+def uploaded(upload: Upload) -> dict[str, Any]:
+    """An upload as an attachment (image, PDF, text file), or a clear error."""
+    from kairox_core.attachments import MAX_BYTES, AttachmentError, from_bytes
+
+    try:
+        data = base64.b64decode(upload.data, validate=True)
+    except ValueError:
+        raise AttachmentError(f"cannot attach {upload.filename}: its data is not base64") from None
+    if len(data) > MAX_BYTES:
+        raise AttachmentError(
+            f"cannot attach {upload.filename}: {len(data):,} bytes is over the limit of "
+            f"{MAX_BYTES:,}"
+        )
+    return from_bytes(upload.filename, data)
+
+
 def kx_of(request: Request) -> Any:
     return request.app.state.kx
 
@@ -136,6 +164,38 @@ async def session_messages(request: Request, session_id: str) -> list[dict[str, 
     return [event_json(e) for e in kx.events_store.read(session_id) if isinstance(e, CONVERSATION)]
 
 
+@router.get(
+    "/sessions/{session_id}/messages/{seq}/attachments/{index}",
+    summary="A message's attachment as it was sent (a download)",
+)
+async def message_attachment(
+    request: Request, session_id: str, seq: Seq, index: Annotated[int, Path(ge=0, le=MAX_INT64)]
+) -> Response:
+    kx = kx_of(request)
+    kx.get_session(session_id)
+    found = kx.events_store.read(session_id, first_seq=seq, last_seq=seq)
+    atts = found[0].attachments if found and isinstance(found[0], UserMessageAdded) else ()
+    if not 0 <= index < len(atts):
+        raise KairoxUserError(
+            f"message {seq} of session {session_id} has no attachment {index}; "
+            f"GET /api/sessions/{session_id}/messages lists messages and their attachments"
+        )
+    att = atts[index]
+    name = str(att.get("filename") or "attachment")
+    if att.get("kind") == "image" and isinstance(att.get("data"), str):
+        body, media_type = base64.b64decode(att["data"]), str(att.get("media_type"))
+    else:  # a document's text, as the model read it (a PDF's extracted text)
+        body, media_type = str(att.get("text") or "").encode(), "text/plain; charset=utf-8"
+    return Response(
+        body,
+        media_type=media_type,
+        headers={
+            "Content-Disposition": f"attachment; filename*=UTF-8''{quote(name)}",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
 @router.post(
     "/sessions/{session_id}/turns",
     summary="Run a turn; the answer streams as server-sent events",
@@ -150,6 +210,7 @@ async def run_turn(request: Request, session_id: str, prompt: Prompt) -> Streami
     session = kx.get_session(session_id)
     engine = engine_for(kx, request.app.state.providers, session)
     session.system_prompt = request.app.state.system_prompt
+    engine.staged = [uploaded(u) for u in prompt.attachments]  # a bad file: 400, no turn
 
     async def body() -> Any:
         async for name, data in stream_turn(engine, prompt.prompt):
@@ -273,10 +334,14 @@ async def summaries(request: Request, session_id: str) -> list[dict[str, Any]]:
         originals = kx.events_store.read(
             session_id, first_seq=item.first_seq, last_seq=item.last_seq
         )
+        stored = kx.events_store.read(session_id, first_seq=item.seq, last_seq=item.seq)
         out.append(
             {
                 **plain(item),
+                "created_at": stored[0].created_at if stored else None,  # when compacted
                 "chunks": [c for c in item.text.split("\n") if c.strip()],
+                # the one numbering (`kairox summary show`): drop, pin and keep take index
+                "lines": [{"index": i, "text": c} for i, c in numbered_lines(item.text)],
                 "originals": [event_json(e) for e in originals if isinstance(e, CONVERSATION)],
             }
         )
@@ -295,6 +360,34 @@ async def drop_chunk(
 ) -> dict[str, Any]:
     session = kx_of(request).get_session(session_id)
     return event_json(await session.drop_chunk(seq, chunk.chunk))
+
+
+class SummaryLine(BaseModel):
+    line: int = Field(..., ge=0, le=MAX_INT64)  # as `kairox summary show` numbers it
+    scope: Literal["session", "project", "global"] = "session"
+
+
+@router.post("/sessions/{session_id}/summaries/{seq}/pin", summary="Pin one line of a summary")
+async def pin_summary_line(
+    request: Request, session_id: str, seq: Seq, spec: SummaryLine
+) -> dict[str, Any]:
+    session = kx_of(request).get_session(session_id)
+    line = line_of(session.active_summary(seq), spec.line)
+    return event_json(await session.pin_fact(line, source_seq=seq))
+
+
+@router.post(
+    "/sessions/{session_id}/summaries/{seq}/longterm",
+    summary="Keep one line of a summary as a long-term chunk (scope session by default)",
+)
+async def keep_summary_line(
+    request: Request, session_id: str, seq: Seq, spec: SummaryLine
+) -> dict[str, Any]:
+    kx = kx_of(request)
+    kx.get_session(session_id)
+    chunk = kx.longterm.pin_summary_line(session_id, seq, spec.line, scope=spec.scope)
+    data: dict[str, Any] = chunk.as_dict()
+    return data
 
 
 @router.post("/sessions/{session_id}/pins", summary="Pin a fact: verbatim in every turn")
@@ -367,6 +460,46 @@ async def longterm_add(request: Request, spec: NewChunk) -> dict[str, Any]:
     chunk = kx_of(request).longterm.add(
         spec.text, scope=spec.scope, session_id=spec.session_id, workspace_id=spec.workspace
     )
+    data: dict[str, Any] = chunk.as_dict()
+    return data
+
+
+class RememberThis(BaseModel):
+    text: str = Field(..., min_length=1)
+    scope: Literal["session", "project", "global"] = "session"
+    source_seq: int | None = Field(
+        None, ge=1, le=MAX_INT64
+    )  # the message; None: the newest that says it
+
+
+@router.post(
+    "/sessions/{session_id}/remember",
+    summary="Remember this: a message, or part of one, as a long-term chunk",
+    description=(
+        "`source_seq` names the message; without it, the newest message of the session "
+        "that contains `text` (a selection in a message streamed before it had a seq)."
+    ),
+)
+async def remember_this(request: Request, session_id: str, spec: RememberThis) -> dict[str, Any]:
+    kx = kx_of(request)
+    kx.get_session(session_id)
+    said = [
+        e
+        for e in kx.events_store.read(
+            session_id, types=["UserMessageAdded", "AssistantMessageCompleted"]
+        )
+        if isinstance(e, UserMessageAdded | AssistantMessageCompleted)
+    ]
+    seq = spec.source_seq
+    if seq is None:
+        needle = " ".join(spec.text.split())
+        seq = next((e.seq for e in reversed(said) if needle in " ".join(e.text.split())), None)
+    elif not any(e.seq == seq for e in said):
+        raise KairoxUserError(
+            f"seq {seq} of session {session_id} is not a message; "
+            f"GET /api/sessions/{session_id}/messages lists them with their seqs"
+        )
+    chunk = kx.longterm.add(spec.text, scope=spec.scope, session_id=session_id, source_seq=seq)
     data: dict[str, Any] = chunk.as_dict()
     return data
 

@@ -69,6 +69,7 @@ async function newSession() {
 function bubble(role, text) {
   const body = el("div", { class: "text" }, text);
   const node = el("div", { class: `msg ${role}` }, el("div", { class: "role" }, role), body);
+  if (role === "user" || role === "assistant") node.append(rememberButton(node, body));
   $("#messages").append(node);
   return { node, body };
 }
@@ -113,18 +114,101 @@ function proposalCard(p) {
 }
 
 async function loadChat() {
-  const [events, pending] = await Promise.all([
+  const [events, pending, summaries] = await Promise.all([
     api("GET", `/api/sessions/${encodeURIComponent(sessionId)}/messages`),
     api("GET", "/api/approvals"),
+    api("GET", `/api/sessions/${encodeURIComponent(sessionId)}/summaries`),
   ]);
   $("#messages").replaceChildren();
+  const drawn = new Set();
   for (const e of events) {
-    if (e.type === "UserMessageAdded") bubble("user", e.payload.text);
-    else if (e.type === "AssistantMessageCompleted") bubble("assistant", e.payload.text);
+    const covering = summaries.find((s) => s.first_seq <= e.seq && e.seq <= s.last_seq);
+    if (covering) {  // a compacted range: one [Summary] card in place of its messages
+      if (!drawn.has(covering.seq)) { drawn.add(covering.seq); $("#messages").append(streamSummaryCard(covering)); }
+      continue;
+    }
+    if (e.type === "UserMessageAdded") attachmentLinks(bubble("user", e.payload.text), e);
+    else if (e.type === "AssistantMessageCompleted") bubble("assistant", e.payload.text).node.dataset.seq = e.seq;
     else if (e.type === "ToolInvocationCompleted") bubble("tool", `${e.payload.tool_name}: ${e.payload.result}`);
   }
   for (const p of pending.filter((p) => p.session_id === sessionId)) $("#messages").append(proposalCard(p));
   $("#messages").scrollTop = $("#messages").scrollHeight;
+}
+
+// "Remember this": on every message, and on a text selection inside one. The form keeps
+// the text (editable) as a long-term chunk, scope session unless another is chosen; the
+// message's seq goes along when the page knows it (the server finds it otherwise).
+function rememberButton(node, body) {
+  return el("button", { type: "button", class: "remember", title: "Keep this message in long-term memory",
+    onclick: () => rememberForm(node, body.textContent) }, "Remember this");
+}
+
+function rememberForm(node, text) {
+  node.querySelector(".remember-form")?.remove();
+  const editor = el("textarea", { class: "remember-text", rows: 2 });
+  editor.value = text.trim();
+  const scope = el("select", { class: "remember-scope" },
+    ...["session", "project", "global"].map((s) => el("option", { value: s }, s)));
+  const form = el("form", { class: "remember-form" }, editor, scope,
+    el("button", { type: "submit" }, "Keep"),
+    el("button", { type: "button", onclick: () => form.remove() }, "Cancel"));
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const spec = { text: editor.value.trim(), scope: scope.value };
+    if (!spec.text) return;
+    if (node.dataset.seq) spec.source_seq = Number(node.dataset.seq);
+    try {
+      const chunk = await api("POST", `/api/sessions/${encodeURIComponent(sessionId)}/remember`, spec);
+      form.replaceWith(el("div", { class: "note remembered" }, `kept in long-term memory [${chunk.scope}]: ${chunk.text}`));
+    } catch (err) { /* shown in the status line */ }
+  });
+  node.append(form);
+  editor.focus();
+}
+
+function selectionButton() {
+  const button = el("button", { type: "button", id: "remember-selection", hidden: true }, "Remember this");
+  let picked = null;
+  button.addEventListener("mousedown", (e) => e.preventDefault());  // keep the selection
+  button.addEventListener("click", () => { button.hidden = true; if (picked) rememberForm(picked.node, picked.text); });
+  document.addEventListener("selectionchange", () => {
+    const sel = window.getSelection();
+    const text = sel && !sel.isCollapsed ? sel.toString().trim() : "";
+    const start = text && sel.anchorNode ? (sel.anchorNode.nodeType === 1 ? sel.anchorNode : sel.anchorNode.parentElement) : null;
+    const node = start?.closest("#messages .msg");
+    if (!node || !node.contains(sel.focusNode) || start.closest(".remember-form")) { button.hidden = true; picked = null; return; }
+    picked = { node, text };
+    const rect = sel.getRangeAt(0).getBoundingClientRect();
+    button.style.top = `${window.scrollY + rect.bottom + 4}px`;
+    button.style.left = `${window.scrollX + rect.left}px`;
+    button.hidden = false;
+  });
+  document.body.append(button);
+}
+
+// A prompt's attachments, each a link to the original as it was sent.
+function attachmentLinks(b, e) {
+  b.node.dataset.seq = e.seq;
+  const atts = e.payload.attachments || [];
+  if (!atts.length) return;
+  const sid = encodeURIComponent(sessionId);
+  b.node.append(el("div", { class: "note attached" }, "attached: ", ...atts.flatMap((a, i) => [i ? ", " : "",
+    el("a", { href: `/api/sessions/${sid}/messages/${e.seq}/attachments/${i}`, download: a.filename || "attachment" },
+      a.filename || "attachment")])));
+}
+
+// A compacted range in the chat: collapsed to one line; opened, the Memory view's card
+// (the summary's numbered lines with Drop / Pin / Pin to long-term, Edit, the originals).
+const openSummaries = new Set();
+
+function streamSummaryCard(s) {
+  const n = s.originals.length;
+  const when = s.created_at ? new Date(s.created_at * 1000).toLocaleString() : "";
+  const card = el("details", { class: "stream-summary", "data-seq": s.seq, open: openSummaries.has(s.seq) },
+    el("summary", {}, `[Summary] seqs ${s.first_seq}-${s.last_seq} · ${n} message${n === 1 ? "" : "s"} · compacted ${when}`),
+    summaryCard(s));
+  card.addEventListener("toggle", () => { if (card.open) openSummaries.add(s.seq); else openSummaries.delete(s.seq); });
+  return card;
 }
 
 // Server-sent events from a POST: parsed from the response stream by hand (EventSource
@@ -151,17 +235,31 @@ async function* sseEvents(response) {
   }
 }
 
+// The files chosen under the prompt, read as {filename, data (base64)} for the turn.
+function readUploads() {
+  return Promise.all([...$("#attach").files].map((file) => new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve({ filename: file.name, data: String(reader.result).split(",", 2)[1] || "" });
+    reader.onerror = () => reject(new Error(`cannot read ${file.name}`));
+    reader.readAsDataURL(file);
+  })));
+}
+
 async function send(prompt) {
-  bubble("user", prompt);
+  const attachments = await readUploads();
+  $("#attach").value = ""; $("#attached").textContent = "";
+  const asked = bubble("user", prompt);
+  if (attachments.length) asked.node.append(el("div", { class: "note attached" }, `attached: ${attachments.map((a) => a.filename).join(", ")}`));
   const answer = bubble("assistant", "");
   answer.node.classList.add("streaming");
   $("#send").disabled = true;
   status("thinking…");
+  let compacted = false;
   try {
     const r = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/turns`, {
       method: "POST", credentials: "same-origin",
       headers: { "X-Kairox-CSRF": "1", "Content-Type": "application/json" },
-      body: JSON.stringify({ prompt }),
+      body: JSON.stringify({ prompt, attachments }),
     });
     if (!r.ok) {
       let detail = r.statusText;
@@ -173,7 +271,10 @@ async function send(prompt) {
       else if (name === "trace") answer.node.append(traceView(data));
       else if (name === "proposal") $("#messages").append(proposalCard(data));
       else if (name === "accepted") answer.node.append(el("div", { class: "note" }, `noted for this session: ${data.payload.key || ""} ${data.payload.body}`));
-      else if (name === "compaction") answer.node.append(el("div", { class: "note" }, `${data.type} ${data.payload.reason || ""}`));
+      else if (name === "compaction") {
+        answer.node.append(el("div", { class: "note" }, `${data.type} ${data.payload.reason || ""}`));
+        if (data.type === "ContextCompactionCompleted") compacted = true;
+      }
       else if (name === "error") answer.node.append(el("div", { class: "error" }, data.message));
       else if (name === "done") {
         if (data.acknowledgement && !answer.body.textContent) answer.body.textContent = data.acknowledgement;
@@ -181,6 +282,7 @@ async function send(prompt) {
       }
     }
     status("");
+    if (compacted) await loadChat();  // the compacted range becomes a [Summary] card
   } catch (e) {
     answer.node.append(el("div", { class: "error" }, String(e.message || e)));
     status(String(e.message || e), true);
@@ -215,17 +317,24 @@ function summaryCard(s) {
   const sid = encodeURIComponent(sessionId);
   const editor = el("textarea", { class: "summary-editor", rows: 6, hidden: true });
   editor.value = s.text;
-  const lines = el("ol", { class: "chunks", start: 0 }, ...s.chunks.map((c, i) => el("li", {}, c, " ",
-    el("button", { type: "button", class: "drop", title: "Drop this chunk", onclick: async () => {
-      await api("POST", `/api/sessions/${sid}/summaries/${s.seq}/drop`, { chunk: i }); loadMemoryView();
-    } }, "Drop"))));
+  // numbered as `kairox summary show` prints them: a number names its line after a drop
+  const lines = el("ol", { class: "chunks" }, ...s.lines.map((c) => el("li", { value: c.index, "data-line": c.index }, c.text, " ",
+    el("button", { type: "button", class: "drop", title: "Drop this line from what later turns see", onclick: async () => {
+      await api("POST", `/api/sessions/${sid}/summaries/${s.seq}/drop`, { chunk: c.index }); refresh();
+    } }, "Drop"),
+    el("button", { type: "button", class: "pin", title: "Pin this line: verbatim in every turn", onclick: async () => {
+      await api("POST", `/api/sessions/${sid}/summaries/${s.seq}/pin`, { line: c.index }); status(`pinned: ${c.text}`); refresh();
+    } }, "Pin"),
+    el("button", { type: "button", class: "keep", title: "Keep this line in long-term memory (this session)", onclick: async () => {
+      await api("POST", `/api/sessions/${sid}/summaries/${s.seq}/longterm`, { line: c.index }); status(`kept in long-term memory: ${c.text}`);
+    } }, "Pin to long-term"))));
   const originals = el("details", { class: "originals" },
     el("summary", {}, `[Summary] of seqs ${s.first_seq}-${s.last_seq}: ${s.originals.length} original messages`),
     ...s.originals.map((e) => el("div", { class: "msg original" },
       el("div", { class: "role" }, `#${e.seq} ${e.type === "UserMessageAdded" ? "user" : e.type === "AssistantMessageCompleted" ? "assistant" : "tool"}`),
       el("div", { class: "text" }, e.payload.text ?? e.payload.result ?? ""))));
   const save = el("button", { type: "button", hidden: true, onclick: async () => {
-    await api("PUT", `/api/sessions/${sid}/summaries/${s.seq}`, { text: editor.value }); loadMemoryView();
+    await api("PUT", `/api/sessions/${sid}/summaries/${s.seq}`, { text: editor.value }); refresh();
   } }, "Save summary");
   return el("div", { class: "card summary", "data-seq": s.seq },
     el("div", { class: "card-title" }, `[Summary] seqs ${s.first_seq}-${s.last_seq} (${s.strategy})`),
@@ -400,6 +509,10 @@ document.addEventListener("DOMContentLoaded", async () => {
     await api("POST", "/api/packs", { name, text: $("#pack-text").value });
     $("#pack-name").value = ""; $("#pack-text").value = "";
     loadPacks();
+  });
+  selectionButton();
+  $("#attach").addEventListener("change", () => {
+    $("#attached").textContent = [...$("#attach").files].map((f) => f.name).join(", ");
   });
   try { await loadSessions(); } catch (e) { return; }
   $("#send").disabled = false;  // a session exists now: a prompt has somewhere to go

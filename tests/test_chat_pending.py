@@ -1,0 +1,96 @@
+"""Proposals waiting for a person in the TUI: their cards come back on resume, and the
+Memory view lists every pending proposal with the cards' keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import DataTable, TabbedContent
+
+from kairox_core.chat.app import ChatApp
+from kairox_core.chat.engine import ChatEngine
+from kairox_core.chat.widgets import ChatMessage, MemoryCard
+from kairox_core.config import parse_config
+from kairox_core.providers.scripted import ScriptedProvider
+
+SEAT = 'Noted. <memory scope="user" key="seat">Prefers window seats</memory>'
+TEA = 'Noted. <memory scope="user" key="tea">Drinks green tea</memory>'
+
+
+def engine_for(tmp_path: Path, replies: list[str], session_id: str | None = None) -> ChatEngine:
+    config = parse_config({"retrieval": {"workspace_index": False}})
+    return ChatEngine.open(
+        config, tmp_path / "k.db", provider=ScriptedProvider(replies), session_id=session_id
+    )
+
+
+async def two_proposals(tmp_path: Path) -> str:
+    """A session that ended with two undecided proposals; its id."""
+    engine = engine_for(tmp_path, [SEAT, TEA])
+    await engine.run_turn("I like window seats", lambda _: None)
+    await engine.run_turn("and green tea", lambda _: None)
+    assert len(engine.kx.approvals.pending()) == 2
+    await engine.close()
+    return engine.session_id
+
+
+def waiting(app: ChatApp) -> list[str]:
+    return [m.text for m in app.query(ChatMessage) if "for your decision" in m.text]
+
+
+async def test_a_resumed_session_shows_its_undecided_cards(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    resumed = engine_for(tmp_path, ["x"], session_id=await two_proposals(tmp_path))
+    app = ChatApp(resumed)
+    async with app.run_test(size=(120, 50)) as pilot:
+        await pilot.pause()
+        cards = list(app.query(MemoryCard))
+        assert [c.proposal.key for c in cards] == ["seat", "tea"]
+        children = list(app.chat.children)
+        answers = [m for m in app.query(ChatMessage) if m.role == "assistant"]
+        assert children.index(answers[0]) < children.index(cards[0]) < children.index(answers[1])
+        assert waiting(app) and waiting(app)[0].startswith("2 memories wait")
+        await pilot.press("ctrl+n", "a")
+        await pilot.pause()
+        await pilot.press("r")
+        await pilot.pause()
+        assert waiting(app) == []
+    assert resumed.kx.memories.get("user", "seat").body == "Prefers window seats"
+    assert resumed.kx.memories.get("user", "tea") is None
+    assert resumed.kx.approvals.pending() == []
+    await resumed.close()
+
+
+async def test_the_memory_view_lists_and_decides_pending_proposals(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    resumed = engine_for(tmp_path, ["x"], session_id=await two_proposals(tmp_path))
+    app = ChatApp(resumed)
+    async with app.run_test(size=(120, 50)) as pilot:
+        await pilot.press("ctrl+y")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        app.screen.query_one(TabbedContent).active = "memories"
+        await pilot.pause()
+        table = app.screen.query_one("#pending-table", DataTable)
+        assert [table.get_row_at(i)[1] for i in range(table.row_count)] == ["seat", "tea"]
+        assert "Waiting for your decision (2)" in str(
+            app.screen.query_one("#pending-help").render()
+        )
+        table.focus()
+        await pilot.press("down", "r")  # rejects tea, the row under the cursor
+        await pilot.pause()
+        assert [table.get_row_at(i)[1] for i in range(table.row_count)] == ["seat"]
+        await pilot.press("a")
+        await pilot.pause()
+        assert table.row_count == 0
+        memories = app.screen.query_one("#memory-table", DataTable)
+        assert any(memories.get_row_at(i)[1] == "seat" for i in range(memories.row_count))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert all(c.decided for c in app.query(MemoryCard))  # the chat's cards follow
+        assert waiting(app) == []
+    assert resumed.kx.memories.get("user", "seat") is not None
+    assert resumed.kx.memories.get("user", "tea") is None
+    await resumed.close()
