@@ -57,6 +57,21 @@ def test_edit_card_then_approve(page: Any, serve: Server) -> None:
     assert memory["body"] == "prefers helix, with vim keys"
 
 
+def test_edit_card_changes_scope_and_key_then_approve(page: Any, serve: Server) -> None:
+    send(page, "remember my editor")
+    card = page.locator(".card[data-proposal]")
+    expect(card.locator(".card-fields")).to_be_hidden()
+    card.locator("button.edit").click()
+    card.locator("select.card-scope").select_option("workspace")
+    card.locator("input.card-key").fill("team-editor")
+    card.locator("button.approve").click()
+    expect(card).to_contain_text("Saved to memory.")
+    expect(card.locator(".card-title")).to_have_text("Remembered: workspace:team-editor")
+    assert serve.api("GET", "/api/memories?scope=user") == []
+    (memory,) = serve.api("GET", "/api/memories?scope=workspace")
+    assert (memory["key"], memory["body"]) == ("team-editor", "prefers helix")
+
+
 def test_memory_edited_in_browser_reaches_the_next_python_turn(
     page: Any, serve: Server, tmp_path: Path
 ) -> None:

@@ -219,15 +219,18 @@ class ChatApp(App[str]):
         card, p = message.card, message.card.proposal
         try:
             if message.verdict == "approve":
-                self.engine.approve(p.proposal_id, body=message.body)
-                self.trace_panel.add_line(f"MemoryAccepted {p.scope}:{p.key}", "green")
+                record = self.engine.approve(
+                    p.proposal_id, body=message.body, scope=message.scope, key=message.key
+                )
+                where = f"{record.scope.value}:{record.key}"
+                self.trace_panel.add_line(f"MemoryAccepted {where}", "green")
             else:
                 self.engine.reject(p.proposal_id, reason="rejected in kairox chat")
                 self.trace_panel.add_line(f"MemoryRejected {p.scope}:{p.key}", "red")
         except KairoxError as exc:
             self.note(str(exc), "error")
             return
-        card.mark(message.verdict, message.body)
+        card.mark(message.verdict, message.body, scope=message.scope, key=message.key)
         pending = [c for c in self.query(MemoryCard) if not c.decided]
         if pending:
             pending[0].focus()

@@ -9,7 +9,7 @@ reply is recorded with whatever text arrived).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -163,10 +163,15 @@ class ChatEngine:
         prompt: str,
         on_text: Callable[[str], None],
         on_tool: Callable[[ToolStep], None] | None = None,
+        *,
+        instructions: Sequence[str] = (),
     ) -> TurnOutcome:
+        """``instructions``: the caller's own (an OpenAI client's system message), sent
+        with the system prompt and paid for inside the budget."""
         outcome = TurnOutcome(prompt=prompt)
         tools, notes = await self._tools()
-        turn = await self.session.begin_turn(prompt)  # ContextBudgetExceeded: nothing sent
+        # ContextBudgetExceeded: nothing sent
+        turn = await self.session.begin_turn(prompt, instructions=instructions)
         _, profile = self.config.resolve_profile(self.profile)
         limits = self.config.tools
         async with turn:  # cancelled (Ctrl-C, app closed): the turn aborts, the session is free
@@ -225,8 +230,16 @@ class ChatEngine:
 
     # --- actions ---------------------------------------------------------------------------
 
-    def approve(self, proposal_id: str, body: str | None = None) -> Any:
-        return self.kx.approvals.accept(proposal_id, body=body)
+    def approve(
+        self,
+        proposal_id: str,
+        body: str | None = None,
+        *,
+        scope: str | None = None,
+        key: str | None = None,
+    ) -> Any:
+        """Accept a proposal, with the person's corrections (None: as proposed)."""
+        return self.kx.approvals.accept(proposal_id, body=body, scope=scope, key=key)
 
     def reject(self, proposal_id: str, reason: str | None = None) -> Any:
         return self.kx.approvals.reject(proposal_id, reason=reason)

@@ -238,11 +238,23 @@ def pending_command(cli_ctx: CliContext, workspace: str | None, as_json: bool) -
 @memory_group.command("approve")
 @click.argument("proposal_id", metavar="ID")
 @click.option("--body", help="Accept with this text instead of the proposed one.")
+@click.option(
+    "--scope",
+    type=click.Choice(["user", "workspace", "session"]),
+    help="Store it in this scope instead of the proposed one (a personal fact: user).",
+)
+@click.option("--key", help="Store it under this key instead of the proposed one.")
 @pass_cli
-def approve_command(cli_ctx: CliContext, proposal_id: str, body: str | None) -> None:
-    """Accept a pending proposal (optionally with an edited body)."""
+def approve_command(
+    cli_ctx: CliContext,
+    proposal_id: str,
+    body: str | None,
+    scope: str | None,
+    key: str | None,
+) -> None:
+    """Accept a pending proposal, optionally correcting its text, scope or key."""
     with _open(cli_ctx) as mem:
-        record = mem.approvals.accept(proposal_id, body=body)
+        record = mem.approvals.accept(proposal_id, body=body, scope=scope, key=key)
     click.echo(f"accepted {proposal_id} as {record.id} ({record.scope.value}:{record.key})")
 
 

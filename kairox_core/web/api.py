@@ -38,6 +38,8 @@ class Prompt(BaseModel):
 class Decision(BaseModel):
     body: str | None = None  # accept: the edited body; absent: as proposed
     reason: str | None = None  # reject: why
+    scope: str | None = None  # accept: the corrected scope; absent: as proposed
+    key: str | None = Field(None, max_length=128)  # accept: the corrected key
 
 
 class Body(BaseModel):
@@ -180,7 +182,11 @@ async def pending(request: Request, workspace: str | None = None) -> list[dict[s
 
 @router.post("/approvals/{proposal_id}/accept", summary="Accept (with `body`: edit, then accept)")
 async def accept(request: Request, proposal_id: str, decision: Decision) -> dict[str, Any]:
-    return memory_json(kx_of(request).approvals.accept(proposal_id, body=decision.body))
+    return memory_json(
+        kx_of(request).approvals.accept(
+            proposal_id, body=decision.body, scope=decision.scope, key=decision.key
+        )
+    )
 
 
 @router.post("/approvals/{proposal_id}/reject", summary="Reject a proposal")

@@ -83,4 +83,5 @@ def create_app(
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 
-    return Guard(app, token=token, bind_host=host, max_body=max_body)
+    # /v1/* errors in OpenAI's shape, the guard's refusals included
+    return openai_api.OpenAIErrorShape(Guard(app, token=token, bind_host=host, max_body=max_body))

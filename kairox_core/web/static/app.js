@@ -88,12 +88,24 @@ function proposalCard(p) {
   body.value = p.body;
   const result = el("span", { class: "note" });
   const buttons = el("div", { class: "buttons" });
+  // Edit also opens the scope and key: a personal fact filed under workspace is fixed here
+  const scope = el("select", { class: "card-scope", "aria-label": "scope" },
+    ...["user", "workspace", "session"].map((s) => el("option", { value: s, selected: s === p.scope }, s)));
+  const key = el("input", { class: "card-key", "aria-label": "key", placeholder: "key" });
+  key.value = p.key || "";
+  const fields = el("div", { class: "card-fields", hidden: true }, "scope ", scope, " key ", key);
   const decide = async (action) => {
     try {
       if (action === "reject") await api("POST", `/api/approvals/${encodeURIComponent(p.id)}/reject`, {});
       else {
         const edited = body.value !== p.body ? body.value : null;
-        await api("POST", `/api/approvals/${encodeURIComponent(p.id)}/accept`, { body: edited });
+        const decision = { body: edited };
+        if (scope.value !== p.scope) decision.scope = scope.value;
+        if (key.value.trim() !== (p.key || "")) decision.key = key.value.trim();
+        const stored = await api("POST", `/api/approvals/${encodeURIComponent(p.id)}/accept`, decision);
+        title.textContent = `Remembered: ${stored.scope}${stored.key ? ":" + stored.key : ""}`;
+        scope.disabled = true;
+        key.readOnly = true;
       }
       result.textContent = action === "reject" ? "Rejected." : "Saved to memory.";
       card.classList.add("decided");
@@ -104,11 +116,10 @@ function proposalCard(p) {
   buttons.append(
     el("button", { type: "button", class: "approve", onclick: () => decide("accept") }, "Approve"),
     el("button", { type: "button", class: "reject", onclick: () => decide("reject") }, "Reject"),
-    el("button", { type: "button", class: "edit", onclick: () => { body.readOnly = false; body.focus(); } }, "Edit"));
-  const card = el("div", { class: "card", "data-proposal": p.id },
-    el("div", { class: "card-title" }, `Remember this? ${p.scope}${p.key ? ":" + p.key : ""}`
-      + (p.tainted ? " (echoes a tool result or retrieved text)" : "")),
-    body, buttons, result);
+    el("button", { type: "button", class: "edit", onclick: () => { body.readOnly = false; fields.hidden = false; body.focus(); } }, "Edit"));
+  const title = el("div", { class: "card-title" }, `Remember this? ${p.scope}${p.key ? ":" + p.key : ""}`
+      + (p.tainted ? " (echoes a tool result or retrieved text)" : ""));
+  const card = el("div", { class: "card", "data-proposal": p.id }, title, fields, body, buttons, result);
   return card;
 }
 
