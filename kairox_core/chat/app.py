@@ -197,6 +197,8 @@ class ChatApp(App[str]):
         for accepted in outcome.accepted:
             self.note(f"session memory noted [{accepted.key or '-'}]: {accepted.body}")
             self.trace_panel.add_line(describe_event(accepted), "green")
+        if outcome.unsaved:
+            self.note(outcome.unsaved, "error")
         for event in outcome.compaction:
             self.trace_panel.add_line(describe_event(event), "magenta")
         cards = []

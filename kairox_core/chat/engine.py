@@ -9,6 +9,7 @@ reply is recorded with whatever text arrived).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,7 @@ class TurnOutcome:
     acknowledgement: str = ""  # shown when the reply was memory tags and nothing else
     tool_steps: list[ToolStep] = field(default_factory=list)  # tool calls and results
     tool_notes: list[str] = field(default_factory=list)  # servers down, bounds reached
+    unsaved: str = ""  # the reply claims to have noted something, and nothing was saved
 
 
 def acknowledgement(outcome: TurnOutcome) -> str:
@@ -68,6 +70,26 @@ def acknowledgement(outcome: TurnOutcome) -> str:
         return "Noted for this conversation."
     n = len(outcome.proposals)
     return f"Noted: {'a memory' if n == 1 else f'{n} memories'} to approve."
+
+
+# What a reply says when it claims to have kept something ("Noted.", "I'll remember
+# that", "I've saved it", ...). Small models say it without writing a tag.
+_CLAIM = re.compile(
+    r"\b(?:noted|i(?:'ll| will) (?:remember|keep (?:that|this|it) in mind|note)|"
+    r"i(?:'ve| have) (?:noted|saved|stored|remembered|made a note)|"
+    r"(?:saved|stored|remembered) (?:that|this|it)|made a note|will do)\b",
+    re.IGNORECASE,
+)
+UNSAVED = (
+    "Nothing was saved: the reply says it noted something, but the model wrote no "
+    "memory tag. Ask again, or keep it yourself with /remember TEXT."
+)
+
+
+def unsaved_claim(text: str, markers: Sequence[Any]) -> str:
+    """The warning for a reply that claims to have noted something while the turn
+    wrote no memory tag at all (an unchanged memory is a tag: already kept)."""
+    return UNSAVED if not markers and _CLAIM.search(text) else ""
 
 
 class ChatEngine:
@@ -200,6 +222,7 @@ class ChatEngine:
         outcome.invalid = list(result.invalid)
         self._collect_turn_events(turn.turn_id, turn.prompt_seq, outcome)
         outcome.acknowledgement = acknowledgement(outcome)
+        outcome.unsaved = unsaved_claim(result.text, result.markers)
         if outcome.acknowledgement:
             on_text(outcome.acknowledgement)
         return outcome

@@ -112,6 +112,8 @@ class PlainChat:
             self.say(line)
         for bad in outcome.invalid:
             self.say(f"invalid memory marker ignored: {getattr(bad, 'reason', bad)}")
+        if outcome.unsaved:
+            self.say(outcome.unsaved)
         for accepted in outcome.accepted:
             self.say(f"session memory noted [{accepted.key or '-'}]: {accepted.body}")
         for p in outcome.proposals:

@@ -94,6 +94,7 @@ async def stream_turn(
         {
             "text": outcome.text,
             "acknowledgement": outcome.acknowledgement,
+            "unsaved": outcome.unsaved,
             "invalid": [getattr(i, "reason", str(i)) for i in outcome.invalid],
         },
     )

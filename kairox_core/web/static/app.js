@@ -188,6 +188,7 @@ async function send(prompt) {
       else if (name === "error") answer.node.append(el("div", { class: "error" }, data.message));
       else if (name === "done") {
         if (data.acknowledgement && !answer.body.textContent) answer.body.textContent = data.acknowledgement;
+        if (data.unsaved) answer.node.append(el("div", { class: "error unsaved" }, data.unsaved));
         answer.node.classList.add("done");
       }
     }
