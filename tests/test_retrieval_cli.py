@@ -163,3 +163,21 @@ def test_rebuild_after_changing_the_backend(
 def test_index_needs_a_path(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(["index"], capsys)
     assert code == 2 and "at least one PATH" in err
+
+
+def test_search_tables_print_bracketed_text_as_written(
+    kairox_home: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rich would read "[kairox]" as markup and drop it (issue 28)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "[draft] notes.md").write_text("See [kairox] and [bold]volcano[/bold] settings.\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "200")
+    run(["--db", str(tmp_path / "kx.db"), "index", str(docs)], capsys)
+    code, out, err = run(["--db", str(tmp_path / "kx.db"), "search", "volcano"], capsys)
+    assert code == 0, err
+    assert "[kairox]" in out and "[bold]volcano[/bold]" in out and "[draft] notes.md" in out

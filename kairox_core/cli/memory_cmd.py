@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from kairox_core.cli.context import CliContext, pass_cli
@@ -145,7 +146,12 @@ def list_command(
         table.add_column(column, overflow="fold")
     for r in records:
         table.add_row(
-            r.id, r.scope.value, _owner(r), r.key or "-", _short(r.body), _when(r.updated_at)
+            r.id,
+            r.scope.value,
+            escape(_owner(r)),
+            escape(r.key or "-"),
+            escape(_short(r.body)),  # data, not rich markup
+            _when(r.updated_at),
         )
     Console().print(table)
 
@@ -209,8 +215,8 @@ def _proposal_table(proposals: list[Proposal]) -> Table:
         table.add_row(
             p.id,
             p.scope.value,
-            p.key or "-",
-            _short(p.body, 80),
+            escape(p.key or "-"),
+            escape(_short(p.body, 80)),
             origin,
             _when(p.created_at),
             warning,
@@ -390,7 +396,7 @@ def history_command(
     for i, v in enumerate(versions, 1):
         table.add_row(
             str(i),
-            v.body,
+            escape(v.body),
             _when(v.valid_from),
             _when(v.replaced_at),
             v.ended or "current",

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -108,7 +109,9 @@ def _hits_table(title: str, hits: Sequence[RetrievalHit]) -> Table:
         table.add_column(column, overflow="fold")
     for i, hit in enumerate(hits, start=1):
         text = hit.text if len(hit.text) <= 300 else hit.text[:297] + "..."
-        table.add_row(str(i), f"{hit.score:.4f}", hit.source, hit.doc_id, text)
+        # data, not markup: "[kairox]" in a document must print as written
+        cells = (escape(hit.source), escape(hit.doc_id), escape(text))
+        table.add_row(str(i), f"{hit.score:.4f}", *cells)
     return table
 
 
