@@ -137,3 +137,53 @@ async def test_the_tui_says_nothing_was_saved(tmp_path: Path, kairox_home: Path)
         errors = [m.text for m in app.query(ChatMessage) if m.role == "error"]
         assert errors == [UNSAVED]
     await engine.close()
+
+
+# --- "thinking…" until the first token (issue 28, item 7) -----------------------------------
+
+
+async def test_the_tui_shows_thinking_until_the_first_token(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    from textual.widgets import Input
+
+    seen: list[str] = []
+    app: ChatApp | None = None
+
+    def reply(messages: object) -> str:  # runs when the model is called, before any token
+        assert app is not None
+        answers = [m for m in app.query(ChatMessage) if m.role == "assistant"]
+        seen.append(str(answers[-1].content))
+        return "Paris."
+
+    engine = engine_for(tmp_path, [])
+    engine.provider = ScriptedProvider(reply)
+    app = ChatApp(engine)
+    async with app.run_test(size=(140, 40)) as pilot:
+        prompt = app.query_one("#prompt", Input)
+        prompt.focus()
+        prompt.value = "capital of France?"
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert seen == ["Assistant: thinking…"]
+        (answer,) = [m for m in app.query(ChatMessage) if m.role == "assistant"]
+        assert str(answer.content) == "Assistant: Paris."
+    await engine.close()
+
+
+async def test_plain_mode_says_thinking_on_stderr(tmp_path: Path, kairox_home: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    seen: list[tuple[str, str]] = []
+
+    def reply(messages: object) -> str:
+        seen.append((out.getvalue(), err.getvalue()))
+        return "Paris."
+
+    engine = engine_for(tmp_path, [])
+    engine.provider = ScriptedProvider(reply)
+    assert await PlainChat(engine, io.StringIO("capital?\n"), out, err).run() == 0
+    ((out_then, err_then),) = seen
+    assert out_then == "" and err_then.endswith("kairox: thinking…\n")
+    assert out.getvalue() == "Paris.\n"  # stdout carries only the answer
+    await engine.close()

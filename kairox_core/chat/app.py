@@ -156,6 +156,7 @@ class ChatApp(App[str]):
         self.busy = True
         self.note(prompt, "user")
         answer = ChatMessage("assistant", "")
+        answer.thinking = True  # until the first token: a local model may take a while
         self.chat.mount(answer)
 
         def on_text(delta: str) -> None:
@@ -176,6 +177,7 @@ class ChatApp(App[str]):
             return
         finally:
             self.busy = False
+            answer.stop_thinking()
         self.show_outcome(outcome)
 
     def show_outcome(self, outcome: TurnOutcome) -> None:

@@ -56,6 +56,7 @@ class TurnOutcome:
     tool_steps: list[ToolStep] = field(default_factory=list)  # tool calls and results
     tool_notes: list[str] = field(default_factory=list)  # servers down, bounds reached
     unsaved: str = ""  # the reply claims to have noted something, and nothing was saved
+    turn_id: str = ""  # the turn's id in the event log ("" when it never began)
 
 
 def acknowledgement(outcome: TurnOutcome) -> str:
@@ -210,6 +211,7 @@ class ChatEngine:
                 notes=notes,
             )
             outcome.trace = turn.trace
+            outcome.turn_id = turn.turn_id
             outcome.tool_steps, outcome.tool_notes = loop.steps, loop.notes
             outcome.error = loop.error
             if loop.error and not loop.fed and not loop.steps:

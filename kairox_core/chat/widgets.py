@@ -35,13 +35,21 @@ class ChatMessage(Static):
         super().__init__(**kwargs)
         self.role = role
         self.text = text
+        self.thinking = False  # True: "thinking…" shows until the first token
         self.add_class(role)
 
     def _label(self) -> Text:
         prefix = {"user": "You", "assistant": "Assistant", "error": "Error"}.get(self.role)
         label = Text(f"{prefix}: ", style="bold") if prefix else Text()
         label.append(self.text, style="italic" if prefix is None else "")
+        if self.thinking and not self.text:
+            label.append("thinking…", style="dim italic")
         return label
+
+    def stop_thinking(self) -> None:
+        """The turn ended (with or without text): no more "thinking…"."""
+        self.thinking = False
+        self.update(self._label())
 
     def on_mount(self) -> None:
         self.update(self._label())

@@ -426,3 +426,13 @@ async def pack_activate(request: Request, name: str, spec: Activate) -> dict[str
         name, workspace_id=spec.workspace, active=spec.active
     ).as_dict()
     return data
+
+
+@router.get(
+    "/sessions/{session_id}/proposals",
+    summary="Every memory proposed in the session, decided or not (cards on reload)",
+)
+async def session_proposals(request: Request, session_id: str) -> list[dict[str, Any]]:
+    kx = kx_of(request)
+    kx.get_session(session_id)
+    return [proposal_json(p) for p in kx.approvals.proposals(session_id=session_id)]

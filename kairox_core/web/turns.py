@@ -95,6 +95,7 @@ async def stream_turn(
             "text": outcome.text,
             "acknowledgement": outcome.acknowledgement,
             "unsaved": outcome.unsaved,
+            "turn_id": outcome.turn_id,
             "invalid": [getattr(i, "reason", str(i)) for i in outcome.invalid],
         },
     )
