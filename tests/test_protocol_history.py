@@ -187,3 +187,10 @@ async def test_plain_mode_says_thinking_on_stderr(tmp_path: Path, kairox_home: P
     assert out_then == "" and err_then.endswith("kairox: thinking…\n")
     assert out.getvalue() == "Paris.\n"  # stdout carries only the answer
     await engine.close()
+
+
+def test_the_built_in_prompt_files_personal_facts_under_user_and_consolidates() -> None:
+    from kairox_core.prompt import MEMORY_PROTOCOL
+
+    assert 'a personal fact is always "user"' in MEMORY_PROTOCOL
+    assert "Related facts told together go into one tag" in MEMORY_PROTOCOL
