@@ -153,7 +153,7 @@ def web(session: nox.Session) -> None:
         session.run("apt-get", "update", "-qq", external=True)
         env = {"DEBIAN_FRONTEND": "noninteractive"}
         session.run("apt-get", "install", "-y", "-qq", "chromium", external=True, env=env)
-    session.install("-e", ".[test,web]", "playwright>=1.40")
+    session.install("-e", ".[test,web]", "playwright>=1.40", "openai>=2")  # openai: a stock client
     env = {"HF_HUB_OFFLINE": "1", "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"}
     session.run("pytest", "-q", "tests_web", *session.posargs, env=env)
 

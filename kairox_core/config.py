@@ -271,17 +271,24 @@ class MemorySection(_Strict):
     max_memories_tokens_share: float = Field(0.5, gt=0, le=1)
 
 
+HASHING_BACKEND = "hashing"  # the built-in embedding backend: no model, no meaning
+
+
 class RetrievalSection(_Strict):
     """``[retrieval]``: the workspace index and the share of the budget hits may use."""
 
     workspace_index: bool = True
-    backend: str = "hashing"
+    backend: str = HASHING_BACKEND
     backend_options: dict[str, Any] = Field(default_factory=dict)
-    share: float = Field(0.25, ge=0, le=1)
+    # 0.5 (was 0.25) and recall_k 64: with the default hashing backend, recall then
+    # finds more of the evidence than plain BM25 turn ranking (docs/recall.md, LoCoMo)
+    share: float = Field(0.5, ge=0, le=1)
     k: int = Field(8, gt=0)
     timeout: float = Field(10.0, gt=0)
     workspace_weight: float = Field(1.0, gt=0)
-    mode: str = Field("hybrid", pattern="^(hybrid|vector|keyword)$")
+    # auto: keyword alone when the backend is "hashing" (its vectors carry no meaning and
+    # only add noise to the fusion), hybrid otherwise (see ``search_mode``)
+    mode: str = Field("auto", pattern="^(auto|hybrid|vector|keyword)$")
     chunk_tokens: int = Field(512, ge=32)
     chunk_overlap: int = Field(64, ge=0)
     # hybrid search: weighted reciprocal rank fusion of the keyword and vector rankings
@@ -290,6 +297,13 @@ class RetrievalSection(_Strict):
     vector_weight: float = Field(1.0, ge=0)
     hybrid_candidates: int = Field(100, gt=0)
     max_file_bytes: int = Field(2_000_000, gt=0)  # `kairox index` skips larger files
+
+    @property
+    def search_mode(self) -> str:
+        """The mode searches use: ``mode``, with ``auto`` resolved for the backend."""
+        if self.mode != "auto":
+            return self.mode
+        return "keyword" if self.backend == HASHING_BACKEND else "hybrid"
 
     @model_validator(mode="before")
     @classmethod
@@ -344,7 +358,7 @@ class CompactionSection(_Strict):
     # the model strategy sends at most this much transcript per call (rolling windows)
     max_input_tokens: int = Field(6000, ge=512)
     recall: bool = True  # index every turn; recall the best history lacks (recall.py)
-    recall_k: int = Field(32, gt=0)  # recalled turns offered per prompt ([retrieval] share caps)
+    recall_k: int = Field(64, gt=0)  # recalled turns offered per prompt ([retrieval] share caps)
     # reordering recalled turns before they are fitted (compaction/recall_rank.py; 0: off)
     recall_content_prior: float = Field(0.0, ge=0)  # turns that say more (content words) first
     recall_content_words: int = Field(20, gt=0)  # content words that count as a full turn

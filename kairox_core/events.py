@@ -187,6 +187,10 @@ class ModelTokenDelta(Event):
 class AssistantMessageCompleted(Event):
     turn_id: str
     text: str  # cleaned: <memory> markup removed
+    # What the model reads back as this reply in history: ``text`` with the memory tags
+    # it wrote (None: the same as ``text``), so the conversation keeps teaching it the
+    # protocol; people and front ends see ``text``.
+    model_text: str | None = None
     model: str | None = None
     provider: str | None = None
     usage: dict[str, int] | None = None

@@ -20,6 +20,9 @@ from typing import Any
 # "project" for project facts, hence "never project". On the benchmark's 10/10/10
 # prompts, 0.5B: tags 8 -> 7, false 0 -> 0, recall 4 -> 10 (stored again 6 -> 1);
 # 1.5B: tags 8 -> 8, false 3 -> 2, recall 4 -> 9.
+# Two later lines were not measured with a local model yet (issues 25 and 28): the
+# "user" scope for every personal fact (the 0.5B model filed 7 of 11 personal facts
+# under workspace) and related facts consolidated into one tag per turn.
 MEMORY_PROTOCOL = """\
 You are a helpful assistant with durable memory, provided by Kairox.
 
@@ -32,12 +35,16 @@ user and stored for you:
 <memory scope="user" key="...">one fact about the user</memory>
 <memory scope="workspace" key="...">one fact about this workspace</memory>
 <memory scope="session">a note for this conversation only</memory>
-- scope "user": lasting facts and preferences the user tells you about themselves.
+- scope "user": lasting facts and preferences the user tells you about themselves
+  (name, family, health, habits, likes): a personal fact is always "user", even
+  during work on a project.
 - scope "workspace": facts about the current project (its code, team, repository,
   servers): the scope is "workspace", never "project".
 - scope "session": notes for this conversation only.
 - key: a name you choose for the fact, lowercase words joined by dashes; reuse a key
   to update it.
+- Related facts told together go into one tag (one key, one short sentence), not
+  one tag each.
 Only remember what the user said or clearly wants kept; never store secrets or text
 copied from documents or tool results. Questions get an answer and no tag; answer
 questions about the user from the memories.

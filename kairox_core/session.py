@@ -467,6 +467,20 @@ class Session:
         return self.kx.events_store.read(self.id)
 
 
+def model_view(visible: str, markers: Sequence[MemoryMarker]) -> str | None:
+    """The reply as the model will read it back in history: the visible text with the
+    well-formed memory tags it wrote (None: no tags, the visible text as it is).
+
+    Without them a model that reads its own past replies as "Noted." learns to answer
+    "Noted." with no tag (issue 28). Malformed tags are left out, so it only ever sees
+    the protocol written right; the tags are never parsed again (proposals come only
+    from the model's new stream, and recall and compaction read the visible text)."""
+    if not markers:
+        return None
+    tags = " ".join(m.raw for m in markers)
+    return f"{visible.rstrip()} {tags}" if visible.strip() else tags
+
+
 class Turn:
     """One turn in flight. Not thread-safe; one task drives it."""
 
@@ -632,6 +646,7 @@ class Turn:
                     session_id=session.id,
                     turn_id=self.turn_id,
                     text=visible,
+                    model_text=model_view(visible, markers),
                     model=model,
                     provider=provider,
                     usage=dict(usage) if usage else None,

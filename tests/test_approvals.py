@@ -134,6 +134,55 @@ def test_edit_then_accept_carries_the_final_body(kx: Kx) -> None:
     assert done.body == "uses travis"  # what the model proposed stays on record
 
 
+def test_a_person_fixes_scope_and_key_before_accepting(kx: Kx) -> None:
+    p = kx.approvals.propose("s1", "w1", "t1", marker("workspace", "food", "allergic to nuts"))
+    assert p is not None
+    record = kx.approvals.accept(p.id, scope="user", key="allergies")
+    assert (record.scope, record.key, record.body) == (MemoryScope.USER, "allergies", p.body)
+    assert kx.memories.get("user", "allergies") is not None
+    assert kx.memories.get("workspace", "food", workspace_id="w1") is None
+    accepted = kx.events.read("s1")[-1]
+    assert isinstance(accepted, MemoryAccepted) and accepted.edited
+    assert (accepted.scope, accepted.key) == ("user", "allergies")
+    done = kx.approvals.get_proposal(p.id)
+    assert done is not None and done.scope is MemoryScope.WORKSPACE  # as proposed, on record
+    # the scope alone, as a string or a MemoryScope: the key stays
+    q = kx.approvals.propose("s1", "w1", "t2", marker("user", "repo", "kairox on GitHub"))
+    assert q is not None
+    record = kx.approvals.accept(q.id, scope=MemoryScope.WORKSPACE)
+    assert (record.scope, record.key, record.workspace_id) == (MemoryScope.WORKSPACE, "repo", "w1")
+    # to session scope, keyless
+    r = kx.approvals.propose("s1", "w1", "t3", marker("user", "mood", "tired today"))
+    assert r is not None
+    record = kx.approvals.accept(r.id, scope="session")
+    assert record.scope is MemoryScope.SESSION and record.session_id == "s1"
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"scope": "team"}, "unknown memory scope 'team'"),
+        ({"key": "two words"}, "key 'two words' is not valid"),
+        ({"key": " "}, "needs a key"),
+    ],
+)
+def test_bad_corrections_are_user_errors_and_leave_it_pending(
+    kx: Kx, changes: dict[str, str], message: str
+) -> None:
+    p = kx.approvals.propose("s1", "w1", "t1", marker("workspace", "food", "allergic to nuts"))
+    assert p is not None
+    with pytest.raises(KairoxUserError, match=message):
+        kx.approvals.accept(p.id, **changes)
+    assert [x.id for x in kx.approvals.pending()] == [p.id]
+
+
+def test_workspace_scope_needs_a_workspace(kx: Kx) -> None:
+    p = kx.approvals.propose("s1", None, "t1", marker("user", "food", "allergic to nuts"))
+    assert p is not None
+    with pytest.raises(KairoxUserError, match="outside any workspace"):
+        kx.approvals.accept(p.id, scope="workspace")
+
+
 def test_reject_records_the_reason(kx: Kx) -> None:
     p = kx.approvals.propose("s1", "w1", "t1", marker("user", "name", "Bob"))
     assert p is not None

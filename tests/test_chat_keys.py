@@ -172,3 +172,33 @@ def test_a_keyless_session_memory_is_described_without_none() -> None:
         session_id="s", proposal_id="p", memory_id="m", scope="user", key="seat", body="x"
     )
     assert describe_event(keyed) == "MemoryAccepted user:seat"
+
+
+async def test_the_cards_edit_changes_scope_and_key_too(tmp_path: Path, kairox_home: Path) -> None:
+    from textual.widgets import Select, TextArea
+
+    from kairox_core.chat.widgets import ProposalEditScreen
+
+    engine = engine_for(
+        tmp_path, ['Noted. <memory scope="workspace" key="seat">Prefers window seats</memory>']
+    )
+    app = ChatApp(engine)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await submit(app, pilot, "I like window seats")
+        (card,) = app.query(MemoryCard)
+        await pilot.press("ctrl+n", "e")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ProposalEditScreen)
+        screen.query_one("#edit-scope", Select).value = "user"
+        key = screen.query_one("#edit-key", Input)
+        key.value = "travel-seat"
+        assert screen.query_one("#edit-text", TextArea).text == "Prefers window seats"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert card.decided
+        stored = engine.kx.memories.get("user", "travel-seat")
+        assert stored is not None and stored.body == "Prefers window seats"
+        assert engine.kx.memories.get("workspace", "seat", workspace_id="default") is None
+        assert "[user] travel-seat" in str(card.content) and "(edited)" in str(card.content)
+    await engine.close()

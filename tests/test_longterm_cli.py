@@ -131,3 +131,17 @@ def test_pack_errors_exit_2(setup: tuple[Path, Path], capsys: pytest.CaptureFixt
     run(setup, "pack", "create", "p", "--text", "x", "--level", "org")
     assert "only moves up" in fail(setup, capsys, "pack", "publish", "p", "--level", "team")
     assert "give --text TEXT or --file PATH" in fail(setup, capsys, "pack", "edit", "p")
+
+
+def test_longterm_list_prints_bracketed_text_as_written(
+    kairox_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    db = str(tmp_path / "kx.db")
+    runner = CliRunner()
+    added = runner.invoke(
+        cli, ["--db", db, "longterm", "add", "use [kairox] tags", "--scope", "global"]
+    )
+    assert added.exit_code == 0, added.output
+    listed = runner.invoke(cli, ["--db", db, "longterm", "list"])
+    assert "use [kairox] tags" in listed.output

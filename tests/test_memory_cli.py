@@ -147,6 +147,18 @@ def test_approve_with_an_edited_body(db_path: Path, other: Other) -> None:
     assert accepted.type == "MemoryAccepted" and accepted.edited  # type: ignore[attr-defined]
 
 
+def test_approve_with_a_corrected_scope_and_key(db_path: Path, other: Other) -> None:
+    p = other.propose("workspace", "food", "allergic to nuts")
+    out = run(db_path, "approve", p.id, "--scope", "user", "--key", "allergies").output
+    assert "(user:allergies)" in out
+    rec = other.memories.get("user", "allergies")
+    assert rec is not None and rec.body == "allergic to nuts"
+    q = other.propose("workspace", "x", "y")
+    bad = run(db_path, "approve", q.id, "--scope", "team", ok=False)
+    assert bad.exit_code == 2 and "team" in bad.output
+    assert "--scope" in run(db_path, "approve", "--help").output
+
+
 def test_edit_with_body_and_with_editor(
     db_path: Path, other: Other, monkeypatch: pytest.MonkeyPatch
 ) -> None:

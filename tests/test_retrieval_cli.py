@@ -149,7 +149,9 @@ def test_rebuild_after_changing_the_backend(
     config = tmp_path / "kairox.toml"
     config.write_text(
         config.read_text().replace(
-            "max_file_bytes = 4000", "max_file_bytes = 4000\nbackend_options = {dimension = 64}"
+            "max_file_bytes = 4000",
+            # hybrid: the default ("auto") searches keywords alone with the hashing backend
+            'max_file_bytes = 4000\nbackend_options = {dimension = 64}\nmode = "hybrid"',
         )
     )
     code, out, err = run(["search", "volcano", "--json"], capsys)
@@ -193,3 +195,35 @@ def test_index_never_leaves_its_folder_through_a_symlink(
     assert "the private key" not in out
     code, out, _ = run(["index", str(project)], capsys)
     assert "3 links out of the folder" in out
+
+
+def test_search_tables_print_bracketed_text_as_written(
+    kairox_home: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rich would read "[kairox]" as markup and drop it (issue 28)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "[draft] notes.md").write_text("See [kairox] and [bold]volcano[/bold] settings.\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "200")
+    run(["--db", str(tmp_path / "kx.db"), "index", str(docs)], capsys)
+    code, out, err = run(["--db", str(tmp_path / "kx.db"), "search", "volcano"], capsys)
+    assert code == 0, err
+    assert "[kairox]" in out and "[bold]volcano[/bold]" in out and "[draft] notes.md" in out
+
+
+def test_the_first_index_says_what_a_real_embedder_would_bring(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(["index", str(project)], capsys)
+    assert code == 0
+    assert "hashing backend" in err and 'backend = "sentence-transformers"' in err
+    assert "kairox index --rebuild" in err and "0.87" in err
+    code, _, err = run(["index", str(project)], capsys)  # not the first any more
+    assert code == 0 and "hashing backend" not in err
+    from kairox_core.cli.retrieval_cmd import embedding_hint
+
+    assert embedding_hint("sentence-transformers") == ""

@@ -129,7 +129,7 @@ def test_openapi_schema_is_served(serve: Server) -> None:
 
 
 def test_openai_endpoint_not_streaming(serve: Server) -> None:
-    body = {"model": "any", "messages": [{"role": "user", "content": "I use helix"}]}
+    body = {"model": "default", "messages": [{"role": "user", "content": "I use helix"}]}
     r = httpx.post(
         f"{serve.url}/v1/chat/completions",
         json=body,
@@ -173,10 +173,19 @@ def test_openai_endpoint_streaming(serve: Server) -> None:
     assert parsed[-1]["kairox"]["proposals"][0]["body"] == "prefers helix"
 
 
-def test_openai_endpoint_needs_a_session(serve: Server) -> None:
+def test_openai_endpoint_derives_a_session_from_the_conversation(serve: Server) -> None:
     body = {"messages": [{"role": "user", "content": "hi"}]}
     r = httpx.post(f"{serve.url}/v1/chat/completions", json=body, timeout=30)
-    assert r.status_code == 400 and "X-Kairox-Session" in r.json()["detail"]
+    assert r.status_code == 200, r.text
+    sid = r.json()["kairox"]["session_id"]
+    body["messages"] += [
+        {"role": "assistant", "content": "Hello"},
+        {"role": "user", "content": "again"},
+    ]
+    r = httpx.post(f"{serve.url}/v1/chat/completions", json=body, timeout=30)
+    assert r.json()["kairox"]["session_id"] == sid
+    r = httpx.post(f"{serve.url}/v1/chat/completions", json={"model": "nope", **body})
+    assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
 
 
 def test_csrf_origin_host_and_body_limits(serve: Server) -> None:

@@ -57,6 +57,21 @@ def test_edit_card_then_approve(page: Any, serve: Server) -> None:
     assert memory["body"] == "prefers helix, with vim keys"
 
 
+def test_edit_card_changes_scope_and_key_then_approve(page: Any, serve: Server) -> None:
+    send(page, "remember my editor")
+    card = page.locator(".card[data-proposal]")
+    expect(card.locator(".card-fields")).to_be_hidden()
+    card.locator("button.edit").click()
+    card.locator("select.card-scope").select_option("workspace")
+    card.locator("input.card-key").fill("team-editor")
+    card.locator("button.approve").click()
+    expect(card).to_contain_text("Saved to memory.")
+    expect(card.locator(".card-title")).to_have_text("Remembered: workspace:team-editor")
+    assert serve.api("GET", "/api/memories?scope=user") == []
+    (memory,) = serve.api("GET", "/api/memories?scope=workspace")
+    assert (memory["key"], memory["body"]) == ("team-editor", "prefers helix")
+
+
 def test_memory_edited_in_browser_reaches_the_next_python_turn(
     page: Any, serve: Server, tmp_path: Path
 ) -> None:
@@ -160,8 +175,9 @@ def test_xss_payload_stays_inert(page: Any, serve: Server, dialogs: list[str]) -
     serve.api("POST", "/api/memories", {"scope": "user", "key": "x", "body": XSS})
     sid = serve.api("POST", "/api/sessions", {})["session_id"]
     serve.api("POST", f"/api/sessions/{sid}/pins", {"text": XSS})
-    page.evaluate(f"localStorage.setItem('kairox.session', {sid!r})")
+    page.evaluate(f"sessionStorage.setItem('kairox.session', {sid!r})")  # this tab's session
     page.reload()
+    page.wait_for_selector("#send:enabled")  # the app has opened that session
     page.click("#tabs button[data-tab=memories]")
     cell = page.locator("tr[data-memory] td.body").first
     expect(cell).to_have_text(XSS)
@@ -392,3 +408,61 @@ def test_an_upload_goes_with_the_prompt(page: Any, serve: Server, tmp_path: Path
     expect(page.locator("#status")).to_contain_text(
         "cannot attach archive.zip: not a type Kairox reads"
     )
+
+
+def test_thinking_shows_in_the_answer_until_the_first_token(page: Any, serve: Server) -> None:
+    held: list[Any] = []
+    page.route("**/api/sessions/*/turns", lambda route: held.append(route))  # held until released
+    page.fill("#prompt", "capital of France?")
+    page.click("#send")
+    thinking = page.locator(".msg.assistant .thinking")
+    expect(thinking).to_have_text("thinking…")
+    assert held, "the turn request was not sent"
+    held[0].continue_()
+    expect(page.locator(".msg.assistant.done")).to_be_visible(timeout=30_000)
+    expect(thinking).to_have_count(0)
+
+
+def test_a_claimed_note_without_a_tag_is_flagged(page: Any, serve: Server) -> None:
+    send(page, "I use helix")  # the first reply carries a tag: nothing flagged
+    assert page.locator(".unsaved").count() == 0
+    answer = send(page, "I am allergic to nuts")  # "Noted, answering from memory." and no tag
+    expect(answer.locator(".unsaved")).to_contain_text("Nothing was saved")
+
+
+def test_reload_keeps_traces_decided_cards_and_this_tabs_session(page: Any, serve: Server) -> None:
+    send(page, "I use helix")
+    mine = page.evaluate("sessionStorage.getItem('kairox.session')")
+    card = page.locator(".card[data-proposal]")
+    card.locator("button.approve").click()
+    expect(card).to_contain_text("Saved to memory.")
+    send(page, "and now?")
+    # another client starts a newer session meanwhile
+    other = serve.api("POST", "/api/sessions", {})["session_id"]
+    assert other != mine
+    page.reload()
+    page.wait_for_selector("#send:enabled")
+    assert page.locator("#session-select").input_value() == mine
+    answers = page.locator(".msg.assistant")
+    expect(answers).to_have_count(2)
+    expect(answers.first.locator(".trace summary")).to_contain_text("tokens")
+    expect(answers.last.locator(".trace summary")).to_contain_text("tokens")
+    decided = page.locator(".card.decided[data-proposal]")
+    expect(decided).to_contain_text("Saved to memory.")
+    expect(decided).to_contain_text("user:editor")
+    assert page.locator(".card button.approve").count() == 0  # nothing left to decide
+
+
+def test_a_first_visit_starts_its_own_session(browser: Any, serve: Server) -> None:
+    theirs = serve.api("POST", "/api/sessions", {})["session_id"]
+    context = browser.new_context()
+    try:
+        fresh = context.new_page()
+        fresh.goto(serve.url + "/")
+        fresh.wait_for_selector("#send:enabled")
+        chosen = fresh.locator("#session-select").input_value()
+        assert chosen and chosen != theirs
+        options = fresh.locator("#session-select option").all_text_contents()
+        assert theirs in options  # still there to pick
+    finally:
+        context.close()

@@ -243,6 +243,7 @@ class ChatApp(App[str]):
         names = ", ".join(str(a.get("filename", "?")) for a in self.engine.staged)
         self.note(prompt + (f"  [attached: {names}]" if names else ""), "user")
         answer = ChatMessage("assistant", "")
+        answer.thinking = True  # until the first token: a local model may take a while
         self.chat.mount(answer)
 
         def on_text(delta: str) -> None:
@@ -263,6 +264,7 @@ class ChatApp(App[str]):
             return
         finally:
             self.busy = False
+            answer.stop_thinking()
         self.show_outcome(outcome)
 
     def show_outcome(self, outcome: TurnOutcome) -> None:
@@ -284,6 +286,8 @@ class ChatApp(App[str]):
         for accepted in outcome.accepted:
             self.note(f"session memory noted [{accepted.key or '-'}]: {accepted.body}")
             self.trace_panel.add_line(describe_event(accepted), "green")
+        if outcome.unsaved:
+            self.note(outcome.unsaved, "error")
         for event in outcome.compaction:
             self.trace_panel.add_line(describe_event(event), "magenta")
         if any(isinstance(ev, ContextCompactionCompleted) for ev in outcome.compaction):
@@ -332,15 +336,18 @@ class ChatApp(App[str]):
         card, p = message.card, message.card.proposal
         try:
             if message.verdict == "approve":
-                self.engine.approve(p.proposal_id, body=message.body)
-                self.trace_panel.add_line(f"MemoryAccepted {scoped(p.scope, p.key)}", "green")
+                record = self.engine.approve(
+                    p.proposal_id, body=message.body, scope=message.scope, key=message.key
+                )
+                where = scoped(record.scope.value, record.key)
+                self.trace_panel.add_line(f"MemoryAccepted {where}", "green")
             else:
                 self.engine.reject(p.proposal_id, reason="rejected in kairox chat")
                 self.trace_panel.add_line(f"MemoryRejected {scoped(p.scope, p.key)}", "red")
         except KairoxError as exc:
             self.note(str(exc), "error")
             return
-        card.mark(message.verdict, message.body)
+        card.mark(message.verdict, message.body, scope=message.scope, key=message.key)
         self.update_waiting_note()
         pending = [c for c in self.query(MemoryCard) if not c.decided]
         if pending:

@@ -9,7 +9,8 @@ reply is recorded with whatever text arrived).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,8 @@ class TurnOutcome:
     acknowledgement: str = ""  # shown when the reply was memory tags and nothing else
     tool_steps: list[ToolStep] = field(default_factory=list)  # tool calls and results
     tool_notes: list[str] = field(default_factory=list)  # servers down, bounds reached
+    unsaved: str = ""  # the reply claims to have noted something, and nothing was saved
+    turn_id: str = ""  # the turn's id in the event log ("" when it never began)
 
 
 def acknowledgement(outcome: TurnOutcome) -> str:
@@ -68,6 +71,26 @@ def acknowledgement(outcome: TurnOutcome) -> str:
         return "Noted for this conversation."
     n = len(outcome.proposals)
     return f"Noted: {'a memory' if n == 1 else f'{n} memories'} to approve."
+
+
+# What a reply says when it claims to have kept something ("Noted.", "I'll remember
+# that", "I've saved it", ...). Small models say it without writing a tag.
+_CLAIM = re.compile(
+    r"\b(?:noted|i(?:'ll| will) (?:remember|keep (?:that|this|it) in mind|note)|"
+    r"i(?:'ve| have) (?:noted|saved|stored|remembered|made a note)|"
+    r"(?:saved|stored|remembered) (?:that|this|it)|made a note|will do)\b",
+    re.IGNORECASE,
+)
+UNSAVED = (
+    "Nothing was saved: the reply says it noted something, but the model wrote no "
+    "memory tag. Ask again, or keep it yourself with /remember TEXT."
+)
+
+
+def unsaved_claim(text: str, markers: Sequence[Any]) -> str:
+    """The warning for a reply that claims to have noted something while the turn
+    wrote no memory tag at all (an unchanged memory is a tag: already kept)."""
+    return UNSAVED if not markers and _CLAIM.search(text) else ""
 
 
 class ChatEngine:
@@ -171,12 +194,16 @@ class ChatEngine:
         prompt: str,
         on_text: Callable[[str], None],
         on_tool: Callable[[ToolStep], None] | None = None,
+        *,
+        instructions: Sequence[str] = (),
     ) -> TurnOutcome:
+        """``instructions``: the caller's own (an OpenAI client's system message), sent
+        with the system prompt and paid for inside the budget."""
         outcome = TurnOutcome(prompt=prompt)
         tools, notes = await self._tools()
         attachments, self.staged = self.staged, []
         try:  # ContextBudgetExceeded: nothing sent, the files stay staged
-            turn = await self.session.begin_turn(prompt, attachments)
+            turn = await self.session.begin_turn(prompt, attachments, instructions=instructions)
         except BaseException:
             self.staged = attachments + self.staged
             raise
@@ -196,6 +223,7 @@ class ChatEngine:
                 notes=notes,
             )
             outcome.trace = turn.trace
+            outcome.turn_id = turn.turn_id
             outcome.tool_steps, outcome.tool_notes = loop.steps, loop.notes
             outcome.error = loop.error
             if loop.error and not loop.fed and not loop.steps:
@@ -208,6 +236,7 @@ class ChatEngine:
         outcome.invalid = list(result.invalid)
         self._collect_turn_events(turn.turn_id, turn.prompt_seq, outcome)
         outcome.acknowledgement = acknowledgement(outcome)
+        outcome.unsaved = unsaved_claim(result.text, result.markers)
         if outcome.acknowledgement:
             on_text(outcome.acknowledgement)
         return outcome
@@ -246,8 +275,16 @@ class ChatEngine:
         self.staged.append(attachment)
         return attachment
 
-    def approve(self, proposal_id: str, body: str | None = None) -> Any:
-        return self.kx.approvals.accept(proposal_id, body=body)
+    def approve(
+        self,
+        proposal_id: str,
+        body: str | None = None,
+        *,
+        scope: str | None = None,
+        key: str | None = None,
+    ) -> Any:
+        """Accept a proposal, with the person's corrections (None: as proposed)."""
+        return self.kx.approvals.accept(proposal_id, body=body, scope=scope, key=key)
 
     def reject(self, proposal_id: str, reason: str | None = None) -> Any:
         return self.kx.approvals.reject(proposal_id, reason=reason)

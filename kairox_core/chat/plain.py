@@ -98,18 +98,47 @@ class PlainChat:
         return 1 if self.failures else 0
 
     async def turn(self, prompt: str) -> None:
+        waiting = self._thinking()
+
         def show(text: str) -> None:
+            nonlocal waiting
+            if waiting:
+                self._done_thinking()
+                waiting = False
             self.stdout.write(text)
             self.stdout.flush()
 
         def tool(step: ToolStep) -> None:  # on stderr: stdout carries only answers
+            nonlocal waiting
+            if waiting:
+                self._done_thinking()
+                waiting = False
             self.say(step.call_line())
             self.say(step.result_line())
 
-        outcome = await self.engine.run_turn(prompt, show, tool)
+        try:
+            outcome = await self.engine.run_turn(prompt, show, tool)
+        finally:
+            if waiting:
+                self._done_thinking()
         self.stdout.write("\n")
         self.stdout.flush()
         self.report(outcome)
+
+    def _thinking(self) -> bool:
+        """Say on stderr that the model is working, until its first token: a terminal
+        gets a line that is erased then; a file or pipe keeps it as a log line."""
+        if self.stderr.isatty():
+            self.stderr.write("kairox: thinking…")
+        else:
+            self.say("thinking…")
+        self.stderr.flush()
+        return True
+
+    def _done_thinking(self) -> None:
+        if self.stderr.isatty():
+            self.stderr.write("\r\x1b[K")  # the line is gone: the answer takes its place
+            self.stderr.flush()
 
     def report(self, outcome: TurnOutcome) -> None:
         if outcome.error:
@@ -119,6 +148,8 @@ class PlainChat:
             self.say(line)
         for bad in outcome.invalid:
             self.say(f"invalid memory marker ignored: {getattr(bad, 'reason', bad)}")
+        if outcome.unsaved:
+            self.say(outcome.unsaved)
         for accepted in outcome.accepted:
             self.say(f"session memory noted [{accepted.key or '-'}]: {accepted.body}")
         for p in outcome.proposals:

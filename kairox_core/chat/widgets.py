@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.console import Group
@@ -10,10 +11,10 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label, Static, TextArea
+from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
 from kairox_core.events import MemoryProposed
 
@@ -34,13 +35,21 @@ class ChatMessage(Static):
         super().__init__(**kwargs)
         self.role = role
         self.text = text
+        self.thinking = False  # True: "thinking…" shows until the first token
         self.add_class(role)
 
     def _label(self) -> Text:
         prefix = {"user": "You", "assistant": "Assistant", "error": "Error"}.get(self.role)
         label = Text(f"{prefix}: ", style="bold") if prefix else Text()
         label.append(self.text, style="italic" if prefix is None else "")
+        if self.thinking and not self.text:
+            label.append("thinking…", style="dim italic")
         return label
+
+    def stop_thinking(self) -> None:
+        """The turn ended (with or without text): no more "thinking…"."""
+        self.thinking = False
+        self.update(self._label())
 
     def on_mount(self) -> None:
         self.update(self._label())
@@ -76,11 +85,21 @@ class MemoryCard(Static, can_focus=True):
             self.character = character
 
     class Decided(Message):
-        def __init__(self, card: MemoryCard, verdict: str, body: str | None) -> None:
+        def __init__(
+            self,
+            card: MemoryCard,
+            verdict: str,
+            body: str | None,
+            *,
+            scope: str | None = None,
+            key: str | None = None,
+        ) -> None:
             super().__init__()
             self.card = card
             self.verdict = verdict  # "approve" | "reject"
             self.body = body
+            self.scope = scope  # None: as proposed
+            self.key = key
 
     def __init__(self, proposal: MemoryProposed, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -143,24 +162,38 @@ class MemoryCard(Static, can_focus=True):
         if self.decided:
             return
 
-        def done(body: str | None) -> None:
-            if body is not None and body.strip():
-                self.post_message(self.Decided(self, "approve", body.strip()))
+        p = self.proposal
 
-        self.app.push_screen(
-            EditScreen(f"Edit {self.proposal.scope}:{self.proposal.key}", self.proposal.body), done
-        )
+        def done(edit: ProposalEdit | None) -> None:
+            if edit is None or not edit.body.strip():
+                return
+            scope = edit.scope if edit.scope != p.scope else None
+            key = edit.key if edit.key != (p.key or "") else None
+            body = edit.body.strip() if edit.body.strip() != p.body else None
+            self.post_message(self.Decided(self, "approve", body, scope=scope, key=key))
 
-    def mark(self, verdict: str, body: str | None = None) -> None:
+        self.app.push_screen(ProposalEditScreen(p), done)
+
+    def mark(
+        self,
+        verdict: str,
+        body: str | None = None,
+        *,
+        scope: str | None = None,
+        key: str | None = None,
+    ) -> None:
         self.decided = True
         self.add_class("decided")
+        edited = body is not None or scope is not None or key is not None
         if verdict == "reject":
             self.add_class("rejected")
             status = "✗ rejected"
         else:
-            status = "✓ remembered" + (" (edited)" if body else "")
-        if body:
-            self.proposal = MemoryProposed(**{**self.proposal.__dict__, "body": body})
+            status = "✓ remembered" + (" (edited)" if edited else "")
+        if edited:
+            p = self.proposal.__dict__
+            changes = {"body": body or p["body"], "scope": scope or p["scope"]}
+            self.proposal = MemoryProposed(**{**p, **changes, "key": key or p["key"]})
         self.update(self._render_card(status))
 
 
@@ -197,6 +230,66 @@ class EditScreen(ModalScreen[str | None]):
 
     def action_save(self) -> None:
         self.dismiss(self.query_one(TextArea).text)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+@dataclass(frozen=True)
+class ProposalEdit:
+    """What a person set on a card before approving it."""
+
+    scope: str
+    key: str
+    body: str
+
+
+class ProposalEditScreen(ModalScreen[ProposalEdit | None]):
+    """Edit a proposal's scope, key and text before approving; ctrl+s approves."""
+
+    DEFAULT_CSS = """
+    ProposalEditScreen { align: center middle; }
+    ProposalEditScreen > Vertical { width: 80%; height: auto; max-height: 90%;
+                                    border: thick $accent; background: $surface; padding: 1; }
+    ProposalEditScreen TextArea { height: 8; }
+    ProposalEditScreen Horizontal { height: auto; }
+    ProposalEditScreen Select { width: 24; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "save", "Approve"),
+        Binding("escape", "cancel", "Cancel"),
+    ]
+
+    def __init__(self, proposal: MemoryProposed) -> None:
+        super().__init__()
+        self.proposal = proposal
+
+    def compose(self) -> ComposeResult:
+        p = self.proposal
+        with Vertical():
+            yield Label("Edit, then approve   (ctrl+s approve · escape cancel)")
+            with Horizontal():
+                yield Select(
+                    [(s, s) for s in ("user", "workspace", "session")],
+                    value=p.scope,
+                    allow_blank=False,
+                    id="edit-scope",
+                )
+                yield Input(p.key or "", placeholder="key (user and workspace)", id="edit-key")
+            yield TextArea(p.body, id="edit-text")
+            yield Button("Approve", id="save", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one(TextArea).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.action_save()
+
+    def action_save(self) -> None:
+        scope = self.query_one("#edit-scope", Select).value
+        key = self.query_one("#edit-key", Input).value.strip()
+        body = self.query_one("#edit-text", TextArea).text
+        self.dismiss(ProposalEdit(str(scope), key, body))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from kairox_core.cli.context import CliContext, pass_cli
@@ -46,7 +47,7 @@ def _table(chunks: Sequence[Any], similarities: Sequence[float] | None = None) -
         table.add_column(col, overflow="fold")
     for i, c in enumerate(chunks):
         where = c.session_id if c.scope == "session" else (c.workspace_id or "-")
-        row = [c.id, c.scope, where or "-", c.text, _when(c.updated_at)]
+        row = [c.id, c.scope, escape(where or "-"), escape(c.text), _when(c.updated_at)]
         if similarities is not None:
             row.insert(0, f"{similarities[i]:.3f}")
         table.add_row(*row)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from kairox_core.cli.context import CliContext, pass_cli
@@ -145,7 +146,12 @@ def list_command(
         table.add_column(column, overflow="fold")
     for r in records:
         table.add_row(
-            r.id, r.scope.value, _owner(r), r.key or "-", _short(r.body), _when(r.updated_at)
+            r.id,
+            r.scope.value,
+            escape(_owner(r)),
+            escape(r.key or "-"),
+            escape(_short(r.body)),  # data, not rich markup
+            _when(r.updated_at),
         )
     Console().print(table)
 
@@ -209,8 +215,8 @@ def _proposal_table(proposals: list[Proposal]) -> Table:
         table.add_row(
             p.id,
             p.scope.value,
-            p.key or "-",
-            _short(p.body, 80),
+            escape(p.key or "-"),
+            escape(_short(p.body, 80)),
             origin,
             _when(p.created_at),
             warning,
@@ -238,11 +244,23 @@ def pending_command(cli_ctx: CliContext, workspace: str | None, as_json: bool) -
 @memory_group.command("approve")
 @click.argument("proposal_id", metavar="ID")
 @click.option("--body", help="Accept with this text instead of the proposed one.")
+@click.option(
+    "--scope",
+    type=click.Choice(["user", "workspace", "session"]),
+    help="Store it in this scope instead of the proposed one (a personal fact: user).",
+)
+@click.option("--key", help="Store it under this key instead of the proposed one.")
 @pass_cli
-def approve_command(cli_ctx: CliContext, proposal_id: str, body: str | None) -> None:
-    """Accept a pending proposal (optionally with an edited body)."""
+def approve_command(
+    cli_ctx: CliContext,
+    proposal_id: str,
+    body: str | None,
+    scope: str | None,
+    key: str | None,
+) -> None:
+    """Accept a pending proposal, optionally correcting its text, scope or key."""
     with _open(cli_ctx) as mem:
-        record = mem.approvals.accept(proposal_id, body=body)
+        record = mem.approvals.accept(proposal_id, body=body, scope=scope, key=key)
     click.echo(f"accepted {proposal_id} as {record.id} ({record.scope.value}:{record.key})")
 
 
@@ -378,7 +396,7 @@ def history_command(
     for i, v in enumerate(versions, 1):
         table.add_row(
             str(i),
-            v.body,
+            escape(v.body),
             _when(v.valid_from),
             _when(v.replaced_at),
             v.ended or "current",

@@ -433,7 +433,9 @@ class Recall(Engine):
         found = _rebuilt_if_needed(
             self.kx,
             index,
-            lambda: index.search(prompt, cfg.compaction.recall_k, cfg.retrieval.mode, filters),
+            lambda: index.search(
+                prompt, cfg.compaction.recall_k, cfg.retrieval.search_mode, filters
+            ),
         )
         hits = []
         for hit in found:

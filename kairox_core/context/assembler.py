@@ -225,6 +225,13 @@ class ContextAssembler:
             layer.included.append(
                 TraceItem("system", "system prompt + instructions", system_tokens)
             )
+        for text in (t.strip() for t in instructions):
+            if text:  # the caller's (an OpenAI client's system message): shown as sent
+                preview = text if len(text) <= 80 else text[:79] + "…"
+                trace.layer("system").notes.append(
+                    f"instructions from the caller ({pc.scale(pc.raw_count(text))} tokens): "
+                    f"{preview!r}"
+                )
         for c in in_system:
             trace.layer("system").notes.append(
                 f"{c.label or 'text'} from engine {c.engine}: "

@@ -58,8 +58,8 @@ def messages_for(type_name: str, payload: Mapping[str, Any]) -> tuple[dict[str, 
     """The chat message(s) a conversation event renders to in history."""
     if type_name == "UserMessageAdded":
         return (history_user_message(payload["text"], payload.get("attachments") or ()),)
-    if type_name == "AssistantMessageCompleted":
-        return (assistant_message(payload["text"]),)
+    if type_name == "AssistantMessageCompleted":  # the model's own view: its tags kept
+        return (assistant_message(payload.get("model_text") or payload["text"]),)
     if type_name == "ToolInvocationCompleted":
         return tool_messages(
             payload["tool_call_id"], payload["tool_name"], payload["arguments"], payload["result"]

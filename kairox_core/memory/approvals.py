@@ -292,21 +292,33 @@ class ApprovalService:
     def get_proposal(self, proposal_id: str) -> Proposal | None:
         return self.store.get(proposal_id)
 
-    def accept(self, proposal_id: str, body: str | None = None) -> MemoryRecord:
-        """Accept a pending proposal, with ``body`` replacing its text if given (edited)."""
+    def accept(
+        self,
+        proposal_id: str,
+        body: str | None = None,
+        *,
+        scope: MemoryScope | str | None = None,
+        key: str | None = None,
+    ) -> MemoryRecord:
+        """Accept a pending proposal; ``body``, ``scope`` and ``key``, when given, replace
+        what the model proposed (a person fixes a personal fact filed under
+        ``workspace``, or its key): the memory is stored as corrected and the
+        ``MemoryAccepted`` event says so (``edited``, its own scope and key)."""
         with self._unit():
             proposal = self._require_pending(proposal_id)
             final = proposal.body if body is None else body
             self._check_body(final)
+            final_scope, final_key = self._corrected(proposal, scope, key)
             record = self.memories.put(
-                proposal.scope,
-                proposal.key,
+                final_scope,
+                final_key,
                 final,
                 workspace_id=proposal.workspace_id,
                 session_id=proposal.session_id,
                 provenance=Provenance(proposal.session_id, proposal.turn_id, proposal.raw),
             )
-            edited = final != proposal.body
+            proposed = (proposal.body, proposal.scope, proposal.key)
+            edited = (final, final_scope, final_key) != proposed
             with self.events.atomic():
                 changed = self.store.accept(
                     proposal_id, at=self.clock(), memory_id=record.id, final_body=final
@@ -315,6 +327,26 @@ class ApprovalService:
                     raise ProposalNotPendingError(f"proposal '{proposal_id}' was just decided")
                 self.events.append(self._accepted_event(proposal, record, edited=edited))
             return record
+
+    def _corrected(
+        self, proposal: Proposal, scope: MemoryScope | str | None, key: str | None
+    ) -> tuple[MemoryScope, str | None]:
+        """The scope and key a proposal is accepted under, checked as a marker's are."""
+        final_scope = proposal.scope if scope is None else parse_scope(scope)
+        final_key = proposal.key if key is None else key.strip()
+        if final_scope is MemoryScope.WORKSPACE and not proposal.workspace_id:
+            raise KairoxUserError(
+                f"proposal '{proposal.id}' was made outside any workspace: it cannot be "
+                f"stored as a workspace memory; choose scope user or session"
+            )
+        if final_key == "" or (final_key is None and final_scope is not MemoryScope.SESSION):
+            raise KairoxUserError(
+                f"a {final_scope.value} memory needs a key: give one with key=... "
+                f"(`--key` on the command line)"
+            )
+        if final_key is not None:
+            check_key(final_key)
+        return final_scope, final_key
 
     def reject(self, proposal_id: str, reason: str | None = None) -> Proposal:
         """Reject a pending proposal; the reason is kept in the event and the table."""

@@ -60,7 +60,10 @@ def retriever_for_profile(
             )
             sources.append(
                 RetrieverSource(
-                    index.as_retriever(mode=r.mode), "workspace", r.workspace_weight, r.timeout
+                    index.as_retriever(mode=r.search_mode),
+                    "workspace",
+                    r.workspace_weight,
+                    r.timeout,
                 )
             )
         for kb in config.knowledge_bases_for(name):

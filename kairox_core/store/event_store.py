@@ -63,6 +63,8 @@ _PROJECTION = (
     "WHEN 'ToolInvocationCompleted' THEN json_array({r}.data ->> '$.payload.tool_call_id', "
     "{r}.data ->> '$.payload.tool_name', {r}.data ->> '$.payload.arguments') END, "
     "CASE {r}.type WHEN 'ToolInvocationCompleted' THEN {r}.data ->> '$.payload.result' "
+    "WHEN 'AssistantMessageCompleted' THEN coalesce({r}.data ->> '$.payload.model_text', "
+    "{r}.data ->> '$.payload.text') "
     "ELSE {r}.data ->> '$.payload.text' END"
 )
 _IS_CONVERSATION = (
@@ -142,6 +144,13 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 2: the conversation projection history reads (backfilled from the events)
     _HISTORY_TABLE,
+    # 3: a reply's history text is what the model wrote, tags included (``model_text``)
+    f"""
+    DROP TRIGGER events_history;
+    CREATE TRIGGER events_history AFTER INSERT ON events
+    WHEN {_IS_CONVERSATION.format(r="NEW")}
+    BEGIN INSERT INTO history SELECT {_PROJECTION.format(r="NEW")}; END;
+    """,
 )
 
 

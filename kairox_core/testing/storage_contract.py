@@ -196,6 +196,21 @@ class StorageContract:
         assert [r[0] for r in log.history_rows("s", below=4, limit=1)] == [3]
         assert [r[0] for r in log.history_rows("s", above=1)] == [3, 4, 5]
 
+    def test_history_rows_give_the_models_own_view_of_a_reply(self, storage: Storage) -> None:
+        """A reply's ``model_text`` (its memory tags kept, issue 28) is what history
+        renders; a reply without one renders its ``text``."""
+        log = storage.events
+        tag = '<memory scope="user" key="k">v</memory>'
+        log.append(
+            AssistantMessageCompleted(
+                session_id="s", turn_id="t1", text="Noted.", model_text=f"Noted. {tag}"
+            )
+        )
+        log.append(AssistantMessageCompleted(session_id="s", turn_id="t2", text="Plain."))
+        assert [r[5] for r in log.history_rows("s")] == ["Plain.", f"Noted. {tag}"]
+        (first,) = [e for e in log.read("s") if e.seq == 1]
+        assert isinstance(first, AssistantMessageCompleted) and first.text == "Noted."
+
     def test_a_compaction_in_flight_is_seen_until_it_ends(self, storage: Storage) -> None:
         log = storage.events
         assert log.compaction_running("s") is None

@@ -53,6 +53,8 @@ class Prompt(BaseModel):
 class Decision(BaseModel):
     body: str | None = None  # accept: the edited body; absent: as proposed
     reason: str | None = None  # reject: why
+    scope: str | None = None  # accept: the corrected scope; absent: as proposed
+    key: str | None = Field(None, max_length=128)  # accept: the corrected key
 
 
 class Body(BaseModel):
@@ -244,7 +246,11 @@ async def pending(request: Request, workspace: str | None = None) -> list[dict[s
 
 @router.post("/approvals/{proposal_id}/accept", summary="Accept (with `body`: edit, then accept)")
 async def accept(request: Request, proposal_id: str, decision: Decision) -> dict[str, Any]:
-    return memory_json(kx_of(request).approvals.accept(proposal_id, body=decision.body))
+    return memory_json(
+        kx_of(request).approvals.accept(
+            proposal_id, body=decision.body, scope=decision.scope, key=decision.key
+        )
+    )
 
 
 @router.post("/approvals/{proposal_id}/reject", summary="Reject a proposal")
@@ -565,3 +571,13 @@ async def pack_activate(request: Request, name: str, spec: Activate) -> dict[str
         name, workspace_id=spec.workspace, active=spec.active
     ).as_dict()
     return data
+
+
+@router.get(
+    "/sessions/{session_id}/proposals",
+    summary="Every memory proposed in the session, decided or not (cards on reload)",
+)
+async def session_proposals(request: Request, session_id: str) -> list[dict[str, Any]]:
+    kx = kx_of(request)
+    kx.get_session(session_id)
+    return [proposal_json(p) for p in kx.approvals.proposals(session_id=session_id)]

@@ -104,4 +104,6 @@ def create_app(
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 
-    return Guard(app, token=token, bind_host=host, port=port, max_body=max_body)
+    # /v1/* errors in OpenAI's shape, the guard's refusals included
+    guard = Guard(app, token=token, bind_host=host, port=port, max_body=max_body)
+    return openai_api.OpenAIErrorShape(guard)

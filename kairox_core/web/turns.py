@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from kairox_core.chat.engine import ChatEngine, TurnOutcome
@@ -51,15 +51,17 @@ def engine_for(kx: Any, providers: Providers, session: Any) -> ChatEngine:
     return ChatEngine(kx, session, kx.config, provider=provider, provider_note=note)
 
 
-async def stream_turn(engine: ChatEngine, prompt: str) -> AsyncIterator[tuple[str, Any]]:
+async def stream_turn(
+    engine: ChatEngine, prompt: str, *, instructions: Sequence[str] = ()
+) -> AsyncIterator[tuple[str, Any]]:
     """``(event, data)`` pairs: ``delta`` texts as they arrive (already cleaned), then
     ``trace``, ``proposal`` / ``accepted`` / ``compaction`` for what the turn recorded,
-    and ``done`` (or ``error``)."""
+    and ``done`` (or ``error``, whose ``kind`` names the error's class)."""
     queue: asyncio.Queue[str | None] = asyncio.Queue()
 
     async def run() -> TurnOutcome:
         try:
-            return await engine.run_turn(prompt, queue.put_nowait)
+            return await engine.run_turn(prompt, queue.put_nowait, instructions=instructions)
         finally:
             queue.put_nowait(None)
 
@@ -70,7 +72,7 @@ async def stream_turn(engine: ChatEngine, prompt: str) -> AsyncIterator[tuple[st
         try:
             outcome = await task
         except KairoxError as exc:  # the budget guard: nothing was recorded
-            yield "error", {"message": str(exc)}
+            yield "error", {"message": str(exc), "kind": type(exc).__name__}
             return
     finally:
         if not task.done():
@@ -92,6 +94,8 @@ async def stream_turn(engine: ChatEngine, prompt: str) -> AsyncIterator[tuple[st
         {
             "text": outcome.text,
             "acknowledgement": outcome.acknowledgement,
+            "unsaved": outcome.unsaved,
+            "turn_id": outcome.turn_id,
             "invalid": [getattr(i, "reason", str(i)) for i in outcome.invalid],
         },
     )

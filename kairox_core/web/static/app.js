@@ -3,7 +3,34 @@
 "use strict";
 
 const $ = (sel) => document.querySelector(sel);
-let sessionId = localStorage.getItem("kairox.session") || "";
+// This tab's session survives a reload (sessionStorage); a new tab starts from the
+// browser's last one (localStorage); a first visit starts a session of its own rather
+// than opening the newest session of some other client.
+let sessionId = sessionStorage.getItem("kairox.session") || localStorage.getItem("kairox.session") || "";
+
+function rememberSession() {
+  sessionStorage.setItem("kairox.session", sessionId);
+  localStorage.setItem("kairox.session", sessionId);
+}
+
+// Each turn's trace, kept in this browser by turn id so a reload shows it again (the
+// server does not store traces); the oldest go beyond TRACES_KEPT.
+const TRACES_KEPT = 200;
+
+function keepTrace(turnId, trace) {
+  if (!turnId || !trace) return;
+  try {
+    const ids = JSON.parse(localStorage.getItem("kairox.traces") || "[]").filter((t) => t !== turnId);
+    ids.push(turnId);
+    while (ids.length > TRACES_KEPT) localStorage.removeItem(`kairox.trace.${ids.shift()}`);
+    localStorage.setItem(`kairox.trace.${turnId}`, JSON.stringify(trace));
+    localStorage.setItem("kairox.traces", JSON.stringify(ids));
+  } catch (e) { /* storage full or disabled: the trace shows until the next reload */ }
+}
+
+function keptTrace(turnId) {
+  try { return JSON.parse(localStorage.getItem(`kairox.trace.${turnId}`) || "null"); } catch (e) { return null; }
+}
 
 // el("div", {class: "x", onclick: f}, "text", child): strings become text nodes.
 function el(tag, attrs, ...children) {
@@ -48,18 +75,19 @@ async function api(method, path, body) {
 async function loadSessions() {
   const sessions = (await api("GET", "/api/sessions")).filter((s) => !s.session_id.startsWith("_"));
   if (!sessionId || !sessions.some((s) => s.session_id === sessionId)) {
-    if (sessions.length) sessionId = sessions[0].session_id;
-    else sessionId = (await api("POST", "/api/sessions", {})).session_id;
+    const started = await api("POST", "/api/sessions", {});
+    sessionId = started.session_id;
+    sessions.unshift({ session_id: sessionId, workspace_id: started.workspace });
   }
   const select = $("#session-select");
-  select.replaceChildren(...(sessions.length ? sessions : [{ session_id: sessionId }]).map((s) =>
+  select.replaceChildren(...sessions.map((s) =>
     el("option", { value: s.session_id, selected: s.session_id === sessionId, "data-workspace": s.workspace_id || "default" }, s.session_id)));
-  localStorage.setItem("kairox.session", sessionId);
+  rememberSession();
 }
 
 async function newSession() {
   sessionId = (await api("POST", "/api/sessions", {})).session_id;
-  localStorage.setItem("kairox.session", sessionId);
+  rememberSession();
   await loadSessions();
   await refresh();
 }
@@ -89,12 +117,24 @@ function proposalCard(p) {
   body.value = p.body;
   const result = el("span", { class: "note" });
   const buttons = el("div", { class: "buttons" });
+  // Edit also opens the scope and key: a personal fact filed under workspace is fixed here
+  const scope = el("select", { class: "card-scope", "aria-label": "scope" },
+    ...["user", "workspace", "session"].map((s) => el("option", { value: s, selected: s === p.scope }, s)));
+  const key = el("input", { class: "card-key", "aria-label": "key", placeholder: "key" });
+  key.value = p.key || "";
+  const fields = el("div", { class: "card-fields", hidden: true }, "scope ", scope, " key ", key);
   const decide = async (action) => {
     try {
       if (action === "reject") await api("POST", `/api/approvals/${encodeURIComponent(p.id)}/reject`, {});
       else {
         const edited = body.value !== p.body ? body.value : null;
-        await api("POST", `/api/approvals/${encodeURIComponent(p.id)}/accept`, { body: edited });
+        const decision = { body: edited };
+        if (scope.value !== p.scope) decision.scope = scope.value;
+        if (key.value.trim() !== (p.key || "")) decision.key = key.value.trim();
+        const stored = await api("POST", `/api/approvals/${encodeURIComponent(p.id)}/accept`, decision);
+        title.textContent = `Remembered: ${stored.scope}${stored.key ? ":" + stored.key : ""}`;
+        scope.disabled = true;
+        key.readOnly = true;
       }
       result.textContent = action === "reject" ? "Rejected." : "Saved to memory.";
       card.classList.add("decided");
@@ -105,21 +145,39 @@ function proposalCard(p) {
   buttons.append(
     el("button", { type: "button", class: "approve", onclick: () => decide("accept") }, "Approve"),
     el("button", { type: "button", class: "reject", onclick: () => decide("reject") }, "Reject"),
-    el("button", { type: "button", class: "edit", onclick: () => { body.readOnly = false; body.focus(); } }, "Edit"));
-  const card = el("div", { class: "card", "data-proposal": p.id },
-    el("div", { class: "card-title" }, `Remember this? ${p.scope}${p.key ? ":" + p.key : ""}`
-      + (p.tainted ? " (echoes a tool result or retrieved text)" : "")),
-    body, buttons, result);
+    el("button", { type: "button", class: "edit", onclick: () => { body.readOnly = false; fields.hidden = false; body.focus(); } }, "Edit"));
+  const title = el("div", { class: "card-title" }, `Remember this? ${p.scope}${p.key ? ":" + p.key : ""}`
+      + (p.tainted ? " (echoes a tool result or retrieved text)" : ""));
+  const card = el("div", { class: "card", "data-proposal": p.id }, title, fields, body, buttons, result);
   return card;
 }
 
+// A card already decided (shown on reload): what was proposed and what became of it.
+function decidedCard(p) {
+  const body = el("textarea", { class: "card-body", rows: 2, readonly: true });
+  body.value = p.final_body || p.body;
+  const verdict = p.status === "accepted" ? "Saved to memory." : p.status === "rejected" ? "Rejected." : p.status;
+  return el("div", { class: "card decided", "data-proposal": p.id },
+    el("div", { class: "card-title" }, `Remember this? ${p.scope}${p.key ? ":" + p.key : ""}`),
+    body, el("span", { class: "note" }, verdict));
+}
+
 async function loadChat() {
-  const [events, pending, summaries] = await Promise.all([
-    api("GET", `/api/sessions/${encodeURIComponent(sessionId)}/messages`),
+  const sid = encodeURIComponent(sessionId);
+  const [events, pending, proposed, summaries] = await Promise.all([
+    api("GET", `/api/sessions/${sid}/messages`),
     api("GET", "/api/approvals"),
-    api("GET", `/api/sessions/${encodeURIComponent(sessionId)}/summaries`),
+    api("GET", `/api/sessions/${sid}/proposals`),
+    api("GET", `/api/sessions/${sid}/summaries`),
   ]);
   $("#messages").replaceChildren();
+  // each reply as it was: its trace (kept in this browser) and its cards, decided or not
+  // (a session memory has a card only when it waited: a tainted one)
+  const byTurn = new Map();
+  for (const p of proposed.filter((p) => (p.scope !== "session" || p.tainted) && p.status !== "superseded")) {
+    byTurn.set(p.turn_id, [...(byTurn.get(p.turn_id) || []), p]);
+  }
+  const shown = new Set();
   const drawn = new Set();
   for (const e of events) {
     const covering = summaries.find((s) => s.first_seq <= e.seq && e.seq <= s.last_seq);
@@ -128,10 +186,19 @@ async function loadChat() {
       continue;
     }
     if (e.type === "UserMessageAdded") attachmentLinks(bubble("user", e.payload.text), e);
-    else if (e.type === "AssistantMessageCompleted") bubble("assistant", e.payload.text).node.dataset.seq = e.seq;
+    else if (e.type === "AssistantMessageCompleted") {
+      const answer = bubble("assistant", e.payload.text);
+      answer.node.dataset.seq = e.seq;
+      const trace = keptTrace(e.payload.turn_id);
+      if (trace) answer.node.append(traceView(trace));
+      for (const p of byTurn.get(e.payload.turn_id) || []) {
+        $("#messages").append(p.status === "pending" ? proposalCard(p) : decidedCard(p));
+        shown.add(p.id);
+      }
+    }
     else if (e.type === "ToolInvocationCompleted") bubble("tool", `${e.payload.tool_name}: ${e.payload.result}`);
   }
-  for (const p of pending.filter((p) => p.session_id === sessionId)) $("#messages").append(proposalCard(p));
+  for (const p of pending.filter((p) => p.session_id === sessionId && !shown.has(p.id))) $("#messages").append(proposalCard(p));
   $("#messages").scrollTop = $("#messages").scrollHeight;
 }
 
@@ -252,6 +319,10 @@ async function send(prompt) {
   if (attachments.length) asked.node.append(el("div", { class: "note attached" }, `attached: ${attachments.map((a) => a.filename).join(", ")}`));
   const answer = bubble("assistant", "");
   answer.node.classList.add("streaming");
+  // in the bubble until the first token: a local model may take a while to start
+  const thinking = el("div", { class: "thinking" }, "thinking…");
+  answer.node.append(thinking);
+  let trace = null;
   $("#send").disabled = true;
   status("thinking…");
   let compacted = false;
@@ -267,8 +338,8 @@ async function send(prompt) {
       throw new Error(typeof detail === "string" ? detail : JSON.stringify(detail));
     }
     for await (const [name, data] of sseEvents(r)) {
-      if (name === "delta") answer.body.textContent += data.text;
-      else if (name === "trace") answer.node.append(traceView(data));
+      if (name === "delta") { thinking.remove(); answer.body.textContent += data.text; }
+      else if (name === "trace") { trace = data; answer.node.append(traceView(data)); }
       else if (name === "proposal") $("#messages").append(proposalCard(data));
       else if (name === "accepted") answer.node.append(el("div", { class: "note" }, `noted for this session: ${data.payload.key || ""} ${data.payload.body}`));
       else if (name === "compaction") {
@@ -277,7 +348,9 @@ async function send(prompt) {
       }
       else if (name === "error") answer.node.append(el("div", { class: "error" }, data.message));
       else if (name === "done") {
+        keepTrace(data.turn_id, trace);
         if (data.acknowledgement && !answer.body.textContent) answer.body.textContent = data.acknowledgement;
+        if (data.unsaved) answer.node.append(el("div", { class: "error unsaved" }, data.unsaved));
         answer.node.classList.add("done");
       }
     }
@@ -287,6 +360,7 @@ async function send(prompt) {
     answer.node.append(el("div", { class: "error" }, String(e.message || e)));
     status(String(e.message || e), true);
   } finally {
+    thinking.remove();
     answer.node.classList.remove("streaming");
     $("#send").disabled = false;
     $("#messages").scrollTop = $("#messages").scrollHeight;
@@ -459,7 +533,7 @@ document.addEventListener("DOMContentLoaded", async () => {
   for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("click", () => showTab(b.dataset.tab));
   $("#new-session").addEventListener("click", newSession);
   $("#session-select").addEventListener("change", (e) => {
-    sessionId = e.target.value; localStorage.setItem("kairox.session", sessionId); refresh();
+    sessionId = e.target.value; rememberSession(); refresh();
   });
   $("#prompt-form").addEventListener("submit", (e) => {
     e.preventDefault();

@@ -40,6 +40,7 @@ _HISTORY_COLUMNS = (
     f"WHEN 'ToolInvocationCompleted' THEN jsonb_build_array({_P} ->> 'tool_call_id', "
     f"{_P} ->> 'tool_name', {_P} ->> 'arguments')::text END AS extra, "
     f"CASE type WHEN 'ToolInvocationCompleted' THEN {_P} ->> 'result' "
+    f"WHEN 'AssistantMessageCompleted' THEN COALESCE({_P} ->> 'model_text', {_P} ->> 'text') "
     f"ELSE {_P} ->> 'text' END AS text"
 )
 _CONVERSATION = "type = ANY(%s)"
