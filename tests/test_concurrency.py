@@ -24,7 +24,7 @@ from kairox_core.events import (
     UserMessageAdded,
 )
 from kairox_core.facade import Kairox
-from kairox_core.testing.multiprocess import config
+from kairox_core.testing.multiprocess import HANG_READY, config
 
 TIMEOUT = 240
 
@@ -193,13 +193,11 @@ def test_kill_9_during_a_compaction_is_closed_by_the_next_turn(
     for i in range(6):
         session.run_turn_sync(f"question {i} about the garden and spring", f"answer {i}")
     kx.close()
-    ready = tmp_path / "ready"
-    hung = child("hang", str(db), sid, str(ready))
-    deadline = time.time() + TIMEOUT
-    while not ready.exists():
-        assert hung.poll() is None, hung.communicate()[1][-2000:]
-        assert time.time() < deadline, "the child never entered the compaction"
-        time.sleep(0.05)
+    hung = child("hang", str(db), sid, str(tmp_path / "ready"))
+    assert hung.stdout is not None
+    # its lines until it is inside the compaction (or it exits: end of its output)
+    if not any(line.strip() == HANG_READY for line in hung.stdout):
+        pytest.fail(f"the child never entered the compaction: {hung.communicate()[1][-2000:]}")
     hung.send_signal(signal.SIGKILL)
     hung.communicate(timeout=TIMEOUT)
 
