@@ -116,8 +116,14 @@ async def test_failing_slow_unknown_and_huge_tools_are_errors_the_turn_survives(
     async def broken(args: dict[str, Any]) -> str:
         raise ToolError("disk on fire")
 
+    abandoned: list[bool] = []
+
     async def slow(args: dict[str, Any]) -> str:
-        await asyncio.sleep(30)
+        try:
+            await asyncio.Event().wait()  # never answers
+        except asyncio.CancelledError:
+            abandoned.append(True)
+            raise
         return "never"
 
     async def huge(args: dict[str, Any]) -> str:
@@ -136,9 +142,8 @@ async def test_failing_slow_unknown_and_huge_tools_are_errors_the_turn_survives(
         )
     )
     chat = engine(tmp_path, server, Box(*tools), timeout=0.5, max_result_chars=1000)
-    started = asyncio.get_running_loop().time()
     outcome = await chat.run_turn("try everything", lambda _: None)
-    assert asyncio.get_running_loop().time() - started < 10
+    assert abandoned == [True]  # the turn gave up on the slow tool instead of waiting
     results = [s.result for s in outcome.tool_steps]
     assert results[0] == "error: disk on fire"
     assert "timed out after 0.5 s" in results[1]
