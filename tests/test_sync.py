@@ -106,7 +106,7 @@ async def test_a_cancelled_turn_releases_the_session(kx: Kairox) -> None:
         async with turn:
             turn.feed("partial ")
             started.set()
-            await asyncio.sleep(30)
+            await asyncio.Event().wait()  # until cancelled
 
     task = asyncio.create_task(slow_turn())
     await started.wait()
@@ -129,7 +129,7 @@ class SlowProvider:
     async def stream(self, messages: Any, **kw: Any) -> AsyncIterator[ChatChunk]:
         yield ChatChunk(text="thinking")
         self.streaming.set()
-        await asyncio.sleep(30)
+        await asyncio.Event().wait()  # until cancelled
         yield ChatChunk(text="never")
 
     async def complete(self, messages: Any, **kw: Any) -> Any:
