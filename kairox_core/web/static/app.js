@@ -112,11 +112,17 @@ function proposalCard(p) {
   return card;
 }
 
+// Bumped by every send(): a chat reload that was in flight when a turn began would
+// otherwise replace the turn's streaming bubbles with the older stored messages.
+let turnsStarted = 0;
+
 async function loadChat() {
+  const started = turnsStarted;
   const [events, pending] = await Promise.all([
     api("GET", `/api/sessions/${encodeURIComponent(sessionId)}/messages`),
     api("GET", "/api/approvals"),
   ]);
+  if (turnsStarted !== started) return;  // the turn's stream draws the chat now
   $("#messages").replaceChildren();
   for (const e of events) {
     if (e.type === "UserMessageAdded") bubble("user", e.payload.text);
@@ -152,6 +158,7 @@ async function* sseEvents(response) {
 }
 
 async function send(prompt) {
+  turnsStarted += 1;
   bubble("user", prompt);
   const answer = bubble("assistant", "");
   answer.node.classList.add("streaming");
@@ -341,7 +348,7 @@ function showTab(name) {
   currentTab = name;
   for (const b of document.querySelectorAll("#tabs button")) b.classList.toggle("active", b.dataset.tab === name);
   for (const s of document.querySelectorAll(".tab")) s.hidden = s.id !== `tab-${name}`;
-  refresh();
+  return refresh();
 }
 
 document.addEventListener("DOMContentLoaded", async () => {
@@ -400,6 +407,6 @@ document.addEventListener("DOMContentLoaded", async () => {
     loadPacks();
   });
   try { await loadSessions(); } catch (e) { return; }
-  $("#send").disabled = false;  // a session exists now: a prompt has somewhere to go
-  showTab("chat");
+  await showTab("chat");
+  $("#send").disabled = false;  // a session exists and its chat is shown: a prompt may go
 });
