@@ -16,6 +16,7 @@ def test_ci_selects_the_derandomized_profile() -> None:
     assert hypothesis_profile({}) == "dev" and hypothesis_profile({"CI": "0"}) == "dev"
     ci = settings.get_profile("ci")
     assert ci.derandomize and ci.database is None and ci.deadline is None
+    assert settings.get_profile("dev").deadline is None  # no wall-clock bound either way
 
 
 def test_the_profile_for_this_environment_is_loaded() -> None:
