@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -137,6 +138,7 @@ sentences = st.lists(
 ).map(" ".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(texts=st.lists(sentences, max_size=8), target=st.integers(0, 120))
 def test_summary_never_exceeds_target_and_keeps_order(texts: list[str], target: int) -> None:

@@ -320,6 +320,7 @@ def test_open_accepts_paths_and_toml(kairox_home: Path, tmp_path: Path) -> None:
         k.session()
 
 
+@pytest.mark.slow
 def test_a_second_process_sees_memories_and_history(
     kairox_home: Path, tmp_path: Path, cfg: KairoxConfig
 ) -> None:

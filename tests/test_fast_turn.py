@@ -236,6 +236,7 @@ def test_counts_stored_under_another_threshold_are_not_used(
 _WORDS = ("apple", "banana", "cherry", "damson", "elder", "fig", "grape", "kiwi")
 
 
+@pytest.mark.slow
 @settings(
     max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

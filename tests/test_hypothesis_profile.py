@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +36,7 @@ def _run_once() -> list[int]:
     return drawn
 
 
+@pytest.mark.slow
 def test_derandomized_runs_draw_the_same_examples() -> None:
     first, second = _run_once(), _run_once()
     assert first == second and len(set(first)) > 1

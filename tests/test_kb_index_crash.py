@@ -12,6 +12,8 @@ import pytest
 
 from kairox_core.store.connection import connect
 
+pytestmark = pytest.mark.slow
+
 # The child: `kairox kb index`, stopped (and killed by the test) once the rows are
 # written and the FTS index is about to be rebuilt.
 CHILD = """

@@ -18,6 +18,8 @@ from kairox_core.providers.openai_compat import create
 from kairox_core.testing import mcp_servers
 from kairox_core.testing.fake_openai import Action, FakeOpenAIServer
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("mcp", reason="the MCP SDK is the extra kairox-core[mcp]")
 
 

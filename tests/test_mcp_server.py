@@ -18,6 +18,8 @@ pytest.importorskip("mcp", reason="the MCP SDK is the extra kairox-core[mcp]")
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+pytestmark = pytest.mark.slow
+
 TOOLS = {
     "list_memories",
     "search_memories",

@@ -95,6 +95,7 @@ async def test_model_strategy_over_http_with_its_own_provider(
     await kx.aclose()
 
 
+@pytest.mark.slow
 async def test_provider_failure_is_a_failed_compaction_and_the_session_goes_on(
     kairox_home: Path,
     tmp_path: Path,

@@ -80,6 +80,7 @@ async def test_complete_returns_text_usage_and_model(server: FakeOpenAIServer) -
     await provider.close()
 
 
+@pytest.mark.slow
 async def test_max_tokens_cuts_the_reply(server: FakeOpenAIServer) -> None:
     provider = make(server, max_tokens_param="max_completion_tokens")
     result = await provider.complete(MESSAGES, max_tokens=2)
@@ -246,6 +247,7 @@ async def test_extra_body_is_sent(server: FakeOpenAIServer) -> None:
     assert server.requests[-1].body["seed"] == 7
 
 
+@pytest.mark.slow
 def test_one_provider_across_event_loops(server: FakeOpenAIServer) -> None:
     """Sync wrappers run each call in a fresh loop; the provider must survive that."""
     provider = make(server)

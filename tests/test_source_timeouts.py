@@ -128,6 +128,7 @@ def test_a_hanging_knowledge_base_costs_a_turn_its_timeout(
     assert still_hanging == 1, "the turn waited for the hanging source"
 
 
+@pytest.mark.slow
 def test_the_cli_exits_promptly_while_a_source_thread_hangs(tmp_path: Path) -> None:
     toml = tmp_path / "kairox.toml"
     toml.write_text(

@@ -66,6 +66,7 @@ async def test_a_sync_twin_works_inside_a_running_loop(kx: Kairox) -> None:
     assert not session.busy
 
 
+@pytest.mark.slow
 def test_a_thousand_sync_calls_leave_no_loop_thread_or_client_behind(kx: Kairox) -> None:
     session = kx.session(workspace="w")
     session.run_turn_sync("the vault code is 1234", "noted")

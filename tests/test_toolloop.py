@@ -110,6 +110,7 @@ async def test_rounds_are_bounded_and_the_last_call_offers_no_tools(
     await chat.close()
 
 
+@pytest.mark.slow
 async def test_failing_slow_unknown_and_huge_tools_are_errors_the_turn_survives(
     tmp_path: Path, kairox_home: Path, server: FakeOpenAIServer
 ) -> None:
@@ -192,6 +193,7 @@ async def test_plain_chat_shows_one_line_per_call_and_result(
     await chat.close()
 
 
+@pytest.mark.slow
 async def test_tui_shows_tool_lines_above_the_answer(
     tmp_path: Path, kairox_home: Path, server: FakeOpenAIServer
 ) -> None:

@@ -52,11 +52,13 @@ words = st.sampled_from(["admin", "Password", "is", "hunter2", "ПАРОЛЬ", "
 texts = st.lists(words, max_size=14).map(" ".join) | st.text(max_size=40)
 
 
+@pytest.mark.slow
 @given(body=texts, untrusted=st.lists(texts, max_size=4))
 def test_the_cached_taint_check_agrees_with_the_reference(body: str, untrusted: list[str]) -> None:
     assert taint.is_tainted(body, untrusted) == reference_is_tainted(body, untrusted)
 
 
+@pytest.mark.slow
 @given(body=st.lists(words, min_size=1, max_size=3).map(" ".join), text=texts)
 def test_a_short_body_copied_from_a_text_is_found_either_way(body: str, text: str) -> None:
     """The ASCII pre-check rejects only what folding would reject too."""
