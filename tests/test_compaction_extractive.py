@@ -20,6 +20,7 @@ from kairox_core.events import (
     UserMessageAdded,
 )
 from kairox_core.plugins import PluginHost
+from kairox_core.testing.compaction_contract import CompactionStrategyContract
 from kairox_core.tokens import TokenCounter
 
 COUNTER = TokenCounter()
@@ -152,3 +153,8 @@ def test_summary_never_exceeds_target_and_keeps_order(texts: list[str], target: 
         found = full.find(sentence, pos)
         assert found >= 0
         pos = found
+
+
+class TestExtractiveStrategyContract(CompactionStrategyContract):
+    def make_strategy(self, summary: str) -> ExtractiveStrategy:
+        return ExtractiveStrategy()  # no model: picks sentences, ignores ``summary``
