@@ -26,6 +26,7 @@ from kairox_core.context.recalled import turn_seq
 from kairox_core.events import UserMessageAdded
 from kairox_core.facade import Kairox
 from kairox_core.retrieval.base import RetrievalHit
+from kairox_core.testing.engine_contract import EngineContract
 from kairox_core.tokens import TokenCounter
 
 FACTS = {
@@ -468,3 +469,8 @@ def test_a_long_backlog_is_indexed_newest_first_in_steps(
         texts = {e.seq: getattr(e, "text", "") for e in k.events(sid)}
         for prev, seq in itertools.pairwise(everything):
             assert rows[f"turn:{sid}:{seq}"] == texts[prev].strip()[-600:]
+
+
+@pytest.mark.slow
+class TestRecallEngineContract(EngineContract):
+    engine_name = "recall"

@@ -5,7 +5,7 @@ Plugins' test suites load the fixtures with ``pytest_plugins = ["kairox_core.tes
 ``contracts`` (retrievers, embedding backends, indexable knowledge bases),
 ``storage_contract``, ``memory_store_contract``, ``longterm_contract``,
 ``provider_contract`` (model providers), ``compaction_contract`` (compaction
-strategies) and ``reranker_contract`` (rerankers).
+strategies), ``reranker_contract`` (rerankers) and ``engine_contract`` (engines).
 """
 
 from __future__ import annotations
