@@ -1,12 +1,14 @@
 """Quality gates and test suites. ``nox`` runs them all; each in its own virtualenv.
 
 Sessions: ``lint`` (ruff), ``typecheck`` (mypy, strict on kairox_core and every plugin's
-package), ``tests`` (kairox-core), ``web`` (``kairox serve``: its API against a real
+package), ``tests`` (kairox-core, every tier), ``web`` (``kairox serve``: its API against a real
 server, and the web app in Debian's Chromium through Playwright; installs chromium with
 apt when missing), and one ``plugin-<name>`` session per folder in ``plugins/``, which
 installs kairox-core and that plugin alone so heavy dependencies stay out of the core;
 ``integration`` installs the retrieval plugins together and runs ``integration/``.
-Not run by default: ``bench`` (benchmarks) and ``fuzz`` (atheris over the markers).
+Not run by default: ``fast`` (kairox-core's tests not marked ``slow``: ``nox -s tests --
+-m "not slow"`` without the npm install), ``bench`` (benchmarks) and ``fuzz`` (atheris
+over the markers).
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ PLUGIN_PREINSTALL_NODEPS: dict[str, list[str]] = {
 }
 # Environment for a plugin's session (xllamacpp is a prebuilt wheel: nothing compiles).
 PLUGIN_ENV: dict[str, dict[str, str]] = {}
+
+# Every test session: no model download by accident, and bytecode written even when the
+# caller's environment says PYTHONDONTWRITEBYTECODE (as these machines' shells do): the
+# tests start many Python processes, and without cached bytecode each recompiles
+# kairox_core (collecting the core's tests took 2-4 minutes instead of 25 s).
+TEST_ENV = {"HF_HUB_OFFLINE": "1", "PYTHONDONTWRITEBYTECODE": ""}
 
 # The retrieval plugins side by side in one virtualenv, for the cross-plugin tests in
 # integration/ (sentence-transformers needs torch: its own session covers it).
@@ -83,8 +91,9 @@ MCP_NPM_PACKAGES = ("@modelcontextprotocol/server-memory",)
 
 @nox.session
 def tests(session: nox.Session) -> None:
+    """kairox-core's tests, every tier (``-- -m "not slow"``: the fast tier only)."""
     session.install("-e", ".[test]")  # [test] includes the [mcp] extra (the MCP SDK)
-    env = {"HF_HUB_OFFLINE": "1"}
+    env = dict(TEST_ENV)
     npm = shutil.which("npm")
     if npm:  # without npm the server-memory tests skip, saying why
         npm_dir = Path(session.create_tmp()).resolve() / "npm"
@@ -106,10 +115,18 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "-q", *session.posargs, env=env)
 
 
+@nox.session
+def fast(session: nox.Session) -> None:
+    """The fast tier: kairox-core's tests not marked ``slow`` (no process started, no
+    TUI, no long property search; see DEVELOPERS.md). Not part of the default run."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-q", "-m", "not slow", *session.posargs, env=TEST_ENV)
+
+
 def _plugin_session(name: str) -> None:
     @nox.session(name=f"plugin-{name}")
     def plugin_tests(session: nox.Session) -> None:
-        env = {**PLUGIN_ENV.get(name, {}), "HF_HUB_OFFLINE": "1"}
+        env = {**PLUGIN_ENV.get(name, {}), **TEST_ENV}
         for requirement in PLUGIN_PREINSTALL.get(name, []):
             session.install(requirement, env=env)
         for requirement in PLUGIN_PREINSTALL_NODEPS.get(name, []):
@@ -135,7 +152,7 @@ def integration(session: nox.Session) -> None:
         ".[test]",
         *[f"./plugins/{p}[test]" for p in INTEGRATION_PLUGINS],
     )
-    session.run("pytest", "-q", "integration", *session.posargs, env={"HF_HUB_OFFLINE": "1"})
+    session.run("pytest", "-q", "integration", *session.posargs, env=TEST_ENV)
 
 
 CHROMIUM = "/usr/bin/chromium"
@@ -154,7 +171,7 @@ def web(session: nox.Session) -> None:
         env = {"DEBIAN_FRONTEND": "noninteractive"}
         session.run("apt-get", "install", "-y", "-qq", "chromium", external=True, env=env)
     session.install("-e", ".[test,web]", "playwright>=1.40", "openai>=2")  # openai: a stock client
-    env = {"HF_HUB_OFFLINE": "1", "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"}
+    env = {**TEST_ENV, "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"}
     session.run("pytest", "-q", "tests_web", *session.posargs, env=env)
 
 

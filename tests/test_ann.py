@@ -86,6 +86,7 @@ def graph(index: WorkspaceRagIndex) -> ann.AnnSpace:
     return space
 
 
+@pytest.mark.slow
 @settings(
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -291,6 +292,7 @@ def test_a_graph_from_another_database_or_before_a_reset_is_never_used(tmp_path:
     index.close()
 
 
+@pytest.mark.slow
 def test_another_process_writing_the_space_is_caught_up(tmp_path: Path) -> None:
     """A real second process adds documents to the database file while this one holds
     the graph: the next search here returns them."""

@@ -8,6 +8,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -15,6 +16,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from kairox_core.events import MemoryAccepted, MemoryProposed, MemoryRejected
 from kairox_core.memory.approvals import ApprovalService
 from kairox_core.store import Database, EventStore, SqliteMemoryStore
+
+pytestmark = pytest.mark.slow
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,7 @@ async def send(app: ChatApp, pilot: Any, text: str) -> None:
     await pilot.pause()
 
 
+@pytest.mark.slow
 async def test_streamed_answer_is_cleaned_and_card_approves_memory(
     tmp_path: Path, kairox_home: Path
 ) -> None:
@@ -137,6 +138,7 @@ async def test_tui_shows_an_acknowledgement_and_the_card_for_a_tag_alone(
     await engine.close()
 
 
+@pytest.mark.slow
 async def test_reject_and_edit_from_cards(tmp_path: Path, kairox_home: Path) -> None:
     second = MARKED.replace('key="seat"', 'key="meal"').replace("window seats", "no onions")
     engine = engine_for(tmp_path, [MARKED, second])
@@ -240,6 +242,7 @@ async def test_a_reply_of_tags_alone_is_acknowledged(tmp_path: Path, kairox_home
     await engine.close()
 
 
+@pytest.mark.slow
 def test_plain_cli_with_a_configured_endpoint(tmp_path: Path, kairox_home: Path) -> None:
     config = tmp_path / "kairox.toml"
     config.write_text(
@@ -283,6 +286,7 @@ async def test_the_system_prompt_teaches_the_memory_protocol(
     await engine.close()
 
 
+@pytest.mark.slow
 async def test_unreachable_provider_is_a_readable_error_and_session_intact(
     tmp_path: Path, kairox_home: Path
 ) -> None:

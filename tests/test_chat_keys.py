@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input
 
 from kairox_core.chat.app import KEYS_HELP, ChatApp
@@ -30,6 +31,7 @@ async def submit(app: ChatApp, pilot: object, text: str) -> None:
     await pilot.pause()  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 async def test_typing_while_a_card_is_pending_goes_to_the_input(
     tmp_path: Path, kairox_home: Path
 ) -> None:
@@ -51,6 +53,7 @@ async def test_typing_while_a_card_is_pending_goes_to_the_input(
     await engine.close()
 
 
+@pytest.mark.slow
 async def test_ctrl_n_selects_the_card_and_its_keys_then_act(
     tmp_path: Path, kairox_home: Path
 ) -> None:
@@ -77,6 +80,7 @@ async def test_ctrl_n_selects_the_card_and_its_keys_then_act(
     await engine.close()
 
 
+@pytest.mark.slow
 async def test_a_letter_that_is_not_a_card_key_moves_to_the_input(
     tmp_path: Path, kairox_home: Path
 ) -> None:

@@ -69,6 +69,7 @@ def test_kb_index_of_a_path_that_does_not_exist_exits_2(
     assert not (tmp_path / "h.db").exists()
 
 
+@pytest.mark.slow
 def test_plain_chat_replaces_bytes_that_are_not_utf8_and_says_so(tmp_path: Path) -> None:
     out = kairox(tmp_path, "chat", "--plain", stdin=b"caf\xe9 \xff ok\n")
     err = out.stderr.decode()
@@ -80,6 +81,7 @@ def test_plain_chat_replaces_bytes_that_are_not_utf8_and_says_so(tmp_path: Path)
     assert "caf\ufffd \ufffd ok" in events.stdout.decode()
 
 
+@pytest.mark.slow
 def test_plain_chat_with_empty_stdin_creates_no_session(tmp_path: Path) -> None:
     for stdin in (b"", b"\n  \n"):
         out = kairox(tmp_path, "chat", "--plain", stdin=stdin)
@@ -88,6 +90,7 @@ def test_plain_chat_with_empty_stdin_creates_no_session(tmp_path: Path) -> None:
     assert sessions(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_chat_with_an_unknown_session_is_an_error(tmp_path: Path) -> None:
     kairox(tmp_path, "chat", "--plain", stdin=b"hello\n")  # one real session
     before = sessions(tmp_path)
@@ -98,6 +101,7 @@ def test_chat_with_an_unknown_session_is_an_error(tmp_path: Path) -> None:
     assert sessions(tmp_path) == before
 
 
+@pytest.mark.slow
 def test_chat_create_starts_a_session_with_the_id_given(tmp_path: Path) -> None:
     out = kairox(tmp_path, "chat", "--plain", "--session", "s-mine", "--create", stdin=b"hi\n")
     assert out.returncode == 0, out.stderr
@@ -107,11 +111,13 @@ def test_chat_create_starts_a_session_with_the_id_given(tmp_path: Path) -> None:
     assert sessions(tmp_path) == ["s-mine"]
 
 
+@pytest.mark.slow
 def test_create_needs_a_session_id(tmp_path: Path) -> None:
     out = kairox(tmp_path, "chat", "--plain", "--create", stdin=b"hi\n")
     assert out.returncode == 2 and b"--create needs --session" in out.stderr
 
 
+@pytest.mark.slow
 def test_plain_chat_ends_with_the_command_that_resumes_the_session(tmp_path: Path) -> None:
     out = kairox(tmp_path, "chat", "--plain", stdin=b"hello\n")
     assert out.returncode == 0, out.stderr
@@ -158,6 +164,7 @@ async def test_plain_chat_replaces_lone_surrogates_in_any_stream(
     await engine.close()
 
 
+@pytest.mark.slow
 def test_the_resume_command_repeats_the_config_and_database_given(tmp_path: Path) -> None:
     conf, db = tmp_path / "my conf.toml", tmp_path / "chat.db"
     conf.write_text(SCRIPTED)

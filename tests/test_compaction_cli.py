@@ -186,6 +186,7 @@ async def test_chat_plain_compact_command(kairox_home: Path, tmp_path: Path) -> 
     await engine.close()
 
 
+@pytest.mark.slow
 async def test_memory_view_compacts_pins_edits_and_drops(kairox_home: Path, tmp_path: Path) -> None:
     from textual.widgets import TextArea
 

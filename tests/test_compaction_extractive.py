@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +20,7 @@ from kairox_core.events import (
     UserMessageAdded,
 )
 from kairox_core.plugins import PluginHost
+from kairox_core.testing.compaction_contract import CompactionStrategyContract
 from kairox_core.tokens import TokenCounter
 
 COUNTER = TokenCounter()
@@ -137,6 +139,7 @@ sentences = st.lists(
 ).map(" ".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(texts=st.lists(sentences, max_size=8), target=st.integers(0, 120))
 def test_summary_never_exceeds_target_and_keeps_order(texts: list[str], target: int) -> None:
@@ -150,3 +153,8 @@ def test_summary_never_exceeds_target_and_keeps_order(texts: list[str], target: 
         found = full.find(sentence, pos)
         assert found >= 0
         pos = found
+
+
+class TestExtractiveStrategyContract(CompactionStrategyContract):
+    def make_strategy(self, summary: str) -> ExtractiveStrategy:
+        return ExtractiveStrategy()  # no model: picks sentences, ignores ``summary``

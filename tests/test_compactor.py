@@ -28,6 +28,7 @@ from kairox_core.events import (
     UserMessageAdded,
 )
 from kairox_core.facade import Kairox
+from kairox_core.testing.engine_contract import EngineContract
 
 
 class FirstLines:
@@ -302,3 +303,8 @@ def test_a_manual_range_past_the_end_never_covers_later_turns(kx: Any) -> None:
     later = [e for e in kx.events(s.id) if isinstance(e, UserMessageAdded)][-1]
     assert not any(a <= later.seq <= b for a, b in ranges)
     assert all(any(a <= q <= b for a, b in ranges) for q in newest)
+
+
+@pytest.mark.slow
+class TestCompactionEngineContract(EngineContract):
+    engine_name = "compaction"

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig
 from kairox_core.events import (
     AssistantMessageCompleted,
@@ -22,6 +24,8 @@ from kairox_core.events import (
 from kairox_core.facade import Kairox
 from kairox_core.providers.scripted import ScriptedProvider
 from kairox_core.tokens import TokenCounter
+
+pytestmark = pytest.mark.slow
 
 TURNS = 300
 PEOPLE = ("Alice", "Bob", "Chen", "Dana", "Emeka")

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -107,6 +108,7 @@ def test_render_for_summary_keeps_short_documents_whole() -> None:
     assert text == "see attached\n\n[document a.md]\nShip on 4 May."
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.text(min_size=1, max_size=80), min_size=1, max_size=40),

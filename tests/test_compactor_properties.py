@@ -6,6 +6,7 @@ import itertools
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -80,6 +81,7 @@ OPS = st.lists(
 @given(OPS)
 # found by hypothesis: a manual range past the newest message covered the next turn's
 # user message (seq 20) but not its reply, so that exchange was split
+@pytest.mark.slow
 @example([*[("turn", 0, 1)] * 5, ("compact", 0, 19), ("turn", 0, 1)])
 def test_any_session_keeps_budget_pins_originals_and_whole_exchanges(ops: list[tuple]) -> None:
     config = KairoxConfig(

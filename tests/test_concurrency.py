@@ -24,7 +24,7 @@ from kairox_core.events import (
     UserMessageAdded,
 )
 from kairox_core.facade import Kairox
-from kairox_core.testing.multiprocess import config
+from kairox_core.testing.multiprocess import HANG_READY, config
 
 TIMEOUT = 240
 
@@ -77,6 +77,7 @@ def overlapping(summaries: list[CompactionSummary]) -> list[tuple[int, int]]:
     return bad
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("procs", [2, 3])
 def test_processes_on_one_session_lose_and_fail_no_turn(
     kairox_home: Path, tmp_path: Path, procs: int
@@ -160,6 +161,7 @@ sys.stdin.read()  # alive until every racer has tried: a dead winner may be disp
 """
 
 
+@pytest.mark.slow
 def test_processes_racing_for_a_lease_leave_one_holder(tmp_path: Path) -> None:
     from kairox_core.store.sqlite_storage import SqliteStorage
 
@@ -183,6 +185,7 @@ def test_processes_racing_for_a_lease_leave_one_holder(tmp_path: Path) -> None:
     assert sorted(won) == [0, 0, 0, 1]
 
 
+@pytest.mark.slow
 def test_kill_9_during_a_compaction_is_closed_by_the_next_turn(
     kairox_home: Path, tmp_path: Path
 ) -> None:
@@ -193,13 +196,11 @@ def test_kill_9_during_a_compaction_is_closed_by_the_next_turn(
     for i in range(6):
         session.run_turn_sync(f"question {i} about the garden and spring", f"answer {i}")
     kx.close()
-    ready = tmp_path / "ready"
-    hung = child("hang", str(db), sid, str(ready))
-    deadline = time.time() + TIMEOUT
-    while not ready.exists():
-        assert hung.poll() is None, hung.communicate()[1][-2000:]
-        assert time.time() < deadline, "the child never entered the compaction"
-        time.sleep(0.05)
+    hung = child("hang", str(db), sid, str(tmp_path / "ready"))
+    assert hung.stdout is not None
+    # its lines until it is inside the compaction (or it exits: end of its output)
+    if not any(line.strip() == HANG_READY for line in hung.stdout):
+        pytest.fail(f"the child never entered the compaction: {hung.communicate()[1][-2000:]}")
     hung.send_signal(signal.SIGKILL)
     hung.communicate(timeout=TIMEOUT)
 
@@ -219,6 +220,7 @@ def test_kill_9_during_a_compaction_is_closed_by_the_next_turn(
         kx.close()
 
 
+@pytest.mark.slow
 def test_a_heartbeat_keeps_a_short_lease_while_the_run_lives(tmp_path: Path) -> None:
     from kairox_core.store.leases import Heartbeat
     from kairox_core.store.sqlite_storage import SqliteStorage

@@ -169,6 +169,7 @@ def test_random_bytes(tmp_path: Path, raw: bytes) -> None:
     load_or_config_error(path)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=config_documents())
 def test_config_shaped_documents_with_wrong_values(
@@ -182,6 +183,7 @@ def test_config_shaped_documents_with_wrong_values(
         parse_config(data, source="<fuzz>")
 
 
+@pytest.mark.slow
 @FUZZ
 @given(
     depth=st.integers(min_value=1, max_value=20_000),

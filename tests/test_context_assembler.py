@@ -334,6 +334,7 @@ def scenarios(draw: st.DrawFn) -> dict:
     }
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_property_never_over_budget_memories_kept_tool_pairs_whole(sc: dict) -> None:

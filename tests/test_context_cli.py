@@ -118,6 +118,7 @@ def kairox(setup: tuple[Path, Path, str], *args: str) -> subprocess.CompletedPro
     return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env, timeout=120)
 
 
+@pytest.mark.slow
 def test_budget_exceeded_is_a_clear_error(setup: tuple[Path, Path, str]) -> None:
     _, _, sid = setup
     proc = kairox(setup, "context", sid, "--profile", "tiny", "--prompt", "word " * 100)
@@ -128,6 +129,7 @@ def test_budget_exceeded_is_a_clear_error(setup: tuple[Path, Path, str]) -> None
     assert "budget is 50" in proc.stderr
 
 
+@pytest.mark.slow
 def test_unknown_session_is_a_clear_error(setup: tuple[Path, Path, str]) -> None:
     proc = kairox(setup, "context", "s-nope")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

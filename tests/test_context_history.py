@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from kairox_core.config import ProfileConfig
 from kairox_core.context import (
     CompactionState,
@@ -56,6 +58,7 @@ def conversation(sid: str, n_turns: int) -> list:
     return events
 
 
+@pytest.mark.slow
 def test_newest_first_reads_only_what_it_needs(tmp_path: Path) -> None:
     store = EventStore(tmp_path / "k.db")
     store.append_many(conversation("s", 3000))
@@ -161,6 +164,7 @@ def test_compaction_state_folds_edits_drops_and_pins() -> None:
     assert state.covered_ranges() == [(1, 15)]
 
 
+@pytest.mark.slow
 def test_assembly_over_event_history_fits_and_is_recent(tmp_path: Path) -> None:
     store = EventStore(tmp_path / "k.db")
     store.append_many(conversation("s", 500))

@@ -18,6 +18,7 @@ _line = st.lists(_piece, max_size=12).map("".join)
 _text = st.lists(_line, min_size=1, max_size=60).map("\n".join)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
 @settings(deadline=None)  # the first example loads the encoding
 @given(text=_text)

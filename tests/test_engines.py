@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kairox_core import hookimpl
 from kairox_core.engines import (
     AssemblyRequest,
@@ -64,6 +66,7 @@ def _documented_engine() -> str:
     return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 
+@pytest.mark.slow
 def test_an_entry_point_engine_sees_every_turn_end(tmp_path: Path) -> None:
     site = tmp_path / "site"
     (site / "kairox_wordcount").mkdir(parents=True)

@@ -318,6 +318,7 @@ def _append_worker(path: str, worker: int, count: int) -> None:
     store.close()
 
 
+@pytest.mark.slow
 def test_concurrent_processes_never_lose_or_duplicate_a_seq(tmp_path: Path) -> None:
     path = str(tmp_path / "kx.db")
     EventStore(path).close()  # migrate once up front (each worker would also do it safely)
@@ -362,6 +363,7 @@ def _crash_worker(path: str) -> None:
     store.append_many([msg("s", f"batch {i}") for i in range(5)])
 
 
+@pytest.mark.slow
 def test_a_crash_mid_append_leaves_no_partial_event(tmp_path: Path) -> None:
     path = str(tmp_path / "kx.db")
     with EventStore(path) as store:
@@ -388,6 +390,7 @@ _ops = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(ops=_ops, lo=st.integers(0, 12), hi=st.integers(0, 12))
 def test_store_matches_a_list_model(ops: list[tuple[str, str, int]], lo: int, hi: int) -> None:

@@ -59,6 +59,7 @@ def instances(cls: type[Any]) -> st.SearchStrategy[Any]:
 KNOWN = sorted(name for name in EVENT_TYPES if name != "GenericEvent")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", KNOWN)
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
@@ -70,6 +71,7 @@ def test_every_event_type_round_trips_through_json(name: str, data: st.DataObjec
     assert back.to_dict() == event.to_dict()
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None)
 @given(
     type_name=st.text(min_size=1, max_size=30).filter(lambda t: t not in EVENT_TYPES),

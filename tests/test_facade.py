@@ -153,14 +153,29 @@ async def test_turns_of_one_session_run_one_at_a_time(kx: Kairox) -> None:
     s = kx.session(workspace="w1")
     order: list[str] = []
 
-    async def run(name: str, delay: float) -> None:
-        turn = await s.begin_turn(name)
-        order.append(f"begin {name}")
-        await asyncio.sleep(delay)
-        await turn.complete(f"reply {name}")
-        order.append(f"end {name}")
+    a_began, b_waiting = asyncio.Event(), asyncio.Event()
 
-    await asyncio.gather(run("a", 0.05), run("b", 0.0))
+    async def run_a() -> None:
+        turn = await s.begin_turn("a")
+        order.append("begin a")
+        a_began.set()
+        await b_waiting.wait()  # b has asked for its turn and waits behind a
+        await turn.complete("reply a")
+        order.append("end a")
+
+    async def run_b() -> None:
+        await a_began.wait()
+        begin = asyncio.ensure_future(s.begin_turn("b"))
+        for _ in range(20):  # let b run as far as it can: to the session's lock
+            await asyncio.sleep(0)
+        assert not begin.done()
+        b_waiting.set()
+        turn = await begin
+        order.append("begin b")
+        await turn.complete("reply b")
+        order.append("end b")
+
+    await asyncio.gather(run_a(), run_b())
     assert order == ["begin a", "end a", "begin b", "end b"]
     texts = [
         e.text
@@ -322,6 +337,7 @@ def test_open_accepts_paths_and_toml(kairox_home: Path, tmp_path: Path) -> None:
         k.session()
 
 
+@pytest.mark.slow
 def test_a_second_process_sees_memories_and_history(
     kairox_home: Path, tmp_path: Path, cfg: KairoxConfig
 ) -> None:

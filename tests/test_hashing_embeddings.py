@@ -40,6 +40,7 @@ def test_loader_reads_the_retrieval_section() -> None:
     assert load_embedding_backend(config.retrieval).dimension == 96
 
 
+@pytest.mark.slow
 def test_stable_across_processes() -> None:
     """crc32, not Python's salted hash(): vectors survive a restart."""
     code = (
@@ -144,6 +145,7 @@ _texts = st.lists(
 )
 
 
+@pytest.mark.slow
 @given(texts=_texts, dimension=st.sampled_from([8, 31, 384]), batch=st.sampled_from([1, 2, 256]))
 def test_vectors_equal_the_pure_python_reference(
     texts: list[str], dimension: int, batch: int

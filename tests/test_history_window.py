@@ -8,6 +8,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -131,6 +132,7 @@ def recalled_for(units: list[HistoryUnit]) -> list[RetrievalHit]:
     return hits
 
 
+@pytest.mark.slow
 @settings(
     max_examples=50,
     deadline=None,
@@ -201,6 +203,7 @@ def test_cached_assembly_is_the_reference_assembly(tmp_path_factory: Any, steps:
         store.close()
 
 
+@pytest.mark.slow
 def test_a_long_session_reads_about_the_rows_its_window_needs(tmp_path: Path) -> None:
     """Cold: the first page tells the tokens per unit, the next is sized to the rest."""
     pc = counter_for_profile(PROFILES[0])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,7 @@ def test_ci_selects_the_derandomized_profile() -> None:
     assert hypothesis_profile({}) == "dev" and hypothesis_profile({"CI": "0"}) == "dev"
     ci = settings.get_profile("ci")
     assert ci.derandomize and ci.database is None and ci.deadline is None
+    assert settings.get_profile("dev").deadline is None  # no wall-clock bound either way
 
 
 def test_the_profile_for_this_environment_is_loaded() -> None:
@@ -34,6 +36,7 @@ def _run_once() -> list[int]:
     return drawn
 
 
+@pytest.mark.slow
 def test_derandomized_runs_draw_the_same_examples() -> None:
     first, second = _run_once(), _run_once()
     assert first == second and len(set(first)) > 1

@@ -18,6 +18,7 @@ from kairox_core.retrieval.keyword_terms import CHEAP_ROWS, WEIGHTLESS_ROWS
 texts = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=80)
 
 
+@pytest.mark.slow
 @settings(deadline=None)
 @given(title=texts, text=texts, context=texts)
 def test_doc_hash_and_context_hash_keep_the_stored_format(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kairox_core.retrieval.embeddings import HashingEmbedding
 from kairox_core.retrieval.index import WorkspaceRagIndex
+
+pytestmark = pytest.mark.slow
 
 WORDS = ["apple", "river", "stone", "cloud", "ember", "frost", "maple", "orbit"]
 ops = st.lists(

@@ -66,6 +66,7 @@ class CountingEncoding:
         return result
 
 
+@pytest.mark.slow
 @settings(deadline=None)  # the first example loads the encoding
 @given(text=_text, other=_text)
 def test_a_stamp_gives_its_own_text_s_count_and_no_other_s(text: str, other: str) -> None:
@@ -132,6 +133,7 @@ def test_the_pack_reads_the_stamp() -> None:
     assert pack.cost_of(hit) == 99 + pc.raw_count("2026-12-01:\n") + header
 
 
+@pytest.mark.slow
 def test_recalled_turns_carry_their_line_counts_and_are_not_encoded_on_the_turn(
     tmp_path: Path,
 ) -> None:

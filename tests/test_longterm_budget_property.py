@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -11,6 +12,8 @@ from kairox_core.context import ContextBudgetExceeded
 from kairox_core.context.rendering import block_content, item_unit, pack_header
 from kairox_core.events import FactPinned
 from kairox_core.tokens import TokenCounter
+
+pytestmark = pytest.mark.slow
 
 words = st.lists(
     st.sampled_from(

@@ -3,11 +3,14 @@ consistent with a plain model of the chunks."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kairox_core import Kairox
 from kairox_core.config import KairoxConfig
+
+pytestmark = pytest.mark.slow
 
 SESSIONS = {"s1": "w1", "s2": "w1", "s3": "w2"}  # session -> its workspace
 texts = st.lists(

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kairox_core.chat.longterm_tab import LongTermPane
+
+pytestmark = pytest.mark.slow
 
 
 async def test_multi_select_then_promote_to_a_draft_pack(kairox_home: Path, tmp_path: Path) -> None:

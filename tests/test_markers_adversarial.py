@@ -45,6 +45,7 @@ def cpu(fn: Callable[[], object]) -> float:
     return time.process_time() - start
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", SHAPES)
 def test_one_megabyte_of_each_hostile_shape_is_fast(shape: str) -> None:
     text = SHAPES[shape](MB)

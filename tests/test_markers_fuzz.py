@@ -8,10 +8,13 @@ whole-text extractor and for the stream parser under any split.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kairox_core.markers import MarkerStreamParser, extract_memory_markers
+
+pytestmark = pytest.mark.slow
 
 FRAGMENTS = [
     '<memory scope="session">x</memory>',

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -83,6 +84,7 @@ def same(a: MarkerExtraction, b: MarkerExtraction) -> None:
     assert a.invalid == b.invalid
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), text=texts)
 def test_any_split_equals_whole_text(data: st.DataObject, text: str) -> None:
@@ -94,6 +96,7 @@ def test_any_split_equals_whole_text(data: st.DataObject, text: str) -> None:
     same(stream(text, []), whole)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(text=st.text(alphabet=st.characters(exclude_characters="<"), max_size=200))
 def test_text_without_tags_is_unchanged(text: str) -> None:
@@ -101,6 +104,7 @@ def test_text_without_tags_is_unchanged(text: str) -> None:
     assert stream(text, list(range(1, len(text), 3))).visible == text
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(text=texts)
 def test_visible_text_never_grows_and_markers_come_from_the_text(text: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -50,6 +51,7 @@ def test_overlap_spread_over_several_texts_counts() -> None:
     assert not is_tainted(body, parts[:1]) and not is_tainted(body, parts[1:])
 
 
+@pytest.mark.slow
 @given(st.text(min_size=1, max_size=300))
 def test_a_body_is_tainted_by_itself(body: str) -> None:
     has_words = any(ch.isalnum() or ch == "_" for ch in fold(body))  # fillers are invisible

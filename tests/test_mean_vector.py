@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kairox_core.retrieval.index_common import mean_vector
+
+pytestmark = pytest.mark.slow
 
 
 def _reference(vectors: list[list[float]]) -> list[float]:

@@ -248,6 +248,7 @@ def kairox(db_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_real_kairox_process_sees_and_changes_live_state(db_path: Path, other: Other) -> None:
     p = other.propose("workspace", "style", "black", workspace="w1")
     listed = kairox(db_path, "pending", "--json")
@@ -262,6 +263,7 @@ def test_a_real_kairox_process_sees_and_changes_live_state(db_path: Path, other:
     assert [e.type for e in other.events.read("s1")] == ["MemoryProposed", "MemoryAccepted"]
 
 
+@pytest.mark.slow
 def test_a_real_kairox_process_reports_bad_ids_with_exit_2(db_path: Path) -> None:
     bad = kairox(db_path, "approve", "p-missing")
     assert bad.returncode == 2

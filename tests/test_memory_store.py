@@ -183,4 +183,4 @@ class MemoryStoreMachine(RuleBasedStateMachine):
 MemoryStoreMachine.TestCase.settings = settings(
     max_examples=60, stateful_step_count=25, deadline=None
 )
-TestMemoryStoreModel = MemoryStoreMachine.TestCase
+TestMemoryStoreModel = pytest.mark.slow(MemoryStoreMachine.TestCase)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.widgets import Static, TabbedContent, TextArea
 
 from kairox_core.chat.app import ChatApp
@@ -14,6 +15,8 @@ from kairox_core.chat.summary_card import SummaryCard
 from kairox_core.config import parse_config
 from kairox_core.events import CompactionSummary, SummaryEdited
 from kairox_core.providers.scripted import ScriptedProvider
+
+pytestmark = pytest.mark.slow
 
 REPLIES = ["Alice booked room 101 on 3 May.", "Lunch is at noon in the atrium.", "You're welcome."]
 

@@ -18,6 +18,7 @@ from kairox_core.events import (
 )
 from kairox_core.facade import Kairox
 from kairox_core.providers.scripted import ScriptedProvider
+from kairox_core.testing.compaction_contract import CompactionStrategyContract
 from kairox_core.testing.fake_openai import Action, FakeOpenAIServer, serve
 from kairox_core.tokens import TokenCounter
 
@@ -95,6 +96,7 @@ async def test_model_strategy_over_http_with_its_own_provider(
     await kx.aclose()
 
 
+@pytest.mark.slow
 async def test_provider_failure_is_a_failed_compaction_and_the_session_goes_on(
     kairox_home: Path,
     tmp_path: Path,
@@ -157,3 +159,10 @@ def test_windows_pack_lines_under_the_limit() -> None:
     assert "\n".join(packed).split("\n") == lines  # nothing lost, order kept
     assert all(counter.count(w) <= 120 + 40 for w in packed)
     assert windows(["y " * 2000], 50, counter)[0].startswith("y y")  # a giant line is cut
+
+
+class TestModelStrategyContract(CompactionStrategyContract):
+    fits_target = True  # the model is asked for at most target_tokens (max_tokens)
+
+    def make_strategy(self, summary: str) -> ModelStrategy:
+        return ModelStrategy(provider=ScriptedProvider([summary]))

@@ -22,7 +22,9 @@ from kairox_core.providers import (
 from kairox_core.providers.base import ProviderSetupError
 from kairox_core.providers.openai_compat import OpenAICompatProvider
 from kairox_core.providers.resolve import provider_for
+from kairox_core.providers.scripted import ScriptedProvider
 from kairox_core.testing.fake_openai import Action, FakeOpenAIServer, count_prompt, serve
+from kairox_core.testing.provider_contract import ModelProviderContract
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hi"}]
 REPLY = "Hello there, this is a streamed reply."
@@ -80,6 +82,7 @@ async def test_complete_returns_text_usage_and_model(server: FakeOpenAIServer) -
     await provider.close()
 
 
+@pytest.mark.slow
 async def test_max_tokens_cuts_the_reply(server: FakeOpenAIServer) -> None:
     provider = make(server, max_tokens_param="max_completion_tokens")
     result = await provider.complete(MESSAGES, max_tokens=2)
@@ -246,6 +249,7 @@ async def test_extra_body_is_sent(server: FakeOpenAIServer) -> None:
     assert server.requests[-1].body["seed"] == 7
 
 
+@pytest.mark.slow
 def test_one_provider_across_event_loops(server: FakeOpenAIServer) -> None:
     """Sync wrappers run each call in a fresh loop; the provider must survive that."""
     provider = make(server)
@@ -325,3 +329,28 @@ async def test_no_tools_sends_no_tools_key(server: FakeOpenAIServer) -> None:
     await make(server).complete(MESSAGES, tool_choice="auto")
     assert "tools" not in server.requests[-1].body
     assert "tool_choice" not in server.requests[-1].body
+
+
+class TestOpenAICompatibleProviderContract(ModelProviderContract):
+    """The ``openai`` provider against the fake OpenAI-compatible server."""
+
+    @pytest.fixture(autouse=True)
+    def _fake_server(self) -> Iterator[None]:
+        for fake in serve(reply=""):
+            self.fake = fake
+            yield
+
+    def make_provider(self, reply: str) -> OpenAICompatProvider:
+        self.fake.script(Action(reply=reply))
+        return make(self.fake)
+
+    def make_failing_provider(self) -> OpenAICompatProvider:
+        self.fake.script(Action(status=500, message="the model crashed"))
+        return make(self.fake, max_retries=0)
+
+
+class TestScriptedProviderContract(ModelProviderContract):
+    reports_usage = False  # counted with the o200k tokenizer, marked estimated
+
+    def make_provider(self, reply: str) -> ScriptedProvider:
+        return ScriptedProvider([reply])

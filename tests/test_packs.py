@@ -40,6 +40,7 @@ def packs_block(messages: list[dict[str, Any]]) -> str:
     return found[0] if found else ""
 
 
+@pytest.mark.slow
 def test_promote_three_chunks_activate_then_publish(kx: Kairox, tmp_path: Path) -> None:
     texts = ["Use British spelling.", "Cite the ticket id in commits.", "Dates are ISO 8601."]
     ids = [kx.longterm.add(t, scope="project", workspace_id="w1").id for t in texts]
@@ -164,6 +165,7 @@ def test_a_pack_file_a_team_member_wrote_is_read(kx: Kairox, tmp_path: Path) -> 
         kx.packs.get("broken")
 
 
+@pytest.mark.slow
 @given(
     text=st.text(max_size=200),
     by=st.text(max_size=30).filter(lambda s: "\x00" not in s),

@@ -179,6 +179,7 @@ def _kairox(site: Path, *args: str, **env: str) -> subprocess.CompletedProcess[s
     )
 
 
+@pytest.mark.slow
 def test_entry_point_plugins_show_up_and_broken_ones_are_reported(site_with_plugins: Path) -> None:
     out = _kairox(site_with_plugins, "plugins", "--json")
     assert out.returncode == 0, out.stderr
@@ -195,6 +196,7 @@ def test_entry_point_plugins_show_up_and_broken_ones_are_reported(site_with_plug
     assert hello.returncode == 0 and "hello from the plugin" in hello.stdout
 
 
+@pytest.mark.slow
 def test_strict_mode_makes_a_broken_plugin_fatal(site_with_plugins: Path) -> None:
     out = _kairox(site_with_plugins, "plugins", KAIROX_STRICT_PLUGINS="1")
     assert out.returncode != 0
@@ -202,6 +204,7 @@ def test_strict_mode_makes_a_broken_plugin_fatal(site_with_plugins: Path) -> Non
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.slow
 def test_load_and_disable_lists(site_with_plugins: Path) -> None:
     ours = {"kairox_goodplug", "kairox_brokenplug"}
 
@@ -218,6 +221,7 @@ def test_load_and_disable_lists(site_with_plugins: Path) -> None:
     assert names(KAIROX_DISABLE_PLUGINS="kairox-brokenplug") == {"kairox_goodplug"}
 
 
+@pytest.mark.slow
 def test_trace_prints_hook_calls(site_with_plugins: Path) -> None:
     out = _kairox(
         site_with_plugins,

@@ -40,6 +40,7 @@ payloads = st.lists(
 )
 
 
+@pytest.mark.slow
 @given(payloads, st.sampled_from(["\n", "\r\n", "\r"]), st.data())
 def test_sse_any_split_gives_the_same_events(
     items: list[str], newline: str, data: st.DataObject

@@ -26,6 +26,7 @@ from kairox_core.context.recalled import turn_seq
 from kairox_core.events import UserMessageAdded
 from kairox_core.facade import Kairox
 from kairox_core.retrieval.base import RetrievalHit
+from kairox_core.testing.engine_contract import EngineContract
 from kairox_core.tokens import TokenCounter
 
 FACTS = {
@@ -97,6 +98,7 @@ def covered(kx: Kairox, session: Any) -> list[tuple[int, int]]:
     return ranges
 
 
+@pytest.mark.slow
 def test_facts_from_a_compacted_stretch_come_back_verbatim(kx: Kairox) -> None:
     session = kx.session()
     chat(session, 30)
@@ -117,6 +119,7 @@ def test_facts_from_a_compacted_stretch_come_back_verbatim(kx: Kairox) -> None:
     assert any(item.source == "recall" for item in retrieval.included)
 
 
+@pytest.mark.slow
 def test_recall_never_returns_another_sessions_turns(kx: Kairox) -> None:
     a, b = kx.session(workspace="w"), kx.session(workspace="w")
     secret = "Session B only: the vault nickname is marmalade-otter-93."
@@ -138,6 +141,7 @@ def test_recall_never_returns_another_sessions_turns(kx: Kairox) -> None:
         asyncio.run(found.close())
 
 
+@pytest.mark.slow
 def test_a_turn_in_history_is_not_recalled_a_second_time(kx: Kairox) -> None:
     session = kx.session()
     chat(session, 24)
@@ -158,6 +162,7 @@ def test_a_turn_in_history_is_not_recalled_a_second_time(kx: Kairox) -> None:
         assert history and int(history[0].id.split()[1].split("-")[0]) <= seq
 
 
+@pytest.mark.slow
 def test_uncompacted_turns_out_of_history_are_recalled(tmp_path: Path) -> None:
     """Share near 1 and no compaction: history holds only the newest exchanges, and a
     fact from long before still comes back verbatim."""
@@ -216,6 +221,7 @@ def compacted_db(tmp_path_factory: Any) -> Path:
     return db
 
 
+@pytest.mark.slow
 @settings(
     max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -234,6 +240,7 @@ def test_budget_never_exceeded_with_recall_on(
             assert recount(ctx.messages) <= k.config.profiles["default"].budget
 
 
+@pytest.mark.slow
 def test_indexing_is_idempotent_and_catches_up(tmp_path: Path) -> None:
     db = tmp_path / "kx.db"
     with Kairox.open(db, config(recall=False)) as k:
@@ -357,6 +364,7 @@ def test_recalled_turns_alternate_with_hits_and_skip_what_history_holds() -> Non
     assert fresh_count(ctx.messages) <= a.budget
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     texts=st.lists(st.text(min_size=1, max_size=120), min_size=1, max_size=40),
@@ -461,3 +469,8 @@ def test_a_long_backlog_is_indexed_newest_first_in_steps(
         texts = {e.seq: getattr(e, "text", "") for e in k.events(sid)}
         for prev, seq in itertools.pairwise(everything):
             assert rows[f"turn:{sid}:{seq}"] == texts[prev].strip()[-600:]
+
+
+@pytest.mark.slow
+class TestRecallEngineContract(EngineContract):
+    engine_name = "recall"

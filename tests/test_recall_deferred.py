@@ -81,6 +81,7 @@ def chunks(kx: Kairox, session: Any) -> int:
     return recall_of(kx).index(session).chunk_count()
 
 
+@pytest.mark.slow
 def test_the_context_is_the_one_indexing_first_gives(tmp_path: Path) -> None:
     """The newest exchange is not indexed and matches none of the prompts better than
     the older turns: every context is the one catching up first gives, and no search

@@ -106,6 +106,7 @@ def no_neighbours(seqs: Sequence[int]) -> dict[int, tuple[RetrievalHit | None, .
     raise AssertionError("no neighbour read expected")
 
 
+@pytest.mark.slow
 @given(
     st.lists(st.floats(0, 1, allow_nan=False), min_size=0, max_size=30),
     st.integers(1, 40),
@@ -115,6 +116,7 @@ def test_arrange_with_every_weight_zero_keeps_the_order(scores: list[float], lim
     assert arrange(hits, RankSettings(), no_neighbours, limit=limit) == hits[:limit]
 
 
+@pytest.mark.slow
 @given(
     st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=30, unique=True),
     st.floats(0.01, 2),
@@ -183,6 +185,7 @@ FILLER = [
 ]
 
 
+@pytest.mark.slow
 def test_recall_turns_brings_the_answer_after_a_hit(tmp_path: Path) -> None:
     """With neighbours on, the reply after the best-matching turn ranks above the
     unrelated turns the search alone put before it."""

@@ -32,6 +32,7 @@ from kairox_core.retrieval.index import WorkspaceRagIndex
 from kairox_core.retrieval.rerank import Reranker, load_reranker, rerank
 from kairox_core.retrieval.selection import retriever_for_profile
 from kairox_core.retrieval.warm import clear_warm
+from kairox_core.testing.reranker_contract import RerankerContract
 
 _WORD = re.compile(r"\w+")
 
@@ -292,3 +293,11 @@ def test_search_reports_its_time_and_the_reranker(
         assert not exc.code
     err = capsys.readouterr().err
     assert "search time:" in err and "reranker 'overlap': ok" in err
+
+
+class TestOverlapRerankerContract(RerankerContract):
+    """The contract on this suite's word-overlap reranker (core ships no reranker of its
+    own: the cross-encoder is kairox-sentence-transformers')."""
+
+    def make_reranker(self) -> Reranker:
+        return Overlap()

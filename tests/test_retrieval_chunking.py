@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kairox_core.retrieval.chunking import Chunker, split_blocks
 from kairox_core.tokens import TokenCounter
+
+pytestmark = pytest.mark.slow
 
 COUNTER = TokenCounter()
 

@@ -50,6 +50,7 @@ def test_syntax_words_still_match_as_words(index: WorkspaceRagIndex) -> None:
     assert index.search('"excluded', 1, "keyword")[0].doc_id == "a"
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -69,6 +70,7 @@ def test_expression_quotes_every_term(text: str) -> None:
         assert expr is not None and expr.count('"') == 2 * len(terms)
 
 
+@pytest.mark.slow
 def test_sqlite_fts_kb_takes_arbitrary_text(tmp_path: Path) -> None:
     from kairox_core.retrieval.sqlite_fts import SqliteFtsOptions, SqliteFtsRetriever
     from kairox_core.store.connection import connect

@@ -35,7 +35,7 @@ def _config(tmp_path: Path, **retrieval: Any) -> Any:
                     "kind": "sqlite_fts",
                     "path": str(legal),
                     "profiles": ["legal"],
-                    "timeout": 2.5,
+                    "timeout": 25.0,
                     "weight": 2.0,
                 },
                 "trials": {"kind": "sqlite_fts", "path": str(med), "profiles": ["doctor"]},
@@ -46,7 +46,7 @@ def _config(tmp_path: Path, **retrieval: Any) -> Any:
 
 
 def test_only_the_profiles_knowledge_bases(tmp_path: Path) -> None:
-    config = _config(tmp_path, timeout=4.0)
+    config = _config(tmp_path, timeout=40.0)
     db = tmp_path / "kx.db"
     WorkspaceRagIndex(db, "default").add_text("ws-1", "liability notes in the workspace")
     for profile, expected in (
@@ -63,11 +63,11 @@ def test_only_the_profiles_knowledge_bases(tmp_path: Path) -> None:
         assert {h.source for h in result.hits} == set(expected)
     lawyer = retriever_for_profile(config, "lawyer", db)
     by_name = {s.name: s for s in lawyer.sources}
-    assert by_name["statutes"].timeout == 2.5 and by_name["statutes"].weight == 2.0
-    assert by_name["workspace"].timeout == 4.0 and by_name["workspace"].kind == "workspace"
+    assert by_name["statutes"].timeout == 25.0 and by_name["statutes"].weight == 2.0
+    assert by_name["workspace"].timeout == 40.0 and by_name["workspace"].kind == "workspace"
     asyncio.run(lawyer.close())
     doctor = retriever_for_profile(config, "doctor", db)
-    assert {s.name: s for s in doctor.sources}["trials"].timeout == 4.0  # [retrieval] timeout
+    assert {s.name: s for s in doctor.sources}["trials"].timeout == 40.0  # [retrieval] timeout
     asyncio.run(doctor.close())
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +21,8 @@ from kairox_core.events import (
     UserMessageAdded,
 )
 from kairox_core.store.event_store import EventStore
+
+pytestmark = pytest.mark.slow
 
 PC = counter_for_profile(ProfileConfig(model="gpt-4o", context_window=10_000))
 PC_OTHER = counter_for_profile(ProfileConfig(model="gpt-4", context_window=10_000))

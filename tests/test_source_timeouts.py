@@ -25,18 +25,29 @@ from kairox_core.retrieval.threads import run_blocking
 from kairox_core.store.connection import connect
 
 RELEASE = threading.Event()  # set at teardown, so no hung thread outlives the tests
+HANGING_LOCK = threading.Lock()
 HANG_SECONDS = 60.0
 
 
 class HangingKB:
-    """A knowledge base whose blocking call (in a worker thread) never answers in time."""
+    """A knowledge base whose blocking call (in a worker thread) never answers in time.
+    ``hanging`` counts the calls still blocked: a turn that returns while it is non-zero
+    did not wait for the source."""
 
-    def __init__(self, name: str, hang: float = HANG_SECONDS) -> None:
+    hang: float | None = HANG_SECONDS  # None (the CLI test's child): until RELEASE
+    hanging = 0
+
+    def __init__(self, name: str) -> None:
         self.name = name
-        self.hang = hang
 
     def _query(self) -> list[RetrievalHit]:
-        RELEASE.wait(self.hang)
+        with HANGING_LOCK:
+            HangingKB.hanging += 1
+        try:
+            RELEASE.wait(self.hang)
+        finally:
+            with HANGING_LOCK:
+                HangingKB.hanging -= 1
         return [RetrievalHit("too late", 1.0, self.name, "late")]
 
     async def retrieve(
@@ -66,14 +77,14 @@ class BlockingKB:
 
 
 class PoliteKB:
-    """Answers after a short, non-blocking wait."""
+    """Answers after yielding to the loop (as a network call would), blocking nothing."""
 
     name = "polite"
 
     async def retrieve(
         self, query: str, k: int, filters: Mapping[str, Any] | None = None
     ) -> list[RetrievalHit]:
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)
         return [RetrievalHit("polite answer", 1.0, self.name, "p")]
 
     async def close(self) -> None:
@@ -109,15 +120,15 @@ def test_a_hanging_knowledge_base_costs_a_turn_its_timeout(
     register_plugin(HangingPlugin(), "hanging-kb")
     with Kairox.open(tmp_path / "kx.db", hanging_config()) as kx:
         session = kx.session()
-        start = time.monotonic()
         turn = session.begin_turn_sync("what is in the stuck knowledge base?")
-        elapsed = time.monotonic() - start
+        still_hanging = HangingKB.hanging
         turn.abort_sync()
     notes = turn.trace.layer("retrieval").notes
     assert any("stuck failed: timed out after 1s" in n for n in notes), notes
-    assert elapsed < 5, f"begin_turn_sync took {elapsed:.1f}s for a 1s source timeout"
+    assert still_hanging == 1, "the turn waited for the hanging source"
 
 
+@pytest.mark.slow
 def test_the_cli_exits_promptly_while_a_source_thread_hangs(tmp_path: Path) -> None:
     toml = tmp_path / "kairox.toml"
     toml.write_text(
@@ -139,6 +150,7 @@ def test_the_cli_exits_promptly_while_a_source_thread_hangs(tmp_path: Path) -> N
         spec = importlib.util.spec_from_file_location("hanging_kb", {str(__file__)!r})
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
+        module.HangingKB.hang = None  # never answers: only a daemon thread lets us exit
         from kairox_core.plugins import get_plugins
         get_plugins().add(module.HangingPlugin(), "hanging-kb")
         from kairox_core.cli import main
@@ -147,14 +159,13 @@ def test_the_cli_exits_promptly_while_a_source_thread_hangs(tmp_path: Path) -> N
         """
     )
     env = {**os.environ, "KAIROX_HOME": str(tmp_path / "home")}
-    start = time.monotonic()
+    # the source never answers, so exiting at all is the claim (the timeout only keeps
+    # a broken build from hanging the suite)
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=45, env=env
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env
     )
-    elapsed = time.monotonic() - start
     assert "timed out after 1s" in done.stderr, done.stderr
     assert done.returncode == 1, done.stderr  # a failed source is reported by exit 1
-    assert elapsed < 15, f"the CLI took {elapsed:.1f}s to exit"
 
 
 def test_a_locked_sqlite_knowledge_base_waits_no_longer_than_its_timeout(
@@ -170,12 +181,14 @@ def test_a_locked_sqlite_knowledge_base_waits_no_longer_than_its_timeout(
         [
             sys.executable,
             "-c",
-            "import sqlean, sys, time\n"
+            "import select, sqlean, sys\n"
             f"c = sqlean.connect({str(db)!r}, isolation_level=None)\n"
             "c.execute('BEGIN EXCLUSIVE')\n"
             "print('locked', flush=True)\n"
-            "time.sleep(40)\n",
+            # held until the test ends it (300 s: a broken build fails instead of hanging)
+            "select.select([sys.stdin], [], [], 300)\n",
         ],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -193,16 +206,14 @@ def test_a_locked_sqlite_knowledge_base_waits_no_longer_than_its_timeout(
             finally:
                 await composite.close()
 
-        start = time.monotonic()
         result = asyncio.run(go())
-        elapsed = time.monotonic() - start
+        assert holder.poll() is None  # the lock was still held when the search returned
     finally:
         holder.kill()
         holder.wait()
     (report,) = result.sources
     assert not report.ok and report.error
     assert "locked" in report.error or "timed out" in report.error, report.error
-    assert elapsed < 5, f"a search over a locked knowledge base took {elapsed:.1f}s"
 
 
 async def test_a_source_that_blocks_the_event_loop_is_reported() -> None:
@@ -218,6 +229,7 @@ async def test_a_source_that_blocks_the_event_loop_is_reported() -> None:
     hog = reports["hog"]
     assert not hog.ok and hog.error and "blocked the event loop" in hog.error
     assert hog.blocked_ms >= 500
-    assert reports["polite"].ok and reports["polite"].blocked_ms < 100  # waited, not blamed
+    polite = reports["polite"]
+    assert polite.ok and polite.blocked_ms < hog.blocked_ms / 2  # waited, not blamed
     assert reports["brief"].ok
     assert {h.source for h in result.hits} == {"polite", "brief"}

@@ -66,6 +66,7 @@ async def test_a_sync_twin_works_inside_a_running_loop(kx: Kairox) -> None:
     assert not session.busy
 
 
+@pytest.mark.slow
 def test_a_thousand_sync_calls_leave_no_loop_thread_or_client_behind(kx: Kairox) -> None:
     session = kx.session(workspace="w")
     session.run_turn_sync("the vault code is 1234", "noted")
@@ -106,7 +107,7 @@ async def test_a_cancelled_turn_releases_the_session(kx: Kairox) -> None:
         async with turn:
             turn.feed("partial ")
             started.set()
-            await asyncio.sleep(30)
+            await asyncio.Event().wait()  # until cancelled
 
     task = asyncio.create_task(slow_turn())
     await started.wait()
@@ -129,7 +130,7 @@ class SlowProvider:
     async def stream(self, messages: Any, **kw: Any) -> AsyncIterator[ChatChunk]:
         yield ChatChunk(text="thinking")
         self.streaming.set()
-        await asyncio.sleep(30)
+        await asyncio.Event().wait()  # until cancelled
         yield ChatChunk(text="never")
 
     async def complete(self, messages: Any, **kw: Any) -> Any:

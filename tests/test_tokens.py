@@ -33,6 +33,7 @@ NO_NETWORK = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("encoding", "expected"), [("cl100k_base", 6), ("o200k_base", 6)])
 def test_counts_with_the_network_unreachable(tmp_path: Path, encoding: str, expected: int) -> None:
     # A fresh, empty tiktoken cache and no sockets: only the installed package can help.
@@ -50,6 +51,7 @@ def test_counts_with_the_network_unreachable(tmp_path: Path, encoding: str, expe
     assert out.stdout.strip() == str(expected)
 
 
+@pytest.mark.slow
 def test_disabled_tiktoken_cache_still_works(tmp_path: Path) -> None:
     script = (
         NO_NETWORK + "from kairox_core.tokens import TokenCounter\n"
@@ -130,6 +132,7 @@ def test_unknown_encoding_is_a_user_error() -> None:
         TokenCounter("p99k")
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=300), st.sampled_from(["cl100k_base", "o200k_base"]))
 def test_count_equals_tiktoken(text: str, encoding: str) -> None:

@@ -110,14 +110,21 @@ async def test_rounds_are_bounded_and_the_last_call_offers_no_tools(
     await chat.close()
 
 
+@pytest.mark.slow
 async def test_failing_slow_unknown_and_huge_tools_are_errors_the_turn_survives(
     tmp_path: Path, kairox_home: Path, server: FakeOpenAIServer
 ) -> None:
     async def broken(args: dict[str, Any]) -> str:
         raise ToolError("disk on fire")
 
+    abandoned: list[bool] = []
+
     async def slow(args: dict[str, Any]) -> str:
-        await asyncio.sleep(30)
+        try:
+            await asyncio.Event().wait()  # never answers
+        except asyncio.CancelledError:
+            abandoned.append(True)
+            raise
         return "never"
 
     async def huge(args: dict[str, Any]) -> str:
@@ -136,9 +143,8 @@ async def test_failing_slow_unknown_and_huge_tools_are_errors_the_turn_survives(
         )
     )
     chat = engine(tmp_path, server, Box(*tools), timeout=0.5, max_result_chars=1000)
-    started = asyncio.get_running_loop().time()
     outcome = await chat.run_turn("try everything", lambda _: None)
-    assert asyncio.get_running_loop().time() - started < 10
+    assert abandoned == [True]  # the turn gave up on the slow tool instead of waiting
     results = [s.result for s in outcome.tool_steps]
     assert results[0] == "error: disk on fire"
     assert "timed out after 0.5 s" in results[1]
@@ -205,6 +211,7 @@ async def test_plain_chat_shows_one_line_per_call_and_result(
     await chat.close()
 
 
+@pytest.mark.slow
 async def test_tui_shows_tool_lines_above_the_answer(
     tmp_path: Path, kairox_home: Path, server: FakeOpenAIServer
 ) -> None:

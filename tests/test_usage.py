@@ -165,6 +165,7 @@ def invoke(db: Path, *args: str) -> Any:
     return result.output
 
 
+@pytest.mark.slow
 def test_cli_table_detail_and_json(kairox_home: Path, tmp_path: Path) -> None:
     db = tmp_path / "k.db"
     toml = tmp_path / "kairox.toml"

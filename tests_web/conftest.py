@@ -51,7 +51,11 @@ def serve(tmp_path: Path, replies: list[str], summary: str | None) -> Iterator[S
 def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
         pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install -y chromium")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    # Every expect() waits for a condition and returns as soon as it holds; Playwright's
+    # 5 s default gives up too early on a busy 2-core machine.
+    expect.set_options(timeout=30_000)
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

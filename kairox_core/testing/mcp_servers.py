@@ -1,5 +1,6 @@
 """Real MCP servers for tests: the npm ``@modelcontextprotocol/server-memory`` and
-misbehaving commands (one that exits at once, one that never answers).
+misbehaving commands (one that exits at once, one that never answers, one that never
+answers a tool call).
 
 ``server_memory_command(folder)`` installs the npm package into ``folder`` (once) and
 returns the command that runs it; ``KAIROX_MCP_NPM_DIR`` names a folder where it is
@@ -50,6 +51,37 @@ def exits_at_once() -> list[str]:
 
 def never_answers() -> list[str]:
     return [sys.executable, "-c", "import time; time.sleep(120)"]
+
+
+# Speaks just enough MCP over stdio (initialize, tools/list) to offer one tool, then
+# never answers a call. Plain Python with no SDK import: it starts in a fraction of the
+# SDK stub's time, so a test can give it a short timeout for the call and still be sure
+# the start fits in it on a busy machine.
+HANGS_ON_CALL = """
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    method = msg.get("method")
+    if "id" not in msg or method == "tools/call":
+        continue  # a notification needs no answer; a call never gets one
+    if method == "initialize":
+        result = {
+            "protocolVersion": msg["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "hangs-on-call", "version": "1"},
+        }
+    elif method == "tools/list":
+        tool = {"name": "sleep", "description": "Never answers.", "inputSchema": {"type": "object"}}
+        result = {"tools": [tool]}
+    else:
+        result = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"""
+
+
+def hangs_on_call() -> list[str]:
+    """A server that starts, lists a ``sleep`` tool and never answers a call."""
+    return [sys.executable, "-c", HANGS_ON_CALL]
 
 
 def stub() -> list[str]:

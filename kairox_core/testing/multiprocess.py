@@ -4,8 +4,9 @@ Run as ``python -m kairox_core.testing.multiprocess turns DB SESSION N TAG``: op
 database file, resumes (or starts) the session and runs N turns with a small window,
 so compaction and recall's catch-up run on most turns, then prints one JSON line
 ``{"ok": n, "failed": [...]}``. ``... hang DB SESSION READY`` compacts the session
-with the ``hang`` strategy, which creates the file READY from inside the run and then
-sleeps, so a test can SIGKILL the process in the middle of a compaction. A storage
+with the ``hang`` strategy, which creates the file READY from inside the run, prints
+``inside the compaction`` and then sleeps, so a test can SIGKILL the process in the
+middle of a compaction (reading the line blocks until then, no polling). A storage
 plugin's suite can reuse both with its own database URL.
 """
 
@@ -22,6 +23,7 @@ from kairox_core import hookimpl
 from kairox_core.compaction.base import CompactionOutput, CompactionRequest
 from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig, RetrievalSection
 
+HANG_READY = "inside the compaction"  # what ``hang`` prints from inside the run
 FILLER = "we talked about the garden, the weather and what to plant next spring"
 
 
@@ -33,6 +35,7 @@ class Hang:
     def summarize(self, request: CompactionRequest) -> CompactionOutput:
         if Hang.ready is not None:
             Hang.ready.write_text(str(request.events[0].seq if request.events else 0))
+        print(HANG_READY, flush=True)
         time.sleep(3600)
         return CompactionOutput("never")
 

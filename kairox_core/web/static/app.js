@@ -162,7 +162,12 @@ function decidedCard(p) {
     body, el("span", { class: "note" }, verdict));
 }
 
+// Bumped by every send(): a chat reload that was in flight when a turn began would
+// otherwise replace the turn's streaming bubbles with the older stored messages.
+let turnsStarted = 0;
+
 async function loadChat() {
+  const started = turnsStarted;
   const sid = encodeURIComponent(sessionId);
   const [events, pending, proposed, summaries] = await Promise.all([
     api("GET", `/api/sessions/${sid}/messages`),
@@ -170,6 +175,7 @@ async function loadChat() {
     api("GET", `/api/sessions/${sid}/proposals`),
     api("GET", `/api/sessions/${sid}/summaries`),
   ]);
+  if (turnsStarted !== started) return;  // the turn's stream draws the chat now
   $("#messages").replaceChildren();
   // each reply as it was: its trace (kept in this browser) and its cards, decided or not
   // (a session memory has a card only when it waited: a tainted one)
@@ -313,6 +319,7 @@ function readUploads() {
 }
 
 async function send(prompt) {
+  turnsStarted += 1;
   const attachments = await readUploads();
   $("#attach").value = ""; $("#attached").textContent = "";
   const asked = bubble("user", prompt);
@@ -526,7 +533,7 @@ function showTab(name) {
   currentTab = name;
   for (const b of document.querySelectorAll("#tabs button")) b.classList.toggle("active", b.dataset.tab === name);
   for (const s of document.querySelectorAll(".tab")) s.hidden = s.id !== `tab-${name}`;
-  refresh();
+  return refresh();
 }
 
 document.addEventListener("DOMContentLoaded", async () => {
@@ -589,6 +596,6 @@ document.addEventListener("DOMContentLoaded", async () => {
     $("#attached").textContent = [...$("#attach").files].map((f) => f.name).join(", ");
   });
   try { await loadSessions(); } catch (e) { return; }
-  $("#send").disabled = false;  // a session exists now: a prompt has somewhere to go
-  showTab("chat");
+  await showTab("chat");
+  $("#send").disabled = false;  // a session exists and its chat is shown: a prompt may go
 });
