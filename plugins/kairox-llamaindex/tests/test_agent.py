@@ -79,7 +79,8 @@ async def test_agent_input_is_kairox_assembled_context(
     server.script(Action(reply="Tuesday."))
     await agent.run("When is the launch?", memory=memory)
     seen = sent(server)
-    assert seen[0] == {"role": "system", "content": "Be brief."}
+    assert seen[0] == {"role": "system", "content": "Be brief."}  # the agent's own
+    assert "<memory scope=" in str(seen[1]["content"])  # Kairox's memory protocol
     assert "The launch moved to Tuesday 14 May." in texts(seen)
     assert seen[-1] == {"role": "user", "content": "When is the launch?"}
 

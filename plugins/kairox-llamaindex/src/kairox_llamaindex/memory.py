@@ -28,6 +28,7 @@ from kairox_core import Kairox
 from kairox_core.errors import KairoxUserError
 from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted, UserMessageAdded
 from kairox_core.markers import extract_memory_markers
+from kairox_core.prompt import front_end_system_prompt
 from kairox_core.session import Session, Turn, TurnResult
 from kairox_core.sync import run_sync
 from kairox_llamaindex.convert import (
@@ -85,12 +86,16 @@ class KairoxMemory(BaseMemory):
     ) -> KairoxMemory:
         """A memory over a new session, or over ``session_id`` resumed. ``kairox`` is an
         open ``Kairox`` or a database path/URL (then opened with ``config`` and closed by
-        ``close()``; None: the configured database)."""
+        ``close()``; None: the configured database). ``system_prompt`` None: what Kairox's
+        own front ends send, ``[kairox] system_prompt`` or else the memory protocol that
+        teaches the model the ``<memory>`` tags (without it no memory is ever proposed)."""
         owned = None
         if isinstance(kairox, Kairox):
             kx = kairox
         else:
             kx = owned = Kairox.open(kairox, config)
+        if system_prompt is None:
+            system_prompt = front_end_system_prompt(kx.config)
         try:
             session = kx.session(workspace, profile, session_id, system_prompt=system_prompt)
         except BaseException:
