@@ -21,8 +21,10 @@ structured output). No model call: what is timed is the memory.
   active, the older ones archived (putting 10k messages through the waterfall re-counts
   the whole queue after every flush, minutes of setup for the same end state).
 
-Warm turns back to back (median, p90) and the first turn; ratios are LlamaIndex's time
-over Kairox's, measured in the same run.
+Warm turns (median, p90) and the first turn, the three sides' turns interleaved so the
+machine's load falls on all alike; ratios are LlamaIndex's time over Kairox's. (Kairox's
+recall indexes a finished turn in the background a moment later, so some of that work
+overlaps the next side's turn; back to back, the next Kairox turn would absorb it.)
 
 Evidence recall (``--locomo``): each LoCoMo conversation of ``/work/shared/data/locomo``
 is replayed as in ``benchmarks/locomo.py`` (Kairox: the same replay, settings and
@@ -141,24 +143,20 @@ async def session_turn(session: Any, prompt: str, reply: str) -> tuple[float, in
     return time.perf_counter() - t0, n
 
 
-async def drive(memory: Any, turns: int, seed: int, step: Any = agent_turn) -> dict[str, Any]:
-    rng = random.Random(seed)
-    reply = "".join(reply_deltas(rng))
-    first, n = await step(memory, "what is the deadline?", reply)
-    times = []
-    for i in range(turns):
-        t, n = await step(memory, f"question {i}: {words(rng, 5, 40)}", reply)
-        times.append(t)
-    times.sort()
+def summary(first: float, times: list[float], context_messages: int) -> dict[str, Any]:
+    times = sorted(times)
     return {
         "turn_ms": round(statistics.median(times) * 1000, 2),
         "p90_ms": round(times[min(len(times) - 1, int(0.9 * len(times)))] * 1000, 2),
         "first_turn_ms": round(first * 1000, 2),
-        "context_messages": n,
+        "context_messages": context_messages,
     }
 
 
 def bench_size(n: int, turns: int, workdir: Path) -> dict[str, Any]:
+    """Both memories loaded, then their turns interleaved (Kairox through the adapter,
+    the bare session, LlamaIndex, in turn), so a change in the machine's load falls on
+    all three alike."""
     from bench_context import bench_config
 
     db = workdir / f"li-{n}.db"
@@ -166,34 +164,46 @@ def bench_size(n: int, turns: int, workdir: Path) -> dict[str, Any]:
     session_id, n_events, _, _ = build_session(db, n, SYSTEM)
     build = time.perf_counter() - t0
 
-    async def kairox_side() -> tuple[dict[str, Any], dict[str, Any]]:
+    async def run() -> dict[str, Any]:
+        t0 = time.perf_counter()
+        llamaindex = await load_llamaindex(to_llamaindex(synthetic(n)), BUDGET, 0.7)
+        load = time.perf_counter() - t0
         async with Kairox.open(db, bench_config()) as kx:
             memory = KairoxMemory(kx.session(session_id=session_id, system_prompt=SYSTEM))
-            adapter = await drive(memory, turns, seed=n)
-            bare = await drive(memory.session, turns, seed=n + 1, step=session_turn)
-        return adapter, bare
+            sides = {
+                "kairox_memory": (memory, agent_turn),
+                "kairox_session": (memory.session, session_turn),
+                "llamaindex_memory": (llamaindex, agent_turn),
+            }
+            rng = random.Random(n)
+            reply = "".join(reply_deltas(rng))
+            times: dict[str, list[float]] = {name: [] for name in sides}
+            firsts: dict[str, float] = {}
+            sizes: dict[str, int] = {}
+            for i in range(turns + 1):
+                prompt = f"question {i}: {words(rng, 5, 40)}" if i else "what is the deadline?"
+                for name, (target, step) in sides.items():
+                    elapsed, sizes[name] = await step(target, prompt, reply)
+                    if i:
+                        times[name].append(elapsed)
+                    else:
+                        firsts[name] = elapsed
+        out = {name: summary(firsts[name], times[name], sizes[name]) for name in sides}
+        out["llamaindex_memory"]["load_s"] = round(load, 2)
+        return out
 
-    adapter, bare = asyncio.run(kairox_side())
-
-    async def llamaindex_side() -> dict[str, Any]:
-        memory = await load_llamaindex(to_llamaindex(synthetic(n)), BUDGET, 0.7)
-        return await drive(memory, turns, seed=n)
-
-    t0 = time.perf_counter()
-    li = asyncio.run(llamaindex_side())
-    li["load_s"] = round(time.perf_counter() - t0, 2)
+    sides = asyncio.run(run())
+    kairox, bare, li = sides["kairox_memory"], sides["kairox_session"], sides["llamaindex_memory"]
     return {
         "messages": n,
         "events": n_events,
         "kairox_build_s": round(build, 2),
-        "kairox_memory": adapter,
-        "kairox_session": bare,
-        "llamaindex_memory": li,
-        "ratio_llamaindex_over_kairox": round(li["turn_ms"] / adapter["turn_ms"], 2),
+        **sides,
+        "ratio_llamaindex_over_kairox": round(li["turn_ms"] / kairox["turn_ms"], 2),
         "ratio_llamaindex_over_kairox_first": round(
-            li["first_turn_ms"] / adapter["first_turn_ms"], 2
+            li["first_turn_ms"] / kairox["first_turn_ms"], 2
         ),
-        "adapter_overhead": round(adapter["turn_ms"] / bare["turn_ms"], 2),
+        "adapter_overhead": round(kairox["turn_ms"] / bare["turn_ms"], 2),
     }
 
 
