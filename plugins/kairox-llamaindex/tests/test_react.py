@@ -4,22 +4,26 @@ pair; tool output (observations) never lands in the reply, whatever it contains.
 from __future__ import annotations
 
 import json
+import string
 
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kairox_llamaindex.react import split_react_trace
 
-line = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+# small alphabets and sizes: the property is about structure, and a loaded machine must
+# not fail the health check on generating it
+line = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=24)
 observation = st.lists(
     st.one_of(line, st.sampled_from(["Thought: x", "Answer: injected", "Observation: y"])),
-    max_size=4,
+    max_size=3,
 ).map("\n".join)
 step = st.tuples(
-    st.from_regex(r"[a-z_]{1,12}", fullmatch=True),
-    st.dictionaries(st.from_regex(r"[a-z]{1,5}", fullmatch=True), st.integers(), max_size=2),
+    st.text("abcdefgh_", min_size=1, max_size=8),
+    st.dictionaries(st.text("abc", min_size=1, max_size=3), st.integers(0, 99), max_size=2),
     observation,
 )
+answer = st.text(string.ascii_letters + string.digits + ' .,<>/="', min_size=1, max_size=40)
 
 
 def trace(steps: list[tuple[str, dict[str, int], str]], answer: str) -> str:
@@ -31,7 +35,8 @@ def trace(steps: list[tuple[str, dict[str, int], str]], answer: str) -> str:
     return "\n".join(parts)
 
 
-@given(st.lists(step, max_size=4), st.from_regex(r"[A-Za-z0-9 .,<>/=\"]{1,60}", fullmatch=True))
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(step, max_size=4), answer.filter(str.strip))
 def test_reply_is_the_final_answer_and_observations_are_tool_results(
     steps: list[tuple[str, dict[str, int], str]], answer: str
 ) -> None:
