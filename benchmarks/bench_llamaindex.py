@@ -219,7 +219,9 @@ def present(text: str, by_id: dict[str, str]) -> Any:
     return lambda dia_id: by_id[dia_id] in text
 
 
-async def recall_run(path: str, budget: int, backend: str) -> dict[str, Any]:
+async def recall_run(
+    path: str, budget: int, backend: str, llamaindex: bool = True
+) -> dict[str, Any]:
     import locomo
 
     settings = dataclasses.replace(locomo.Settings(), backend=backend)
@@ -238,7 +240,7 @@ async def recall_run(path: str, budget: int, backend: str) -> dict[str, Any]:
             messages = [
                 ChatMessage(role=MessageRole(t.role), content=t.message) for t in conv.turns
             ]
-            for ratio, score in ((0.7, li_default), (1.0, li_whole)):
+            for ratio, score in ((0.7, li_default), (1.0, li_whole)) if llamaindex else ():
                 t0 = time.perf_counter()
                 for question, category, evidence in conv.questions:
                     # what a FunctionAgent's model gets: the question put, then aget()
@@ -266,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", default="/work/shared/data/locomo/locomo_dev3.json")
     parser.add_argument("--budget", type=int, default=4000)
     parser.add_argument("--backend", default="hashing")
+    parser.add_argument(
+        "--kairox-only", action="store_true", help="recall: skip LlamaIndex (it needs no backend)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     out: dict[str, Any] = {"turns": [], "recall": None}
@@ -285,7 +290,9 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
     if args.locomo or args.locomo_only:
-        out["recall"] = asyncio.run(recall_run(args.data, args.budget, args.backend))
+        out["recall"] = asyncio.run(
+            recall_run(args.data, args.budget, args.backend, not args.kairox_only)
+        )
         print(json.dumps(out["recall"]), file=sys.stderr)
     if args.json:
         print(json.dumps(out, indent=2))
