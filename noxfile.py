@@ -70,7 +70,12 @@ def lint(session: nox.Session) -> None:
 # real SDK types (a framework adapter subclasses the framework's classes, which strict
 # mypy refuses when they are Any). The others (torch, a compiled llama.cpp) are checked
 # without installing: their third-party imports are Any (ignore_missing_imports).
-TYPECHECK_INSTALLED = (*INTEGRATION_PLUGINS, "kairox-langchain")
+TYPECHECK_INSTALLED = (
+    *INTEGRATION_PLUGINS,
+    "kairox-langchain",
+    "kairox-llamaindex",
+    "kairox-openai-agents",
+)
 
 
 def _plugin_package(name: str) -> str:
