@@ -193,8 +193,10 @@ def fuzz(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks (not part of the default run): ratios against baselines in the same run."""
-    # bench_langchain.py times the kairox-langchain adapter beside LangChain's default
-    session.install("-e", ".[test,bench]", "-e", "plugins/kairox-langchain")
+    # bench_langchain.py, bench_llamaindex.py and bench_openai_agents.py time the framework
+    # adapters beside each framework's own default memory
+    adapters = ("kairox-langchain", "kairox-llamaindex", "kairox-openai-agents")
+    session.install("-e", ".[test,bench]", *[a for p in adapters for a in ("-e", f"plugins/{p}")])
     for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
         session.run("python", str(script), *session.posargs)
 
