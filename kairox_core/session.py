@@ -418,6 +418,14 @@ class Session:
                 self.kx.events_store, self.id, self.compaction, summary_seq, chunk_index
             )
 
+    async def archive(self, *, reason: str | None = None) -> int:
+        """End the session: ``SessionArchived`` is appended and its session memories are
+        discarded; its events stay (nothing is ever deleted) and pending user/workspace
+        proposals stay pending. Waits for any turn or compaction in flight. Returns how
+        many session memories were discarded."""
+        async with self._lock:
+            return self.kx.approvals.archive_session(self.id, reason=reason)
+
     def pin_fact_sync(self, text: str, *, source_seq: int | None = None) -> FactPinned:
         self._check_idle()
         return run_sync(self.pin_fact(text, source_seq=source_seq))
@@ -433,6 +441,10 @@ class Session:
     def drop_chunk_sync(self, summary_seq: int, chunk_index: int) -> ChunkDropped:
         self._check_idle()
         return run_sync(self.drop_chunk(summary_seq, chunk_index))
+
+    def archive_sync(self, *, reason: str | None = None) -> int:
+        self._check_idle()
+        return run_sync(self.archive(reason=reason))
 
     def compact_sync(
         self, first_seq: int | None = None, last_seq: int | None = None

@@ -379,3 +379,25 @@ def test_history_tokens_for_the_turn_end_check(kx: Kairox) -> None:
     assert 0 < s.history_tokens(limit=50) < s.history_tokens()
     kx.events_store.append(FactPinned(session_id=s.id, fact_id="f", text="pinned words"))
     assert s.history_tokens() > preview.trace.layer("history").tokens
+
+
+async def test_archive_ends_a_session_and_keeps_its_events(kx: Kairox) -> None:
+    session = kx.session(workspace="w")
+    await session.run_turn(
+        "my seat is 12A", 'Noted. <memory scope="session" key="seat">12A</memory>'
+    )
+    assert [m.key for m in kx.memories.list(scope="session", session_id=session.id)] == ["seat"]
+    assert await session.archive(reason="trip over") == 1
+    assert kx.memories.list(scope="session", session_id=session.id) == []
+    kinds = types(kx, session.id)
+    assert kinds[-1] == "SessionArchived" and "UserMessageAdded" in kinds  # nothing deleted
+    assert kx.events_store.get_session(session.id).archived
+
+
+def test_archive_sync_refuses_while_a_turn_is_open(kx: Kairox) -> None:
+    session = kx.session()
+    turn = session.begin_turn_sync("hello")
+    with pytest.raises(TurnInProgress):
+        session.archive_sync()
+    turn.complete_sync("hi")
+    assert session.archive_sync() == 0
