@@ -33,7 +33,6 @@ from kairox_core.chat.slash import (
 from kairox_core.chat.stream_summary import ChatSummaryCard, stream_summaries
 from kairox_core.chat.summary_card import SummaryCard, describe_original
 from kairox_core.chat.widgets import ChatMessage, MemoryCard, render_trace
-from kairox_core.context.edits import line_of
 from kairox_core.errors import KairoxError
 from kairox_core.events import (
     AssistantMessageCompleted,
@@ -42,6 +41,7 @@ from kairox_core.events import (
     ToolInvocationCompleted,
     UserMessageAdded,
 )
+from kairox_core.summary_lines import line_of
 from kairox_core.toolloop import ToolStep
 
 CONVERSATION = (UserMessageAdded, AssistantMessageCompleted, ToolInvocationCompleted)

@@ -28,10 +28,10 @@ from kairox_core.chat.pending_pane import PendingPane
 from kairox_core.chat.summary_card import SummaryCard, original_messages
 from kairox_core.chat.usage_tab import render_usage, usage_line
 from kairox_core.chat.widgets import EditScreen
-from kairox_core.context.edits import numbered_lines
 from kairox_core.context.layers import LayerText, content, layer_texts
 from kairox_core.context.sources import SummaryItem
 from kairox_core.errors import KairoxError
+from kairox_core.summary_lines import numbered_lines
 from kairox_core.usage import SessionUsage, usage
 
 SCOPES = ("user", "workspace", "session")

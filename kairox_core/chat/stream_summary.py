@@ -24,9 +24,9 @@ from textual.message import Message
 
 from kairox_core.chat.summary_card import MAX_ORIGINAL_CHARS, SummaryCard, describe_original
 from kairox_core.chat.widgets import EditScreen
-from kairox_core.context.edits import numbered_lines
 from kairox_core.context.sources import SummaryItem
 from kairox_core.events import Event
+from kairox_core.summary_lines import numbered_lines
 
 
 @dataclass(frozen=True)

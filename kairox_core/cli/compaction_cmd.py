@@ -174,7 +174,7 @@ def summary_group() -> None:
 def summary_show(cli_ctx: CliContext, session_id: str) -> None:
     """List SESSION's active summaries with their numbered lines (chunks): the numbers
     `summary drop`, `longterm add --from-summary` and the chat's keys take."""
-    from kairox_core.context.edits import numbered_lines
+    from kairox_core.summary_lines import numbered_lines
 
     with _session(cli_ctx, session_id) as session:
         summaries = session.refresh_compaction().summaries

@@ -23,6 +23,7 @@ from kairox_core.events import (
 )
 from kairox_core.inputs import check_text
 from kairox_core.store.protocol import EventLog
+from kairox_core.summary_lines import chunks
 
 
 def refresh(store: EventLog, session_id: str, state: CompactionState) -> CompactionState:
@@ -50,29 +51,6 @@ def active_summary(
         f"no compaction summary at seq {summary_seq} in session {session_id}; "
         f"`kairox events {session_id} --type CompactionSummary` lists them"
     )
-
-
-def chunks(text: str) -> list[str]:
-    return text.split("\n")
-
-
-def numbered_lines(text: str) -> list[tuple[int, str]]:
-    """A summary's lines with their one numbering, as ``kairox summary show`` prints it:
-    the chunk index (from 0), blank lines skipped but counted, so a number names the same
-    line after a drop. Every front end and command (drop, pin, keep long-term) uses it."""
-    return [(i, line) for i, line in enumerate(chunks(text)) if line.strip()]
-
-
-def line_of(summary: SummaryItem, number: int) -> str:
-    """The line ``number`` (as :func:`numbered_lines` numbers it) of ``summary``."""
-    lines = dict(numbered_lines(summary.text))
-    if number not in lines:
-        listing = ", ".join(str(i) for i in lines) or "none"
-        raise KairoxUserError(
-            f"summary {summary.seq} has no line {number}; its lines are: {listing} "
-            f"(as `kairox summary show` numbers them)"
-        )
-    return lines[number].strip()
 
 
 def pin_fact(

@@ -162,7 +162,7 @@ class CompactionState:
                     first_seq=summary.first_seq,
                     last_seq=summary.last_seq,
                     # rstrip only: a dropped first line stays a blank line, so the
-                    # other lines keep their numbers (edits.numbered_lines)
+                    # other lines keep their numbers (summary_lines.numbered_lines)
                     text=text.rstrip(),
                     strategy=summary.strategy,
                 )

@@ -12,7 +12,6 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
-from kairox_core.context.edits import line_of
 from kairox_core.errors import KairoxUserError
 from kairox_core.inputs import check_text, check_workspace_id
 from kairox_core.longterm.chunks import Chunk, ChunkHit, ChunkStore, owner_of, visible_owners
@@ -23,6 +22,7 @@ from kairox_core.longterm.events import (
     LongTermChunkEdited,
     chunk_home_session,
 )
+from kairox_core.summary_lines import line_of
 
 if TYPE_CHECKING:
     from kairox_core.facade import Kairox

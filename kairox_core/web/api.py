@@ -16,12 +16,12 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, Field
 
-from kairox_core.context.edits import line_of, numbered_lines
 from kairox_core.errors import KairoxUserError
 from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted, UserMessageAdded
 from kairox_core.inputs import MAX_INT64
 from kairox_core.longterm.service import MAX_SEARCH_K
 from kairox_core.memory.records import MemoryNotFoundError
+from kairox_core.summary_lines import line_of, numbered_lines
 from kairox_core.usage import usage
 from kairox_core.web.serialize import event_json, memory_json, plain, proposal_json
 from kairox_core.web.turns import engine_for, sse, stream_turn
