@@ -89,7 +89,8 @@ def test_history_is_cut_to_the_budget_and_the_trace_says_so(kx: Kairox) -> None:
     chat.invoke("and now?")
     trace = chat.last_turn.trace if chat.last_turn else None
     assert trace is not None and trace.total <= trace.budget
-    assert trace.layer("history").dropped  # the oldest turns did not fit verbatim
+    # the oldest turns did not fit verbatim: cut from history, or compacted into a summary
+    assert trace.layer("history").dropped or trace.layer("summaries").tokens > 0
     sent = seen.calls[0]
     assert any(m.text.startswith("answer 19:") for m in sent)
     assert not any(m.text.startswith("question 0:") for m in sent)
@@ -128,7 +129,11 @@ def test_a_tool_loop_records_calls_and_results_in_one_turn(kx: Kairox) -> None:
     texts = [m.text for m in out["messages"]]
     assert texts == ["weather in Paris?", "Checking.", "sunny in Paris", " It is sunny in Paris."]
     assert "sunny in Paris" in seen.text(1)  # the second call saw the tool result
-    assert kx.memories.get("session", "city", session_id=session.id) is not None
+    # "Paris" echoes the tool's result: the session memory is tainted, so it waits for a
+    # person instead of being accepted at once (issue 27)
+    assert kx.memories.get("session", "city", session_id=session.id) is None
+    (waiting,) = [p for p in kx.approvals.pending() if p.session_id == session.id]
+    assert (waiting.key, waiting.body, waiting.tainted) == ("city", "Paris", True)
     events = kx.events(session.id)
     (call,) = [e for e in events if isinstance(e, ToolInvocationCompleted)]
     assert (call.tool_name, call.result) == ("weather", "sunny in Paris")
