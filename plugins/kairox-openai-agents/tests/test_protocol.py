@@ -77,7 +77,7 @@ async def test_clear_session_starts_fresh_and_keeps_the_audit(tmp_path: Path) ->
         before = event_types(kx, "p4")
 
         await session.clear_session()
-        assert session.session_id == "p4" and session.kairox_session_id == "p4~2"
+        assert session.session_id == "p4" and session.kairox_session_id == "p4::2"
         assert event_types(kx, "p4") == before  # nothing deleted
         contents = [str(i.get("content")) for i in await session.get_items()]
         assert any("Writes Rust" in c for c in contents)  # user memory carries over
@@ -85,9 +85,9 @@ async def test_clear_session_starts_fresh_and_keeps_the_audit(tmp_path: Path) ->
 
         await session.add_items(items({"role": "user", "content": "after"}, REPLY))
         await session.clear_session()
-        assert session.kairox_session_id == "p4~3"
+        assert session.kairox_session_id == "p4::3"
         # a new object finds the newest generation
-        assert KairoxSession(kx, "p4").kairox_session_id == "p4~3"
+        assert KairoxSession(kx, "p4").kairox_session_id == "p4::3"
 
 
 async def test_clear_session_aborts_an_unfinished_turn(tmp_path: Path) -> None:
@@ -177,8 +177,8 @@ async def test_skip_item_types_drops_what_the_caller_named(tmp_path: Path) -> No
 
 
 def test_a_session_id_with_the_generation_separator_is_refused(tmp_path: Path) -> None:
-    with open_kairox(tmp_path) as kx, pytest.raises(KairoxSessionError, match="~"):
-        KairoxSession(kx, "a~2")
+    with open_kairox(tmp_path) as kx, pytest.raises(KairoxSessionError, match="::"):
+        KairoxSession(kx, "a::2")
 
 
 async def test_a_resumed_session_in_another_workspace_is_a_clear_error(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ Kairox turn per run:
 - ``pop_item`` raises: Kairox's event log is append-only (the audit), so nothing is
   ever removed from it.
 - ``clear_session`` starts a fresh Kairox session under the same SDK ``session_id``
-  (Kairox id ``<session_id>~<n>``); the previous one stays whole in the database
+  (Kairox id ``<session_id>::<n>``); the previous one stays whole in the database
   (``kx.events(old_id)``), user and workspace memories carry over, session memories do
   not.
 
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-GENERATION_SEP = "~"
+GENERATION_SEP = "::"  # a Kairox session id may hold letters, digits and _ . : -
 
 
 class KairoxSession:
