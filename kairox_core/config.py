@@ -269,6 +269,11 @@ class MemorySection(_Strict):
     # a reply is untrusted: markers past this many become invalid ("too many proposals")
     max_proposals_per_turn: int = Field(20, ge=0)
     max_memories_tokens_share: float = Field(0.5, gt=0, le=1)
+    # the model reads its own past replies with the memory tags it wrote (issue 28). Off
+    # by default: with it on, the default 0.5B model tagged questions, wrote bodies
+    # without the fact ("Remembering my bike lock code") and answered recall questions
+    # with made-up tags; docs/memory.md has the conversation.
+    history_tags: bool = False
 
 
 HASHING_BACKEND = "hashing"  # the built-in embedding backend: no model, no meaning

@@ -658,7 +658,9 @@ class Turn:
                     session_id=session.id,
                     turn_id=self.turn_id,
                     text=visible,
-                    model_text=model_view(visible, markers),
+                    model_text=(
+                        model_view(visible, markers) if kx.config.memory.history_tags else None
+                    ),
                     model=model,
                     provider=provider,
                     usage=dict(usage) if usage else None,

@@ -24,7 +24,12 @@ MARKED = f"Noted. {TAG}"
 
 
 def engine_for(tmp_path: Path, replies: list[str], **kw: str) -> ChatEngine:
-    config = parse_config({"profiles": {"default": {"context_window": 4096, "reserve": 512}}})
+    config = parse_config(
+        {
+            "profiles": {"default": {"context_window": 4096, "reserve": 512}},
+            "memory": {"history_tags": True},
+        }
+    )
     return ChatEngine.open(config, tmp_path / "k.db", provider=ScriptedProvider(replies), **kw)
 
 
@@ -194,3 +199,17 @@ def test_the_built_in_prompt_files_personal_facts_under_user_and_consolidates() 
 
     assert 'a personal fact is always "user"' in MEMORY_PROTOCOL
     assert "Related facts told together go into one tag" in MEMORY_PROTOCOL
+
+
+async def test_by_default_history_holds_the_clean_text(tmp_path: Path, kairox_home: Path) -> None:
+    """``[memory] history_tags`` is off by default: the default local model degrades when
+    it reads its own tags back (docs/memory.md), so history holds what people see."""
+    config = parse_config({"profiles": {"default": {"context_window": 4096, "reserve": 512}}})
+    engine = ChatEngine.open(config, tmp_path / "k.db", provider=ScriptedProvider([MARKED]))
+    await engine.run_turn("I like window seats", lambda _: None)
+    (reply,) = replies_of(engine)
+    assert reply.text == "Noted." and reply.model_text is None
+    context = await engine.session.preview("Which seat do I like?")
+    assert [m["content"] for m in context.messages if m["role"] == "assistant"] == ["Noted."]
+    assert len(proposals_of(engine)) == 1
+    await engine.close()
