@@ -52,6 +52,16 @@ def validation_detail(exc: RequestValidationError) -> str:
     return "; ".join(lines) or "invalid request"
 
 
+def validation_param(exc: RequestValidationError) -> str | None:
+    """The first problem's field (``messages``, ``k``), for OpenAI's error ``param``."""
+    for err in exc.errors():
+        loc = [str(p) for p in err.get("loc", ())]
+        if loc and loc[0] in ("body", "query", "path", "header"):
+            loc = loc[1:]
+        return ".".join(loc) or None
+    return None
+
+
 def create_app(
     kx: Any,
     *,
@@ -88,7 +98,8 @@ def create_app(
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"detail": validation_detail(exc)}, status_code=400)
+        problem = {"detail": validation_detail(exc), "param": validation_param(exc)}
+        return JSONResponse(problem, status_code=400)
 
     @app.middleware("http")
     async def headers(request: Request, call_next: Any) -> Response:

@@ -338,6 +338,7 @@ def _rewritten(body: bytes, status: int) -> bytes | None:
         )
     elif isinstance(data, dict) and "detail" in data:
         message = str(data["detail"])
+        param = data["param"] if isinstance(data.get("param"), str) else None
     else:
         message = body.decode("utf-8", "replace").strip() or f"HTTP {status}"
     return json.dumps(error_body(message, status, param=param)).encode()
