@@ -47,7 +47,11 @@ def serve(tmp_path: Path, replies: list[str], summary: str | None) -> Iterator[S
     stop_server(server)
 
 
-@pytest.fixture(scope="session")
+# Module scope: Playwright's sync API keeps an event loop running in this thread until
+# it stops, and pytest-asyncio cannot run an async test while it does (test_inputs.py
+# after test_browser.py failed every async fixture with "Runner.run() cannot be called
+# from a running event loop").
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
         pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install -y chromium")
