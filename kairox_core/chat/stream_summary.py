@@ -22,7 +22,7 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from kairox_core.chat.summary_card import MAX_ORIGINAL_CHARS, SummaryCard, describe_original
+from kairox_core.chat.summary_card import SummaryCard, append_originals
 from kairox_core.chat.widgets import EditScreen
 from kairox_core.context.sources import SummaryItem
 from kairox_core.events import Event
@@ -103,12 +103,7 @@ class ChatSummaryCard(SummaryCard):
             "p pin a line · l line to long-term ──\n",
             style="bold cyan",
         )
-        for event in self.shown.originals:
-            who, body = describe_original(event)
-            if len(body) > MAX_ORIGINAL_CHARS:
-                body = body[:MAX_ORIGINAL_CHARS] + f"… ({len(body) - MAX_ORIGINAL_CHARS} more)"
-            text.append(f"seq {event.seq} {who}: ", style="bold")
-            text.append(body.rstrip() + "\n")
+        append_originals(text, self.shown.originals)
         return text
 
     def _ask(self, title: str, initial: str, then: Callable[[str], None]) -> None:

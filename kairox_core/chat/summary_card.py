@@ -51,6 +51,17 @@ def describe_original(event: Event) -> tuple[str, str]:
     return event.type, ""
 
 
+def append_originals(text: Text, originals: Sequence[Event]) -> None:
+    """The messages a summary replaced, one ``seq N who: body`` line each (long bodies
+    cut at ``MAX_ORIGINAL_CHARS``): the Memory view's card and the chat's card alike."""
+    for event in originals:
+        who, body = describe_original(event)
+        if len(body) > MAX_ORIGINAL_CHARS:
+            body = body[:MAX_ORIGINAL_CHARS] + f"… ({len(body) - MAX_ORIGINAL_CHARS} more)"
+        text.append(f"seq {event.seq} {who}: ", style="bold")
+        text.append(body.rstrip() + "\n")
+
+
 class SummaryCard(Static, can_focus=True):
     """``enter`` (or a click) shows the original messages; again, hides them."""
 
@@ -140,10 +151,5 @@ class SummaryCard(Static, can_focus=True):
         )
         if not originals:
             text.append("(none: the range holds no conversation events)\n", style="dim")
-        for event in originals:
-            who, body = describe_original(event)
-            if len(body) > MAX_ORIGINAL_CHARS:
-                body = body[:MAX_ORIGINAL_CHARS] + f"… ({len(body) - MAX_ORIGINAL_CHARS} more)"
-            text.append(f"seq {event.seq} {who}: ", style="bold")
-            text.append(body.rstrip() + "\n")
+        append_originals(text, originals)
         return text
