@@ -697,38 +697,3 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> KairoxConfig:
     if path is None:
         return KairoxConfig()
     return load_config_file(path)
-
-
-def check_plugin_names(config: KairoxConfig) -> None:
-    """Every configured kind, backend, strategy and provider must be provided by a plugin,
-    and the options of each must pass the options model its plugin registered."""
-    from kairox_core.plugins import get_plugins
-
-    host = get_plugins()
-    src = config.source or "<embedded default>"
-    checks: list[tuple[str, str, str]] = [
-        ("embedding_backends", config.retrieval.backend, "retrieval.backend"),
-        ("compaction_strategies", config.compaction.strategy, "compaction.strategy"),
-    ]
-    if config.memory.store != BUILTIN_MEMORY_STORE:  # built in: it shares the database
-        checks.append(("memory_stores", config.memory.store, "memory.store"))
-    checks += [
-        ("retrievers", kb.kind, f"knowledge_bases.{kb_id}.kind")
-        for kb_id, kb in config.knowledge_bases.items()
-    ]
-    checks += [
-        ("model_providers", p.kind, f"providers.{pid}.kind") for pid, p in config.providers.items()
-    ]
-    checks += [
-        ("rerankers", p.reranker, f"profiles.{name}.reranker")
-        for name, p in config.profiles.items()
-        if p.reranker
-    ]
-    for category, name, key in checks:
-        try:
-            host.get(category, name, builtin=BUILTIN_NAMES.get(category, ()))
-        except Exception as exc:
-            raise ConfigError(str(exc), file=src, key=key) from None
-    from kairox_core.plugin_options import check_options
-
-    check_options(config, host)

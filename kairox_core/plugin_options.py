@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from kairox_core.config import BUILTIN_MEMORY_STORE, BUILTIN_NAMES
+from kairox_core.errors import ConfigError
 from kairox_core.validation import format_validation_error
 
 if TYPE_CHECKING:
@@ -68,3 +70,38 @@ def check_options(config: KairoxConfig, host: PluginHost) -> None:
         registration = host.registry(category).get(name)
         if registration is not None and registration.options is not None:
             validate_options(registration.options, raw, key=key, file=src)
+
+
+def check_plugin_names(config: KairoxConfig) -> None:
+    """(Here, not in config.py: the configuration is below the plugin registry.)
+
+    Every configured kind, backend, strategy and provider must be provided by a plugin,
+    and the options of each must pass the options model its plugin registered."""
+    from kairox_core.plugins import get_plugins
+
+    host = get_plugins()
+    src = config.source or "<embedded default>"
+    checks: list[tuple[str, str, str]] = [
+        ("embedding_backends", config.retrieval.backend, "retrieval.backend"),
+        ("compaction_strategies", config.compaction.strategy, "compaction.strategy"),
+    ]
+    if config.memory.store != BUILTIN_MEMORY_STORE:  # built in: it shares the database
+        checks.append(("memory_stores", config.memory.store, "memory.store"))
+    checks += [
+        ("retrievers", kb.kind, f"knowledge_bases.{kb_id}.kind")
+        for kb_id, kb in config.knowledge_bases.items()
+    ]
+    checks += [
+        ("model_providers", p.kind, f"providers.{pid}.kind") for pid, p in config.providers.items()
+    ]
+    checks += [
+        ("rerankers", p.reranker, f"profiles.{name}.reranker")
+        for name, p in config.profiles.items()
+        if p.reranker
+    ]
+    for category, name, key in checks:
+        try:
+            host.get(category, name, builtin=BUILTIN_NAMES.get(category, ()))
+        except Exception as exc:
+            raise ConfigError(str(exc), file=src, key=key) from None
+    check_options(config, host)

@@ -19,11 +19,11 @@ from kairox_core.config import (
     KairoxConfig,
     ProfileConfig,
     RetrievalSection,
-    check_plugin_names,
     parse_config,
 )
 from kairox_core.errors import ConfigError, KairoxUserError
 from kairox_core.facade import Kairox
+from kairox_core.plugin_options import check_plugin_names
 from kairox_core.plugins import PluginHost
 from kairox_core.retrieval.base import RetrievalHit
 from kairox_core.retrieval.composite import CompositeWorkspaceRetriever

@@ -11,12 +11,12 @@ import click
 
 from kairox_core.config import (
     KairoxConfig,
-    check_plugin_names,
     is_database_url,
     load_config,
     resolve_database_setting,
 )
 from kairox_core.errors import ConfigError
+from kairox_core.plugin_options import check_plugin_names
 
 
 class FilePath(click.Path):

@@ -18,11 +18,16 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kairox_core.errors import KairoxUserError
 from kairox_core.retrieval import ann
-from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit, RetrieverError
+from kairox_core.retrieval.base import (
+    EmbeddingBackend,
+    RetrievalHit,
+    RetrieverError,
+    SearchableIndex,
+)
 from kairox_core.retrieval.chunking import Chunker
 from kairox_core.retrieval.fts import query_terms, terms_expression
 from kairox_core.retrieval.index_common import (
@@ -41,9 +46,6 @@ from kairox_core.retrieval.keyword_terms import STATS_SCHEMA, TermSelector
 from kairox_core.store.connection import connect, transaction
 from kairox_core.store.database import lock_for
 from kairox_core.store.migrations import migrate
-
-if TYPE_CHECKING:
-    from kairox_core.store.protocol import WorkspaceIndex
 
 COMPONENT = "retrieval"
 MODES = ("hybrid", "vector", "keyword")
@@ -1057,7 +1059,7 @@ class WorkspaceIndexRetriever:
 
     kind = "workspace"
 
-    def __init__(self, index: WorkspaceIndex, *, name: str = SOURCE, mode: str = "hybrid") -> None:
+    def __init__(self, index: SearchableIndex, *, name: str = SOURCE, mode: str = "hybrid") -> None:
         self.index = index
         self.name = name
         self.mode = mode
