@@ -133,8 +133,9 @@ def kairox_on_event(event: Event) -> None:
 def kairox_register_engines(register: Register) -> None:
     """Register engines: objects a session calls at fixed points of every turn.
 
-    ``register(name, factory)`` where ``factory(kx: Kairox) -> Engine``
-    (``kairox_core.engines``): ``before_assembly`` (contribute context),
+    ``register(name, factory)`` where ``factory(ctx: EngineContext) -> Engine``
+    (``kairox_core.engines``; ``ctx``: the storage, configuration and long-term services
+    of the ``Kairox``, never the ``Kairox`` itself): ``before_assembly`` (contribute context),
     ``after_turn`` and ``on_compacted``; subclass ``Engine`` for do-nothing defaults.
     Built once per ``Kairox``, in registration order. The built-in ``compaction``
     (which also serves ``session.compact()``) and ``recall`` engines are registered here.

@@ -119,7 +119,7 @@ def events_command(
     and the long-term block are redacted before they reach a prompt, the events are not.
     Treat the database and this output as you would the secrets themselves."""
     with _session(cli_ctx, session_id) as session:
-        events = session.kx.events_store.read(session_id, types=list(types) if types else None)
+        events = session.services.events.read(session_id, types=list(types) if types else None)
     if as_json:
         for event in events:
             click.echo(json.dumps(event.to_dict(), ensure_ascii=False))

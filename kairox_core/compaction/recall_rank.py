@@ -47,8 +47,8 @@ from kairox_core.context.recalled import SOURCE, turn_seq
 from kairox_core.retrieval.base import RetrievalHit
 
 if TYPE_CHECKING:
-    from kairox_core.facade import Kairox
-    from kairox_core.session import Session
+    from kairox_core.engine_context import EngineContext
+    from kairox_core.engines import EngineSession as Session
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Function words and conversational filler: they say nothing about what a turn is about.
@@ -262,7 +262,7 @@ def arrange(
 
 
 def arrange_recalled(
-    kx: Kairox,
+    ctx: EngineContext,
     session: Session,
     hits: list[RetrievalHit],
     before_seq: int | None,
@@ -273,15 +273,13 @@ def arrange_recalled(
     ``[compaction]``, neighbours
     read from the event store (only turns below ``before_seq``) and made hits as recall
     indexes them (``turn_document``, passed in: recall.py imports this module)."""
-    settings = RankSettings.of(kx.config.compaction)
+    settings = RankSettings.of(ctx.config.compaction)
     if not settings.active or not hits:
         return hits
     from kairox_core.store.event_store import CONVERSATION_TYPES
 
     def read(first: int, last: int) -> Sequence[Any]:
-        return kx.events_store.read(
-            session.id, first_seq=first, last_seq=last, types=CONVERSATION_TYPES
-        )
+        return ctx.events.read(session.id, first_seq=first, last_seq=last, types=CONVERSATION_TYPES)
 
     def to_hit(event: Any) -> RetrievalHit | None:
         doc = turn_document(event)
@@ -293,7 +291,7 @@ def arrange_recalled(
         hits,
         settings,
         neighbour_reader(read, to_hit),
-        limit=kx.config.compaction.recall_k,
+        limit=ctx.config.compaction.recall_k,
         prompt=prompt,
     )
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kairox_core.config import KairoxConfig, ProfileConfig
+from kairox_core.context.contributions import Contribution
 from kairox_core.context.counting import (
     REPLY_PRIMING_TOKENS,
     ProfileCounter,
@@ -56,7 +57,6 @@ from kairox_core.context.sources import (
     SummaryItem,
 )
 from kairox_core.context.trace import ContextTrace, LayerTrace, TraceItem
-from kairox_core.engines import Contribution
 from kairox_core.retrieval.base import RetrievalHit
 
 _SCOPE_ORDER = {"user": 0, "workspace": 1, "session": 2}

@@ -25,9 +25,9 @@ from kairox_core.longterm.db import has_store
 from kairox_core.retrieval.threads import if_free, run_blocking
 
 if TYPE_CHECKING:
-    from kairox_core.facade import Kairox
+    from kairox_core.engine_context import EngineContext
+    from kairox_core.engines import EngineSession as Session
     from kairox_core.longterm.chunks import ChunkHit
-    from kairox_core.session import Session
 
 SLACK = 4  # near misses read beyond k, for the trace
 
@@ -37,16 +37,16 @@ class LongTermEngine(Engine):
 
     name = "longterm"
 
-    def __init__(self, kx: Kairox) -> None:
-        self.kx = kx
+    def __init__(self, ctx: EngineContext) -> None:
+        self.ctx = ctx
 
     def context_for(
         self, session: Session, prompt: str, *, profile: str | None = None
     ) -> LongTermContext:
-        if not has_store(self.kx):
-            note = f"long-term memory and packs are not on the {self.kx.storage.name} storage"
+        if not has_store(self.ctx.storage):
+            note = f"long-term memory and packs are not on the {self.ctx.storage.name} storage"
             return LongTermContext(recall=LongTermRecall(notes=(note,)))
-        packs, pack_notes = self.kx.packs.active_for(
+        packs, pack_notes = self.ctx.packs.active_for(
             session.workspace_id, profile or session.profile
         )
         return LongTermContext(
@@ -56,12 +56,12 @@ class LongTermEngine(Engine):
         )
 
     def recall(self, session_id: str, workspace_id: str, prompt: str) -> LongTermRecall:
-        cfg = self.kx.config.longterm
+        cfg = self.ctx.config.longterm
         if not cfg.enabled:
             return LongTermRecall(notes=("long-term recall is off ([longterm] enabled = false)",))
         if not prompt.strip():
             return LongTermRecall()
-        found = self.kx.longterm.nearest(
+        found = self.ctx.longterm.nearest(
             prompt, session_id=session_id, workspace_id=workspace_id, k=cfg.k + SLACK
         )
         chunks: list[LongTermItem] = []
@@ -85,14 +85,14 @@ class LongTermEngine(Engine):
         reused daemon thread: the loop's default executor starts one on a new loop's first
         turn, ~0.5 ms of a cold turn)."""
         if self._surely_nothing(session, request.profile):
-            ctx = LongTermContext()  # what context_for gives then, without the thread hop
+            found = LongTermContext()  # what context_for gives then, without the thread hop
         else:
-            ctx = await run_blocking(
+            found = await run_blocking(
                 functools.partial(
                     self.context_for, session, request.prompt, profile=request.profile
                 )
             )
-        return (Contribution(engine=self.name, layer="longterm", longterm=ctx),)
+        return (Contribution(engine=self.name, layer="longterm", longterm=found),)
 
     def _surely_nothing(self, session: Session, profile: str | None) -> bool:
         """No pack active and a SQLite store that never held a chunk (most chats), found
@@ -100,12 +100,12 @@ class LongTermEngine(Engine):
         lock is free at once (else, or on another storage, the usual thread hop)."""
         from kairox_core.longterm.sqlite_store import SqliteLongTermStore
 
-        store = getattr(self.kx.storage, "longterm", None)
-        if not isinstance(store, SqliteLongTermStore) or not self.kx.config.longterm.enabled:
+        store = getattr(self.ctx.storage, "longterm", None)
+        if not isinstance(store, SqliteLongTermStore) or not self.ctx.config.longterm.enabled:
             return False
 
         def nothing() -> bool:
-            return store.vector_space() is None and not self.kx.packs.active_names(
+            return store.vector_space() is None and not self.ctx.packs.active_names(
                 session.workspace_id, profile or session.profile
             )
 

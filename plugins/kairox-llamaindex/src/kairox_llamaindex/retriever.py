@@ -24,6 +24,7 @@ from kairox_core import Kairox
 from kairox_core.errors import KairoxError
 from kairox_core.retrieval import CompositeResult, CompositeWorkspaceRetriever, RetrievalHit
 from kairox_core.session import Session
+from kairox_core.session_services import SessionServices
 from kairox_core.sync import run_sync
 from kairox_llamaindex.tokenizer import use_offline_tokenizer
 
@@ -44,7 +45,7 @@ class KairoxRetriever(BaseRetriever):
 
     def __init__(
         self,
-        kairox: Kairox,
+        kairox: Kairox | SessionServices,
         *,
         workspace: str | None = None,
         profile: str | None = None,
@@ -69,7 +70,9 @@ class KairoxRetriever(BaseRetriever):
     @classmethod
     def for_session(cls, session: Session, **kwargs: Any) -> KairoxRetriever:
         """A retriever over what ``session``'s turns search (its workspace and profile)."""
-        return cls(session.kx, workspace=session.workspace_id, profile=session.profile, **kwargs)
+        return cls(
+            session.services, workspace=session.workspace_id, profile=session.profile, **kwargs
+        )
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         if not query_bundle.query_str.strip():
