@@ -12,8 +12,6 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
-from kairox_core.context.edits import refresh
-from kairox_core.context.sources import CompactionState
 from kairox_core.errors import KairoxUserError, UnknownSessionError
 from kairox_core.inputs import check_text, check_workspace_id
 from kairox_core.longterm.chunks import Chunk, ChunkHit, ChunkStore, owner_of, visible_owners
@@ -149,7 +147,10 @@ class LongTerm:
                 f"no session '{session_id}' in {self.storage.location}; "
                 f"`kairox sessions` lists them"
             )
-        state = refresh(self.storage.events, session_id, CompactionState())
+        from kairox_core.context import CompactionState, edits  # at use: the store's
+        # protocol imports this package (its chunk types), and context imports the protocol
+
+        state = edits.refresh(self.storage.events, session_id, CompactionState())
         summary = next((s for s in state.summaries if s.seq == summary_seq), None)
         if summary is None:
             raise KairoxUserError(
