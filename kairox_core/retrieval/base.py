@@ -33,7 +33,6 @@ class EmbeddingBackend(Protocol):
     def embed_query(self, text: str) -> list[float]: ...
 
 
-@runtime_checkable
 class SearchableIndex(Protocol):
     """What ``WorkspaceIndexRetriever`` needs of an index (every ``WorkspaceIndex`` of
     store/protocol.py has it): declared here so the retrieval layer never names the
@@ -46,6 +45,7 @@ class SearchableIndex(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
 class WorkspaceRetriever(Protocol):
     """A source of hits: the workspace index or one configured knowledge base.
 
