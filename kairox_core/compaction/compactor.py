@@ -356,9 +356,9 @@ class Compactor(Engine):
         return CompactionResult("skipped", reason=reason)
 
 
-def compactor_of(kx: EngineHolder) -> Compactor:
+def compactor_of(holder: EngineHolder) -> Compactor:
     """The ``Kairox``'s built-in compaction engine (tests, benchmarks)."""
-    engine = kx.engine("compaction")
+    engine = holder.engine("compaction")
     if not isinstance(engine, Compactor):
         raise LookupError("the built-in compaction engine is not installed")
     return engine

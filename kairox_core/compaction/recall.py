@@ -476,9 +476,9 @@ def _rebuilt_if_needed(index: WorkspaceIndex, call: Callable[[], T]) -> T:
             return call()
 
 
-def recall_of(kx: EngineHolder) -> Recall:
+def recall_of(holder: EngineHolder) -> Recall:
     """The ``Kairox``'s recall engine (tests, benchmarks, tools that index by hand)."""
-    engine = kx.engine("recall")
+    engine = holder.engine("recall")
     if not isinstance(engine, Recall):
         raise LookupError("the recall engine is not installed")
     return engine
