@@ -274,9 +274,9 @@ class Kairox:
         for engine in self.engines:
             await engine.aclose()
         for session in self._sessions.values():
-            if session._retriever is not None:
-                await session._retriever.close()
-                session._retriever = None
+            retriever = session.detach_retriever()
+            if retriever is not None:
+                await retriever.close()
         self._close_stores()
 
     def close(self) -> None:
@@ -288,9 +288,8 @@ class Kairox:
             with contextlib.suppress(KairoxError):  # on Kairox's own loop: not here
                 run_sync(engine.aclose())
         for session in self._sessions.values():
-            retriever = session._retriever
+            retriever = session.detach_retriever()
             if retriever is not None:
-                session._retriever = None
                 # On Kairox's own loop run_sync refuses: the index then closes with the db.
                 with contextlib.suppress(KairoxError):
                     run_sync(retriever.close())

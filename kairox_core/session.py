@@ -159,6 +159,11 @@ class Session:
         result = await self._retriever.search(prompt, self.services.config.retrieval.k)
         return list(result.hits), result
 
+    def detach_retriever(self) -> CompositeWorkspaceRetriever | None:
+        """The session's retriever, which it no longer holds (its owner closes it)."""
+        retriever, self._retriever = self._retriever, None
+        return retriever
+
     async def _assemble(
         self,
         prompt: str,
