@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from kairox_core import Kairox
-from kairox_core.compaction.recall import recall_of
 from kairox_core.config import KairoxConfig
 from kairox_core.context.history import with_tokens
 from kairox_core.events import (
@@ -53,6 +52,7 @@ from kairox_core.events import (
     ToolInvocationCompleted,
     UserMessageAdded,
 )
+from kairox_core.recall.engine import recall_of
 from kairox_core.tokens import get_encoding
 
 WINDOW = 128_000

@@ -10,9 +10,13 @@ from typing import Any
 
 import pytest
 
-from kairox_core.compaction import recall as recall_module
-from kairox_core.compaction.recall import DEFER_MAX, recall_of
-from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig, RetrievalSection
+from kairox_core.config import (
+    CompactionSection,
+    KairoxConfig,
+    ProfileConfig,
+    RecallSection,
+    RetrievalSection,
+)
 from kairox_core.context.history import with_tokens
 from kairox_core.context.recalled import (
     SOURCE,
@@ -24,6 +28,8 @@ from kairox_core.context.recalled import (
 from kairox_core.engines import AssemblyRequest
 from kairox_core.events import AssistantMessageCompleted, UserMessageAdded
 from kairox_core.facade import Kairox
+from kairox_core.recall import engine as recall_module
+from kairox_core.recall.engine import DEFER_MAX, recall_of
 from kairox_core.retrieval.base import RetrievalHit
 
 TOPICS = (
@@ -44,7 +50,8 @@ def config(*, window: int = 1000, share: float = 0.4, recall_k: int = 6) -> Kair
             )
         },
         retrieval=RetrievalSection(backend="hashing", share=share),
-        compaction=CompactionSection(enabled=False, recall=True, recall_k=recall_k),
+        compaction=CompactionSection(enabled=False),
+        recall=RecallSection(k=recall_k),
     )
 
 
@@ -110,7 +117,7 @@ def test_the_context_is_the_one_indexing_first_gives(tmp_path: Path) -> None:
 
 def test_newest_turns_that_would_rank_only_free_their_slots(tmp_path: Path) -> None:
     """The unindexed turns are the best matches: catching up first, they take slots of
-    ``recall_k`` that the history makes useless; deferred, the next-best older turns
+    ``[recall] k`` that the history makes useless; deferred, the next-best older turns
     get them. Every turn recalled after catching up is recalled deferred too, in the
     same order, and at most as many more as there were unindexed turns (the
     documented difference)."""

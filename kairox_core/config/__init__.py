@@ -33,6 +33,7 @@ from kairox_core.config.memory import BUILTIN_MEMORY_STORE, BUILTIN_NAMES, Memor
 from kairox_core.config.model import KairoxConfig
 from kairox_core.config.plugin_check import check_options, check_plugin_names
 from kairox_core.config.profiles import ProfileConfig
+from kairox_core.config.recall import RecallSection
 from kairox_core.config.retrieval import HASHING_BACKEND, MAX_EMBEDDING_DIMENSION, RetrievalSection
 from kairox_core.config.sources import KnowledgeBaseConfig, ProviderConfig
 from kairox_core.config.tools import McpServerConfig, ToolsSection
@@ -55,6 +56,7 @@ __all__ = [
     "PacksSection",
     "ProfileConfig",
     "ProviderConfig",
+    "RecallSection",
     "RetrievalSection",
     "ToolsSection",
     "check_options",

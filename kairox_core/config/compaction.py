@@ -21,10 +21,22 @@ class CompactionSection(Strict):
     attachment_max_tokens: int = Field(400, gt=0)
     # the model strategy sends at most this much transcript per call (rolling windows)
     max_input_tokens: int = Field(6000, ge=512)
-    recall: bool = True  # index every turn; recall the best history lacks (recall.py)
-    recall_k: int = Field(64, gt=0)  # recalled turns offered per prompt ([retrieval] share caps)
-    # reordering recalled turns before they are fitted (compaction/recall_rank.py; 0: off)
-    recall_content_prior: float = Field(0.0, ge=0)  # turns that say more (content words) first
-    recall_content_words: int = Field(20, gt=0)  # content words that count as a full turn
-    recall_neighbour_weight: float = Field(0.0, ge=0)  # a turn lifted by its neighbours' score
-    recall_speaker_prior: float = Field(0.0, ge=0)  # turns of a speaker the prompt names first
+    # Deprecated: [recall] holds these now. Still read (kairox_core/config/model.py moves
+    # them to [recall] with a note); never dumped.
+    recall: bool | None = Field(None, exclude=True)
+    recall_k: int | None = Field(None, gt=0, exclude=True)
+    recall_content_prior: float | None = Field(None, ge=0, exclude=True)
+    recall_content_words: int | None = Field(None, gt=0, exclude=True)
+    recall_neighbour_weight: float | None = Field(None, ge=0, exclude=True)
+    recall_speaker_prior: float | None = Field(None, ge=0, exclude=True)
+
+
+#: the deprecated ``[compaction]`` keys and the ``[recall]`` key each one became
+LEGACY_RECALL_KEYS = {
+    "recall": "enabled",
+    "recall_k": "k",
+    "recall_content_prior": "content_prior",
+    "recall_content_words": "content_words",
+    "recall_neighbour_weight": "neighbour_weight",
+    "recall_speaker_prior": "speaker_prior",
+}

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from kairox_core.config.base import (
     ENV_PREFIX,
@@ -18,11 +19,12 @@ from kairox_core.config.base import (
     resolve_database_setting,
     resolve_path_setting,
 )
-from kairox_core.config.compaction import CompactionSection
+from kairox_core.config.compaction import LEGACY_RECALL_KEYS, CompactionSection
 from kairox_core.config.kairox import KairoxSection
 from kairox_core.config.longterm import LongTermSection, PacksSection
 from kairox_core.config.memory import MemorySection
 from kairox_core.config.profiles import ProfileConfig
+from kairox_core.config.recall import RecallSection
 from kairox_core.config.retrieval import RetrievalSection
 from kairox_core.config.sources import KnowledgeBaseConfig, ProviderConfig
 from kairox_core.config.tools import McpServerConfig, ToolsSection
@@ -55,12 +57,15 @@ class KairoxConfig(Strict):
     memory: MemorySection = Field(default_factory=MemorySection)
     retrieval: RetrievalSection = Field(default_factory=RetrievalSection)
     compaction: CompactionSection = Field(default_factory=CompactionSection)
+    recall: RecallSection = Field(default_factory=RecallSection)
     longterm: LongTermSection = Field(default_factory=LongTermSection)
     packs: PacksSection = Field(default_factory=PacksSection)
     tools: ToolsSection = Field(default_factory=ToolsSection)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
 
     source: str | None = Field(default=None, exclude=True)
+    # what loading noticed without refusing (a deprecated key and what to write instead)
+    notes: tuple[str, ...] = Field(default=(), exclude=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -74,6 +79,45 @@ class KairoxConfig(Strict):
                         for k, v in entries.items()
                     }
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _recall_keys_moved(cls, data: Any) -> Any:
+        """``[compaction] recall*`` keys (before ``[recall]`` existed) move to ``[recall]``
+        with a note naming the new key; a key ``[recall]`` sets itself wins."""
+        if not isinstance(data, dict):
+            return data
+        compaction, recall = data.get("compaction"), data.get("recall", {})
+        if isinstance(compaction, CompactionSection):
+            compaction = compaction.model_dump(exclude_unset=True, exclude_none=True)
+            compaction.update(_legacy_set(data["compaction"]))
+        if isinstance(recall, RecallSection):
+            recall = recall.model_dump(exclude_unset=True)
+        if not isinstance(compaction, dict) or not isinstance(recall, dict):
+            return data  # not tables: validation says so
+        old = [k for k in LEGACY_RECALL_KEYS if compaction.get(k) is not None]
+        if not old:
+            return data
+        try:  # their bounds, checked under their old names (where the user wrote them)
+            CompactionSection.model_validate({k: compaction[k] for k in old})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise key_error(f"compaction.{first['loc'][0]}", first["msg"]) from None
+        notes = [
+            f"[compaction] {k} is deprecated: write it as [recall] "
+            f"{LEGACY_RECALL_KEYS[k]}"
+            + (" (ignored: [recall] sets it)" if LEGACY_RECALL_KEYS[k] in recall else "")
+            for k in old
+        ]
+        for note in notes:
+            warnings.warn(note, FutureWarning, stacklevel=1)
+        moved = {LEGACY_RECALL_KEYS[k]: compaction[k] for k in old}
+        return {
+            **data,
+            "compaction": {k: v for k, v in compaction.items() if k not in LEGACY_RECALL_KEYS},
+            "recall": {**moved, **recall},
+            "notes": (*data.get("notes", ()), *notes),
+        }
 
     @model_validator(mode="before")
     @classmethod
@@ -199,6 +243,11 @@ class KairoxConfig(Strict):
         """A JSON-ready dump in which no secret value appears."""
         dumped: dict[str, Any] = _redact(self.model_dump(mode="json"))
         return dumped
+
+
+def _legacy_set(section: CompactionSection) -> dict[str, Any]:
+    """The deprecated recall keys a ``CompactionSection`` built in Python was given."""
+    return {k: getattr(section, k) for k in LEGACY_RECALL_KEYS if getattr(section, k) is not None}
 
 
 def _redact(value: Any, key: str = "") -> Any:
