@@ -313,7 +313,7 @@ def test_assemble_equals_plan_then_render(name: str) -> None:
     assert assembler.assemble(**kwargs).messages == settled(assembler, kwargs).messages
 
 
-def test_the_budget_guard_names_the_parts_before_any_planning() -> None:
+def test_plan_refuses_when_the_mandatory_parts_exceed_the_budget() -> None:
     a = ContextAssembler(profile(300, reserve=100))
     with pytest.raises(ContextBudgetExceeded) as err:
         a.plan("x " * 400, pinned=[PinnedFact("f", "pinned " * 10)])
