@@ -219,7 +219,8 @@ def bench_config(recall: bool = True) -> KairoxConfig:
             },
             # The synthetic session is over the compaction trigger on purpose (a full window):
             # compacting it is issue 7's benchmark, not this one's.
-            "compaction": {"enabled": False, "recall": recall},
+            "compaction": {"enabled": False},
+            "recall": {"enabled": recall},
         }
     )
 
