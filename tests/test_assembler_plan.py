@@ -9,6 +9,7 @@ output: ``python tests/test_assembler_plan.py --write``.
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -26,6 +27,7 @@ from kairox_core.context import (
     PinnedFact,
     SummaryItem,
 )
+from kairox_core.context.assembler import AssemblyInputs
 from kairox_core.context.history import unit_from
 from kairox_core.context.longterm import LongTermContext, LongTermItem, LongTermRecall, PackItem
 from kairox_core.context.recalled import SOURCE, deferred_mark
@@ -318,6 +320,14 @@ def test_plan_refuses_when_the_mandatory_parts_exceed_the_budget() -> None:
     with pytest.raises(ContextBudgetExceeded) as err:
         a.plan("x " * 400, pinned=[PinnedFact("f", "pinned " * 10)])
     assert set(err.value.parts) >= {"new prompt", "pinned facts", "system prompt"}
+
+
+def test_assembly_inputs_name_every_keyword_of_plan() -> None:
+    """``assemble``'s keywords are typed by ``AssemblyInputs``: it must not drift from
+    ``plan``'s signature."""
+    params = inspect.signature(ContextAssembler.plan).parameters
+    keywords = {n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert set(AssemblyInputs.__annotations__) == keywords
 
 
 def refuse(*_: Any, **__: Any) -> list[RetrievalHit]:
