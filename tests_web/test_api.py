@@ -9,10 +9,12 @@ from typing import Any
 import httpx
 import pytest
 
+from kairox_core.testing.files import pdf_with
 from kairox_core.testing.serve import Server, start_server, stop_server
 from kairox_core.web.security import DEFAULT_MAX_BODY
 
 CSRF = {"X-Kairox-CSRF": "1"}
+REPORT = pdf_with(["Revenue rose 12 percent", "Costs fell"])
 TOKEN = "t0ken-for-the-tests-0123456789"
 
 
@@ -366,6 +368,7 @@ def test_a_turn_with_uploads_and_the_originals_as_downloads(serve: Server) -> No
     uploads = [
         {"filename": "login.png", "data": base64.b64encode(png).decode()},
         {"filename": "notes.txt", "data": base64.b64encode(b"ship on Fridays").decode()},
+        {"filename": "report.pdf", "data": base64.b64encode(REPORT).decode()},
     ]
     url = f"{serve.url}/api/sessions/{sid}/turns"
     with httpx.stream(
@@ -378,14 +381,17 @@ def test_a_turn_with_uploads_and_the_originals_as_downloads(serve: Server) -> No
         for m in serve.api("GET", f"/api/sessions/{sid}/messages")
         if m["type"] == "UserMessageAdded"
     ]
-    assert [a["kind"] for a in asked["payload"]["attachments"]] == ["image", "document"]
+    kinds = [a["kind"] for a in asked["payload"]["attachments"]]
+    assert kinds == ["image", "document", "document"]
     base = f"{serve.url}/api/sessions/{sid}/messages/{asked['seq']}/attachments"
     image = httpx.get(f"{base}/0")
     assert image.content == png and image.headers["content-type"] == "image/png"
     assert "login.png" in image.headers["content-disposition"]
     text = httpx.get(f"{base}/1")
     assert text.text == "ship on Fridays" and text.headers["content-type"].startswith("text/plain")
-    assert httpx.get(f"{base}/2").status_code == 400
+    pdf = httpx.get(f"{base}/2")  # the original file, not only its text
+    assert pdf.content == REPORT and pdf.headers["content-type"] == "application/pdf"
+    assert httpx.get(f"{base}/3").status_code == 400
     bad = httpx.post(
         url, json={"prompt": "x", "attachments": [{"filename": "a", "data": "%%%"}]}, headers=CSRF
     )
