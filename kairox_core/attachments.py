@@ -5,9 +5,10 @@ plain dicts: ``{"kind": "image", "filename", "media_type", "data"}`` (the bytes,
 or ``{"kind": "document", "filename", "media_type", "text"}`` (a PDF's text, read with
 pypdf, with ``"pages"`` and the original file as ``"data"``; a text file's text). Older
 turns and summaries carry an image as ``[Image dropped — was: <file>]`` and a long
-document as its synopsis, written when the turn attaches it (compaction/synopsis.py). Bad input is a ``KairoxUserError`` saying what and how to
-fix it: a missing or unreadable file, one over the size limit, an encrypted or broken
-PDF, a type Kairox does not read.
+document as its synopsis, written when the turn attaches it (compaction/synopsis.py).
+Bad input is a ``KairoxUserError`` saying what and how to fix it: a missing or
+unreadable file, one over the size limit, an encrypted or broken PDF, a type Kairox
+does not read.
 """
 
 from __future__ import annotations
