@@ -398,6 +398,22 @@ def test_remember_this_on_a_message_and_on_a_selection(page: Any, serve: Server)
     assert picked["source_seq"] == seqs["UserMessageAdded"]
 
 
+def test_remember_this_sits_inside_its_bubble_above_the_text(page: Any, serve: Server) -> None:
+    """It once floated past the bubble's bottom edge, half outside the message."""
+    send(page, "our deploys go out on Fridays after lunch")
+    send(page, "ok")
+    bubbles = page.locator("#messages > .msg.user, #messages > .msg.assistant")
+    expect(bubbles).to_have_count(4)
+    for i in range(4):
+        bubble = bubbles.nth(i)
+        box = bubble.bounding_box()
+        button = bubble.locator("> button.remember").bounding_box()
+        text = bubble.locator("> .text").bounding_box()
+        assert box is not None and button is not None and text is not None
+        assert box["x"] <= button["x"] and button["x"] + button["width"] <= box["x"] + box["width"]
+        assert box["y"] <= button["y"] and button["y"] + button["height"] <= text["y"]
+
+
 def test_an_upload_goes_with_the_prompt(page: Any, serve: Server, tmp_path: Path) -> None:
     notes = tmp_path / "notes.md"
     notes.write_text("# Plan\nThe launch moved to 4 March.\n", encoding="utf-8")
