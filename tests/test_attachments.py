@@ -29,6 +29,7 @@ def test_an_image_a_pdf_and_a_text_file(tmp_path: Path) -> None:
     pdf = from_path(tmp_path / "report.pdf")
     assert (pdf["kind"], pdf["media_type"], pdf["pages"]) == ("document", "application/pdf", 2)
     assert pdf["text"] == "Revenue rose 12 percent\n\nCosts fell"
+    assert base64.b64decode(pdf["data"]) == (tmp_path / "report.pdf").read_bytes()  # the original
     (tmp_path / "notes.md").write_text("# Notes\nwe ship on Fridays — café\n", encoding="utf-8")
     text = from_path(tmp_path / "notes.md")
     assert text == {

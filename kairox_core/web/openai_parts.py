@@ -20,6 +20,8 @@ from kairox_core.attachments import MAX_BYTES, AttachmentError, from_bytes
 from kairox_core.errors import KairoxUserError
 
 PART_TYPES = ("text", "image_url", "file")
+# read as nothing: an earlier assistant message a chat UI resends may hold a refusal
+IGNORED_TYPES = ("refusal",)
 
 
 class PartError(KairoxUserError):
@@ -39,7 +41,7 @@ def check_types(parts: Sequence[Any], where: str) -> None:
     """Every part is a known type; ``where`` is the message's path (``messages[2]``)."""
     for j, part in enumerate(parts):
         kind = part.get("type") if isinstance(part, Mapping) else None
-        if kind not in PART_TYPES:
+        if kind not in PART_TYPES and kind not in IGNORED_TYPES:
             raise PartError(
                 f"{where}.content[{j}] has type {kind!r}, which Kairox does not read; "
                 f"send {', '.join(PART_TYPES)} parts (images and files as base64 data)",
