@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, StrictBool, ValidationInfo, field_validator
 
 from kairox_core.config.base import Strict
 
@@ -26,6 +26,8 @@ class ProfileConfig(Strict):
     reranker: str | None = None
     reranker_options: dict[str, Any] = Field(default_factory=dict)
     rerank_top_n: int = Field(20, gt=0)
+    # the model takes images: the new prompt's images travel as OpenAI image_url parts
+    vision: StrictBool = False
 
     @field_validator("reserve")
     @classmethod

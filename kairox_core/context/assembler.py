@@ -42,7 +42,13 @@ from kairox_core.context.mandatory import (
     trace_mandatory,
 )
 from kairox_core.context.recalled import DeferredTurns, settle_deferred, turn_seq
-from kairox_core.context.rendering import item_unit, longterm_header, memory_header, summary_header
+from kairox_core.context.rendering import (
+    item_unit,
+    longterm_header,
+    memory_header,
+    summary_header,
+    user_message,
+)
 from kairox_core.context.retrieval_plan import choose_retrieval, retrieval_block
 from kairox_core.context.sources import (
     HistorySource,
@@ -204,9 +210,8 @@ class ContextAssembler:
         in_system = [c for c in contributions if c.layer == "system" and c.text.strip()]
         own_blocks = [c for c in contributions if c.layer == "mandatory" and c.text.strip()]
         system = system_text(system_prompt, self.profile.instructions, instructions, in_system)
-        must = mandatory_parts(
-            fit, system, prompt, attachments, after_prompt, longterm, own_blocks, pinned
-        )
+        prompt_msg = user_message(prompt, attachments, vision=self.profile.vision)
+        must = mandatory_parts(fit, system, prompt_msg, after_prompt, longterm, own_blocks, pinned)
         if sum(must.parts.values()) > budget:
             raise ContextBudgetExceeded(
                 must.parts,

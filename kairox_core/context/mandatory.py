@@ -5,7 +5,7 @@ refused (``ContextBudgetExceeded``), naming each part."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,6 @@ from kairox_core.context.rendering import (
     neutralise,
     pack_header,
     pinned_header,
-    user_message,
 )
 from kairox_core.context.sources import HistoryUnit, PinnedFact
 from kairox_core.context.trace import ContextTrace, LayerTrace, TraceItem
@@ -56,8 +55,7 @@ def system_text(
 def mandatory_parts(
     fitter: Fitter,
     system: str,
-    prompt: str,
-    attachments: Sequence[Mapping[str, Any]],
+    prompt_msg: dict[str, Any],
     after_prompt: Sequence[HistoryUnit],
     longterm: LongTermContext | None,
     own_blocks: Sequence[Contribution],
@@ -66,7 +64,6 @@ def mandatory_parts(
     pc = fitter.counter
     system_msg = {"role": "system", "content": system} if system else None
     system_tokens = pc.message(system_msg) if system_msg else 0
-    prompt_msg = user_message(prompt, attachments)
     prompt_tokens = pc.message(prompt_msg)
     parts = {"system prompt": system_tokens}
     packs = longterm.packs if longterm is not None else ()
