@@ -17,13 +17,14 @@ The fixed points, all called while the session is held (one turn at a time):
 
 ``Engine`` implements all three as do-nothing defaults: subclass it and override what
 you need. One engine may also serve ``session.compact()`` by implementing
-``CompactionEngine``; it is found by that protocol, never by name.
+``CompactionEngine``, and write the synopses of long documents attached to a turn by
+implementing ``SynopsisWriter``; each is found by its protocol, never by name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from kairox_core.context.contributions import AssemblyRequest, Contribution, ContributionLayer
 from kairox_core.engine_context import EngineContext
@@ -104,6 +105,18 @@ class CompactionEngine(Protocol):
     ) -> CompactionResult: ...
 
 
+@runtime_checkable
+class SynopsisWriter(Protocol):
+    """An engine that writes a long document's synopsis when a turn attaches it (the
+    first engine found serves). ``begin_turn`` stores what it returns on the attachment
+    (``synopsis``, ``synopsis_by``): the new prompt carries the whole text, older turns
+    and summaries the synopsis. None: the document is short enough to travel whole."""
+
+    async def synopsis(
+        self, session: EngineSession, attachment: Mapping[str, Any]
+    ) -> dict[str, str] | None: ...
+
+
 class EngineHolder(Protocol):
     """What holds engines by name (a ``Kairox``): for helpers such as ``recall_of``."""
 
@@ -120,5 +133,6 @@ __all__ = [
     "EngineContext",
     "EngineHolder",
     "EngineSession",
+    "SynopsisWriter",
     "TurnResult",
 ]

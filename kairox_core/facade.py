@@ -34,7 +34,7 @@ from types import TracebackType
 
 from kairox_core.config import KairoxConfig, load_config, load_config_file
 from kairox_core.engine_context import EngineContext
-from kairox_core.engines import CompactionEngine, CompactionResult, Engine
+from kairox_core.engines import CompactionEngine, CompactionResult, Engine, SynopsisWriter
 from kairox_core.errors import KairoxError, KairoxUserError, PluginError, UnknownSessionError
 from kairox_core.events import Event, SessionStarted
 from kairox_core.inputs import check_session_id, check_workspace_id
@@ -82,12 +82,16 @@ class Kairox:
         )
         self.engines: tuple[Engine, ...] = self._build_engines()
         self.compaction_engine: CompactionEngine | None = self._compaction_engine()
+        self.synopsis_writer: SynopsisWriter | None = next(
+            (e for e in self.engines if isinstance(e, SynopsisWriter)), None
+        )
         self.session_services = SessionServices(
             self.engine_context,
             self.memories,
             self.approvals,
             self.engines,
             self.compaction_engine,
+            self.synopsis_writer,
         )
         self._sessions: dict[str, Session] = {}
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kairox_core.config import KairoxConfig
     from kairox_core.engine_context import EngineContext
-    from kairox_core.engines import CompactionEngine, Engine
+    from kairox_core.engines import CompactionEngine, Engine, SynopsisWriter
     from kairox_core.memory.approvals import ApprovalService
     from kairox_core.memory.base import MemoryStore
     from kairox_core.retrieval.composite import CompositeWorkspaceRetriever
@@ -24,13 +24,15 @@ if TYPE_CHECKING:
 class SessionServices:
     """The narrow dependencies of a session: ``engine_context`` (what its engines got
     too), ``memories`` and ``approvals``, and the engines called at fixed points
-    (``compaction_engine``: the one serving ``compact()``, if any)."""
+    (``compaction_engine``: the one serving ``compact()``, ``synopsis_writer``: the one
+    writing attached documents' synopses; either may be None)."""
 
     engine_context: EngineContext
     memories: MemoryStore
     approvals: ApprovalService
     engines: tuple[Engine, ...] = ()
     compaction_engine: CompactionEngine | None = None
+    synopsis_writer: SynopsisWriter | None = None
 
     @property
     def storage(self) -> Storage:

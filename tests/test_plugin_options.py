@@ -12,10 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kairox_core import hookimpl
 from kairox_core.cli import main
-from kairox_core.config import KnowledgeBaseConfig, parse_config
+from kairox_core.config import KnowledgeBaseConfig, check_plugin_names, parse_config
 from kairox_core.errors import ConfigError
 from kairox_core.hookspecs import RetrieverRegistrar
-from kairox_core.plugin_options import check_plugin_names
 from kairox_core.plugins import PluginHost
 from kairox_core.retrieval.base import RetrievalHit
 from kairox_core.retrieval.selection import build_knowledge_base

@@ -12,7 +12,13 @@ import pytest
 
 from kairox_core import Kairox
 from kairox_core.chat.engine import TurnOutcome, collect_turn_result
-from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig, RetrievalSection
+from kairox_core.config import (
+    CompactionSection,
+    KairoxConfig,
+    ProfileConfig,
+    RecallSection,
+    RetrievalSection,
+)
 from kairox_core.events import (
     CompactionSummary,
     ContextCompactionCompleted,
@@ -38,9 +44,8 @@ def small(*, enabled: bool = True, recall: bool = False) -> KairoxConfig:
             )
         },
         retrieval=RetrievalSection(backend="hashing", share=0.4),
-        compaction=CompactionSection(
-            enabled=enabled, keep_recent_exchanges=2, target_tokens=60, recall=recall
-        ),
+        compaction=CompactionSection(enabled=enabled, keep_recent_exchanges=2, target_tokens=60),
+        recall=RecallSection(enabled=recall),
     )
 
 

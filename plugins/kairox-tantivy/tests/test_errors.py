@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 from helpers import build, kb_config
 
-from kairox_core.config import parse_config
+from kairox_core.config import check_plugin_names, parse_config
 from kairox_core.errors import ConfigError
-from kairox_core.plugin_options import check_plugin_names
 from kairox_core.retrieval.base import RetrieverConfigError
 from kairox_core.testing.contracts import CONTRACT_DOCS
 from kairox_tantivy.retriever import TantivyRetriever
