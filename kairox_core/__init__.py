@@ -1,22 +1,67 @@
-"""Kairox: durable memory, retrieval and a context window that never overflows."""
+"""Kairox: durable memory, retrieval and a context window that never overflows.
+
+The names in ``__all__`` are the package's public surface for applications and
+integrations (the framework adapters import from here and nowhere else in the core but
+the modules marked public in docs/python-api.md): import them from ``kairox_core``, not
+from the module that defines them today, which may move.
+"""
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from kairox_core.hookspecs import hookimpl
 
 __version__ = "0.1.0"
-__all__ = ["Kairox", "__version__", "hookimpl"]
+
+# Public name -> the module defining it, imported only when the name is first asked for
+# (the facade pulls in the stores and the assembler).
+_LAZY = {
+    "Kairox": "kairox_core.facade",
+    "UnknownSessionError": "kairox_core.facade",
+    "Session": "kairox_core.session",
+    "Turn": "kairox_core.session",
+    "TurnResult": "kairox_core.session",
+    "AssembledContext": "kairox_core.context.assembler",
+    "SessionInfo": "kairox_core.store.event_rows",
+    "Event": "kairox_core.events",
+    "event_messages": "kairox_core.context.history",
+    "UserMessageAdded": "kairox_core.events",
+    "AssistantMessageCompleted": "kairox_core.events",
+    "ToolInvocationCompleted": "kairox_core.events",
+    "KairoxError": "kairox_core.errors",
+    "KairoxUserError": "kairox_core.errors",
+    "front_end_system_prompt": "kairox_core.prompt",
+    "get_encoding": "kairox_core.tokens",
+    "run_async": "kairox_core.sync",
+    "run_sync": "kairox_core.sync",
+}
+
+__all__ = sorted(["__version__", "hookimpl", *_LAZY])
 
 if TYPE_CHECKING:
-    from kairox_core.facade import Kairox
+    from kairox_core.context.assembler import AssembledContext
+    from kairox_core.context.history import event_messages
+    from kairox_core.errors import KairoxError, KairoxUserError
+    from kairox_core.events import (
+        AssistantMessageCompleted,
+        Event,
+        ToolInvocationCompleted,
+        UserMessageAdded,
+    )
+    from kairox_core.facade import Kairox, UnknownSessionError
+    from kairox_core.prompt import front_end_system_prompt
+    from kairox_core.session import Session, Turn, TurnResult
+    from kairox_core.store.event_rows import SessionInfo
+    from kairox_core.sync import run_async, run_sync
+    from kairox_core.tokens import get_encoding
 
 
 def __getattr__(name: str) -> Any:
-    # The facade pulls in the stores and the assembler; import it only when asked.
-    if name == "Kairox":
-        from kairox_core.facade import Kairox
-
-        return Kairox
-    raise AttributeError(name)
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kairox_core' has no attribute '{name}'")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # asked once: a plain attribute from then on
+    return value
