@@ -24,6 +24,7 @@ _LAZY = {
     "Turn": "kairox_core.session",
     "TurnResult": "kairox_core.session",
     "AssembledContext": "kairox_core.context.assembler",
+    "ContextTrace": "kairox_core.context.trace",
     "SessionInfo": "kairox_core.store.event_rows",
     "Event": "kairox_core.events",
     "event_messages": "kairox_core.context.history",
@@ -38,11 +39,34 @@ _LAZY = {
     "run_sync": "kairox_core.sync",
 }
 
-__all__ = sorted(["__version__", "hookimpl", *_LAZY])
+__all__ = [
+    "AssembledContext",
+    "AssistantMessageCompleted",
+    "ContextTrace",
+    "Event",
+    "Kairox",
+    "KairoxError",
+    "KairoxUserError",
+    "Session",
+    "SessionInfo",
+    "ToolInvocationCompleted",
+    "Turn",
+    "TurnResult",
+    "UnknownSessionError",
+    "UserMessageAdded",
+    "__version__",
+    "event_messages",
+    "front_end_system_prompt",
+    "get_encoding",
+    "hookimpl",
+    "run_async",
+    "run_sync",
+]
 
 if TYPE_CHECKING:
     from kairox_core.context.assembler import AssembledContext
     from kairox_core.context.history import event_messages
+    from kairox_core.context.trace import ContextTrace
     from kairox_core.errors import KairoxError, KairoxUserError
     from kairox_core.events import (
         AssistantMessageCompleted,

@@ -15,6 +15,10 @@ def test_every_root_export_resolves() -> None:
         assert getattr(kairox_core, name) is not None, name
 
 
+def test_all_lists_every_lazy_name() -> None:
+    assert set(kairox_core.__all__) == {"__version__", "hookimpl", *kairox_core._LAZY}
+
+
 def test_an_unknown_root_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         kairox_core.Nope  # noqa: B018

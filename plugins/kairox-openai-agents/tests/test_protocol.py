@@ -231,3 +231,18 @@ async def test_get_items_fills_the_budget_with_older_turns_past_compaction(
         counter = TokenCounter("o200k_base")
         sent = [{"role": str(i.get("role")), "content": str(i.get("content"))} for i in listed]
         assert counter.count_messages(sent) <= 700
+
+        # the summaries' room went to verbatim turns; keep_summaries keeps them instead
+        def summaries(listed: list[TResponseInputItem]) -> list[str]:
+            texts = [str(i.get("content")) for i in listed]
+            return [t for t in texts if t.startswith("<kairox:summaries>")]
+
+        preview = await asyncio.to_thread(session.kairox_session.preview_sync, "")
+        assert summaries(cast(list[TResponseInputItem], preview.messages))
+        assert not summaries(listed)
+        keeping = KairoxSession(kx, "p12", keep_summaries=True)
+        kept = await keeping.get_items()
+        assert summaries(kept)
+        assert len([i for i in kept if i.get("role") == "user"]) < len(
+            [i for i in listed if i.get("role") == "user"]
+        )

@@ -1,5 +1,5 @@
-"""kairox_openai_agents imports only Kairox's public names (docs/python-api.md): it is released on its
-own, so a module moving inside kairox_core must not break it."""
+"""kairox_openai_agents imports only Kairox's public names (docs/python-api.md): it is
+released on its own, so a module moving inside kairox_core must not break it."""
 
 from __future__ import annotations
 

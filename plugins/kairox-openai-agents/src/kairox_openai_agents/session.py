@@ -71,6 +71,8 @@ class KairoxSession:
     session is created on first use, or resumed). ``workspace``, ``profile`` and
     ``system_prompt`` are those of ``kx.session(...)``. ``skip_item_types`` lists SDK
     item types (``"reasoning"``, ...) you accept to drop instead of getting an error.
+    ``keep_summaries`` keeps compaction summaries in ``get_items``' context even when
+    older messages, verbatim, could use their room (backfill.py).
     ``last_turn`` is the last completed turn's ``TurnResult``: the reply with its
     markup removed (``.text``) and the memory proposals it made (``.proposals``).
     """
@@ -85,6 +87,7 @@ class KairoxSession:
         system_prompt: str | None = None,
         session_settings: SessionSettings | None = None,
         skip_item_types: Collection[str] = (),
+        keep_summaries: bool = False,
     ) -> None:
         if not session_id or GENERATION_SEP in session_id:
             raise KairoxSessionError(
@@ -110,7 +113,8 @@ class KairoxSession:
             session_id=self._generation_id(self._current_generation()),
             system_prompt=system_prompt,
         )
-        self._backfill = Backfill(kx, self._kairox.id)
+        self._keep_summaries = keep_summaries
+        self._backfill = Backfill(kx, self._kairox.id, keep_summaries=keep_summaries)
 
     def __repr__(self) -> str:
         return f"KairoxSession({self.session_id!r}, kairox={self.kairox_session_id!r})"
@@ -306,7 +310,7 @@ class KairoxSession:
                 session_id=self._generation_id(n),
                 system_prompt=self._system_prompt,
             )
-            self._backfill = Backfill(self.kx, self._kairox.id)
+            self._backfill = Backfill(self.kx, self._kairox.id, keep_summaries=self._keep_summaries)
 
 
 def _is_user(item: object) -> bool:
