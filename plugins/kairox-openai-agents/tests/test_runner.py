@@ -135,8 +135,8 @@ async def test_a_new_object_resumes_the_same_conversation(
 async def test_model_input_filter_recalls_on_the_question_being_asked(
     tmp_path: Path, server: FakeOpenAIServer
 ) -> None:
-    """Without the filter get_items assembles for the previous user message; with it the
-    model call gets Kairox's context for the question itself, tool calls included."""
+    """Without the filter get_items has no question to recall for; with it the model
+    call gets Kairox's context for the question itself, tool calls included."""
     with open_kairox(tmp_path, window=700) as kx:
         session = KairoxSession(kx, "chat-6")
         agent = agent_for(server)
@@ -153,7 +153,7 @@ async def test_model_input_filter_recalls_on_the_question_being_asked(
             )
 
         await Runner.run(agent, "What was the code for the blue door?", session=session)
-        assert not recalled(sent_messages(server))  # one turn behind without the filter
+        assert not recalled(sent_messages(server))  # nothing recalled without the filter
 
         server.script(Action(tool_calls=(("weather", '{"city": "Oslo"}'),)), Action(reply="4417."))
         await Runner.run(
