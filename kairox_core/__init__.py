@@ -31,6 +31,7 @@ _LAZY = {
     "UserMessageAdded": "kairox_core.events",
     "AssistantMessageCompleted": "kairox_core.events",
     "ToolInvocationCompleted": "kairox_core.events",
+    "KairoxConfig": "kairox_core.config",
     "KairoxError": "kairox_core.errors",
     "KairoxUserError": "kairox_core.errors",
     "front_end_system_prompt": "kairox_core.prompt",
@@ -45,6 +46,7 @@ __all__ = [
     "ContextTrace",
     "Event",
     "Kairox",
+    "KairoxConfig",
     "KairoxError",
     "KairoxUserError",
     "Session",
@@ -64,6 +66,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from kairox_core.config import KairoxConfig
     from kairox_core.context.assembler import AssembledContext
     from kairox_core.context.history import event_messages
     from kairox_core.context.trace import ContextTrace

@@ -184,7 +184,7 @@ def test_a_session_id_with_the_generation_separator_is_refused(tmp_path: Path) -
 
 
 async def test_a_resumed_session_in_another_workspace_is_a_clear_error(tmp_path: Path) -> None:
-    from kairox_core.errors import KairoxUserError
+    from kairox_core import KairoxUserError
 
     with open_kairox(tmp_path) as kx:
         KairoxSession(kx, "p11", workspace="alpha")
