@@ -35,7 +35,7 @@ CONVERSATION_TYPES = ("UserMessageAdded", "AssistantMessageCompleted", "ToolInvo
 
 
 @dataclass(frozen=True)
-class _Unit:
+class Unit:
     """One conversation event: its messages as history renders them, and whether it
     opens an exchange (a user message)."""
 
@@ -50,7 +50,7 @@ class Backfill:
         self.kx = kx
         self.session_id = session_id
         self.keep_summaries = keep_summaries
-        self._units: list[_Unit] = []  # conversation events read so far, oldest first
+        self._units: list[Unit] = []  # conversation events read so far, oldest first
         self._last_seq = 0
 
     def fill(self, context: AssembledContext) -> list[dict[str, Any]]:
@@ -73,12 +73,12 @@ class Backfill:
         room = free
         if summaries is not None:
             room += counter.message_tokens(messages[summaries])
-        taken, used = _newest_that_fit(older, room, counter)
+        taken, used = newest_that_fit(older, room, counter)
         if summaries is not None and used > free:  # the verbatim turns need their room
             del messages[summaries]
             start -= 1
         elif summaries is not None:
-            taken, used = _newest_that_fit(older, free, counter)
+            taken, used = newest_that_fit(older, free, counter)
         backfilled = [dict(m) for unit in taken for m in unit.messages]
         return [*messages[:start], *backfilled, *messages[start:]]
 
@@ -89,10 +89,10 @@ class Backfill:
         for event in events:
             messages = event_messages(event)
             if messages:
-                self._units.append(_Unit(messages, event.type == "UserMessageAdded"))
+                self._units.append(Unit(messages, event.type == "UserMessageAdded"))
             self._last_seq = max(self._last_seq, event.seq or 0)
 
-    def _older_than(self, history: Sequence[Mapping[str, Any]]) -> list[_Unit]:
+    def _older_than(self, history: Sequence[Mapping[str, Any]]) -> list[Unit]:
         """The units older than the oldest one ``history`` holds (oldest first). Units
         the history skips (a compacted stretch between held ones) are passed over."""
         end = len(history)
@@ -108,12 +108,12 @@ class Backfill:
         return []
 
 
-def _newest_that_fit(
-    older: Sequence[_Unit], room: int, counter: TokenCounter
-) -> tuple[list[_Unit], int]:
+def newest_that_fit(
+    older: Sequence[Unit], room: int, counter: TokenCounter
+) -> tuple[list[Unit], int]:
     """The newest of ``older`` (oldest first) that fit in ``room``, contiguous, never
     opening on an orphaned reply; oldest first, with what they cost."""
-    taken: list[tuple[_Unit, int]] = []
+    taken: list[tuple[Unit, int]] = []
     used = 0
     for unit in reversed(older):
         cost = sum(counter.message_tokens(m) for m in unit.messages)
