@@ -12,6 +12,7 @@ what to do, here, once: on open, and on every statement of a connection opened h
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -58,6 +59,8 @@ def storage_error(exc: BaseException, path: str) -> StorageError | None:
             f"{where} is damaged ({reason}); nothing was read or written. "
             f"Fix: {_CHECK.format(path=path)} (or move it aside to start a new one)"
         )
+    if primary == _IOERR and _disk_full(path):
+        primary = _FULL  # a write (the -shm file, a page) that found no space left
     if primary == _FULL:
         return StorageFullError(
             f"{where} could not be written: the disk is full ({reason}); nothing of this "
@@ -86,6 +89,17 @@ def storage_error(exc: BaseException, path: str) -> StorageError | None:
             f"the disk (full? removed?), then {_CHECK.format(path=path)}"
         )
     return None
+
+
+def _disk_full(path: str) -> bool:
+    """Whether the file system holding ``path`` has no space left for a page."""
+    if path == ":memory:":
+        return False
+    try:
+        info = os.statvfs(Path(path).parent)
+    except OSError:
+        return False
+    return info.f_bavail * info.f_frsize < 64 * 1024
 
 
 def _code_from_message(message: str) -> int | None:
@@ -245,8 +259,6 @@ class transaction:
 def rollback(conn: Any) -> None:
     """Undo the open transaction, if SQLite has not already (it rolls back by itself on
     some errors: a full disk); a failing rollback never hides the error that caused it."""
-    if conn.in_transaction:
-        try:
+    if conn.in_transaction:  # a failed ROLLBACK: the caller raises the original error
+        with contextlib.suppress(sqlite3.DatabaseError, StorageError):
             conn.execute("ROLLBACK")
-        except (sqlite3.DatabaseError, StorageError):
-            pass  # the caller raises the original error; the connection stays usable
