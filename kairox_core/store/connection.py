@@ -51,7 +51,9 @@ def storage_error(exc: BaseException, path: str) -> StorageError | None:
     if not isinstance(exc, sqlite3.DatabaseError) or isinstance(exc, sqlite3.IntegrityError):
         return None
     code = getattr(exc, "sqlite_errorcode", None)
-    primary = code & 0xFF if isinstance(code, int) else _code_from_message(str(exc))
+    primary = code & 0xFF if isinstance(code, int) else None
+    if primary in (None, 1):  # SQLITE_ERROR: an extension (sqlite-vec) passing one on
+        primary = _code_from_message(str(exc)) or primary
     where = "an in-memory database" if path == ":memory:" else f"the database {path}"
     reason = str(exc)
     if primary in (_CORRUPT, _NOTADB):

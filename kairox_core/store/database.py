@@ -62,7 +62,7 @@ class Database:
             with _registry_lock:
                 known = _registry.get(id(target))
                 if known is None or known.conn is not target:
-                    known = cls(target, owned=False)
+                    known = cls(target, owned=False, path=getattr(target, "kx_path", None))
                     _registry[id(target)] = known
                 db = known
         else:
