@@ -7,6 +7,8 @@ opened, only libpq's message; ``server_error`` turns both into the core's storag
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import psycopg
 from psycopg_pool import PoolTimeout
 
@@ -72,11 +74,12 @@ def server_error(exc: BaseException, location: str) -> StorageError | None:
             f"Kairox stores embeddings with pgvector. Fix: {_VECTOR_FIX}"
         )
     if state == "42501":
+        role = _role(location)
         return PostgresConfigError(
-            f"PostgreSQL at {location}: the role lacks a privilege Kairox needs ({reason}). "
-            "Fix: as the database's owner, `GRANT CREATE, USAGE ON SCHEMA public TO "
-            "<role>;` (Kairox creates its tables there on first use), or run `kairox db "
-            "migrate` once as a role that may"
+            f"PostgreSQL at {location}: the role {role} lacks a privilege Kairox needs "
+            f"({reason}). Fix: as the database's owner, `GRANT CREATE, USAGE ON SCHEMA "
+            f"public TO {role};` (Kairox creates its tables there on first use), or run "
+            "`kairox db migrate` once as a role that may"
         )
     if state == "53100":
         return StorageFullError(
@@ -95,6 +98,13 @@ def server_error(exc: BaseException, location: str) -> StorageError | None:
             "reconnects by itself, so retry once it answers"
         )
     return None
+
+
+def _role(location: str) -> str:
+    try:
+        return urlsplit(location).username or "<role>"
+    except ValueError:
+        return "<role>"
 
 
 def _first_lines(text: str) -> str:
