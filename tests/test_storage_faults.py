@@ -3,18 +3,16 @@ naming the file and the fix), never a traceback, never silent loss (issue 27, it
 
 The damage is real (files truncated, overwritten, garbled); a full disk is SQLite's own
 ``SQLITE_FULL`` (``PRAGMA max_page_count`` at the file's size); a lock is a second
-connection holding the write lock. The processes (a CLI on a full tmpfs, a read-only
-mount, kill -9 mid-copy) are in ``tests_faults/`` (``nox -s faults``).
+connection holding the write lock. The web API's answers (it needs the [web] extra) and
+the processes (a CLI on a full tmpfs, a read-only mount, kill -9 mid-copy) are in
+``tests_faults/`` (``nox -s faults``).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -33,6 +31,7 @@ from kairox_core.store import SqliteStorage
 from kairox_core.store.check import check_sqlite
 from kairox_core.store.connection import connect, storage_error
 from kairox_core.store.database import Database
+from kairox_core.testing.faults import DAMAGE, fill, unfill
 
 
 def _healthy(path: Path) -> Path:
@@ -43,41 +42,6 @@ def _healthy(path: Path) -> Path:
             for i in range(8):
                 session.run_turn_sync(f"question {n}.{i} " + "lorem ipsum " * 40, "an answer")
     return path
-
-
-def _truncate_half(p: Path) -> None:
-    os.truncate(p, p.stat().st_size // 2)
-
-
-def _truncate_100(p: Path) -> None:
-    os.truncate(p, 100)
-
-
-def _overwrite_header(p: Path) -> None:
-    with p.open("r+b") as f:
-        f.write(b"\x00garbage" * 12)
-
-
-def _corrupt_pages(p: Path) -> None:
-    """Every page after the schema page garbled: the tables' b-trees are nonsense."""
-    size = p.stat().st_size
-    with p.open("r+b") as f:
-        for offset in range(4096, size, 4096):
-            f.seek(offset)
-            f.write(bytes((offset // 4096 * 37 + i) % 251 for i in range(4096)))
-
-
-def _not_a_database(p: Path) -> None:
-    p.write_text("these are my notes, not a database\n" * 200, encoding="utf-8")
-
-
-DAMAGE: dict[str, Callable[[Path], None]] = {
-    "truncated to 50%": _truncate_half,
-    "truncated to 100 bytes": _truncate_100,
-    "overwritten header": _overwrite_header,
-    "corrupt pages": _corrupt_pages,
-    "not a database": _not_a_database,
-}
 
 
 @pytest.fixture(scope="module")
@@ -153,14 +117,11 @@ def test_db_check_passes_a_healthy_file_and_refuses_a_missing_one(
 
 
 def _full(kx: Kairox) -> None:
-    """SQLite's SQLITE_FULL from now on: the file may not grow by a page."""
-    conn = kx.storage.db.conn  # type: ignore[attr-defined]
-    pages = conn.execute("PRAGMA page_count").fetchone()[0]
-    conn.execute(f"PRAGMA max_page_count = {pages}")
+    fill(kx.storage.db.conn)  # type: ignore[attr-defined]
 
 
 def _unfull(kx: Kairox) -> None:
-    kx.storage.db.conn.execute("PRAGMA max_page_count = 1073741823")  # type: ignore[attr-defined]
+    unfill(kx.storage.db.conn)  # type: ignore[attr-defined]
 
 
 def _event_count(kx: Kairox, session_id: str) -> int:
@@ -227,70 +188,6 @@ def test_an_unopenable_folder_says_so(kairox_home: Path, tmp_path: Path) -> None
     blocker.write_text("x")
     with pytest.raises(StorageReadOnlyError, match="cannot create the folder"):
         Kairox.open(blocker / "sub" / "kx.db", KairoxConfig())
-
-
-# --- the web API: 503 for damage, 507 for a full disk, never 200 with nothing recorded
-
-
-def _client(kx: Kairox) -> httpx.AsyncClient:
-    from kairox_core.web.app import create_app
-
-    app = create_app(kx, port=8765)
-    return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app),
-        base_url="http://127.0.0.1:8765",
-        headers={"X-Kairox-CSRF": "1"},
-    )
-
-
-async def test_web_answers_507_on_a_full_disk_and_records_nothing(
-    kairox_home: Path, tmp_path: Path
-) -> None:
-    config = tmp_path / "kairox.toml"
-    from kairox_core.testing.serve import write_config
-
-    write_config(config, ["an answer " * 500])
-    with Kairox.open(tmp_path / "kx.db", config) as kx:
-        session = kx.session()
-        async with _client(kx) as client:
-            _full(kx)
-            for n in range(500):  # until a page is needed (the last pages have room left)
-                memory = await client.post(
-                    "/api/memories",
-                    json={"scope": "user", "key": f"k{n}", "body": f"{n} " + "x" * 1900},
-                )
-                if memory.status_code != 200:
-                    break
-            assert memory.status_code == 507, memory.text
-            assert "disk is full" in memory.json()["detail"]
-            before = _event_count(kx, session.id)
-            turn = await client.post(
-                f"/api/sessions/{session.id}/turns", json={"prompt": "y " * 20000}
-            )
-            assert turn.status_code == 507, turn.text
-            assert "free space" in turn.json()["detail"]
-            assert _event_count(kx, session.id) == before
-            _unfull(kx)
-            ok = await client.post(f"/api/sessions/{session.id}/turns", json={"prompt": "hi"})
-            assert ok.status_code == 200 and "event: done" in ok.text
-
-
-async def test_web_answers_503_with_the_message_for_a_damaged_database(
-    kairox_home: Path, healthy: Path, tmp_path: Path
-) -> None:
-    path = tmp_path / "kx.db"
-    path.write_bytes(healthy.read_bytes())
-    with Kairox.open(path, KairoxConfig()) as kx:
-        _corrupt_pages(path)  # damaged under a running server
-        kx.storage.db.conn.execute("PRAGMA cache_size = 0")  # type: ignore[attr-defined]
-        async with _client(kx) as client:
-            answer = await client.get("/api/sessions")
-            if answer.status_code == 200:  # the session list was cached: read a session
-                sid = answer.json()[0]["session_id"]
-                answer = await client.get(f"/api/sessions/{sid}/events")
-            assert answer.status_code == 503, answer.text
-            assert str(path) in answer.json()["detail"]
-            assert "Traceback" not in answer.text
 
 
 # --- the translation itself

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import WAIT, Lines, kairox, said_clearly
 
+from kairox_core.testing.faults import DAMAGE
+
 
 def _healthy(config: Path, path: Path) -> Path:
     prompts = "".join(f"question {i} " + "lorem ipsum " * 30 + "\n" for i in range(12))
@@ -31,23 +33,6 @@ def _healthy(config: Path, path: Path) -> Path:
         check=True,
     )
     return path
-
-
-def _garble(p: Path) -> None:
-    size = p.stat().st_size
-    with p.open("r+b") as f:
-        for offset in range(4096, size, 4096):
-            f.seek(offset)
-            f.write(bytes((offset // 4096 * 37 + i) % 251 for i in range(4096)))
-
-
-DAMAGE = {
-    "truncated to 50%": lambda p: os.truncate(p, p.stat().st_size // 2),
-    "truncated to 100 bytes": lambda p: os.truncate(p, 100),
-    "overwritten header": lambda p: p.write_bytes(b"\x00" * 100 + p.read_bytes()[100:]),
-    "corrupt pages": _garble,
-    "not a database": lambda p: p.write_text("notes\n" * 500, encoding="utf-8"),
-}
 
 
 @pytest.fixture(scope="module")
