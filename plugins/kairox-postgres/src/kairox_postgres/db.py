@@ -8,8 +8,8 @@ outside a block borrow a connection in autocommit mode and give it back at once.
 Callbacks queued with ``after_commit`` (event observers) run once the outermost block
 has committed, never for an undone block.
 
-Outages are survivable: a borrowed connection is checked first (one empty query) and a
-broken one discarded. When the pool has none to give within ``BORROW_WAIT`` (or a
+Outages are survivable: a borrowed connection idle for a while is checked first (one
+empty query) and a broken one discarded. When the pool has none to give within ``BORROW_WAIT`` (or a
 connection failed since), the call connects directly (``CONNECT_TIMEOUT``): a server that
 is down fails it at once with ``StorageUnavailableError`` instead of after the pool's
 timeout, and a server that is back serves it on that connection while the pool, whose
@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
@@ -43,6 +44,10 @@ ACQUIRE_TIMEOUT = 30.0
 # how long a call waits for a pooled connection before asking the server directly (an
 # empty pool is an outage or a pool still reconnecting after one, or every connection busy)
 BORROW_WAIT = 1.0
+# a pooled connection idle longer than this is checked (one empty query) before use: a
+# restart in between broke it. One used more recently goes without: a failure on it
+# marks the server down, and the next call asks the server first.
+CHECK_IDLE = 1.0
 
 ENV_PREFIX = "$env:"
 _ENV_IN_PASSWORD = re.compile(r"^\$env:([A-Za-z_][A-Za-z0-9_]*)$")
@@ -180,6 +185,8 @@ class PgDatabase:
             except PoolTimeout:
                 conn = None
             if conn is not None:
+                if time.monotonic() - getattr(conn, "_kx_returned", 0.0) < CHECK_IDLE:
+                    return conn, True  # in use a moment ago (a failure since: _down)
                 try:
                     ConnectionPool.check_connection(conn)
                     return conn, True
@@ -200,6 +207,7 @@ class PgDatabase:
 
     def _give_back(self, conn: psycopg.Connection[Any], pooled: bool) -> None:
         if pooled:
+            conn._kx_returned = time.monotonic()  # type: ignore[attr-defined]
             self.pool.putconn(conn)  # a broken one is discarded, a transaction rolled back
         else:
             conn.close()

@@ -91,6 +91,8 @@ def server_error(exc: BaseException, location: str) -> StorageError | None:
             f"PostgreSQL at {location} is read-only ({reason}); nothing was recorded. Fix: "
             "point the URL at the primary server, not a standby"
         )
+    if state == "57014":
+        return None  # a statement cancelled (statement_timeout): its caller's to say
     if isinstance(exc, psycopg.OperationalError) or state.startswith(("08", "57P")):
         return StorageUnavailableError(
             f"PostgreSQL at {location} cannot be reached ({reason}); nothing was recorded. "
