@@ -58,6 +58,7 @@ from kairox_core.context.recalled import (
     turn_seq,
 )
 from kairox_core.engines import AssemblyRequest, CompactionResult, Contribution, Engine
+from kairox_core.errors import StorageError
 from kairox_core.events import (
     AssistantMessageCompleted,
     Event,
@@ -212,6 +213,9 @@ class Recall(Engine):
             if changed and callable(refresh):  # the keyword counts, once grown by a quarter
                 refresh()
             return changed
+        except StorageError as exc:  # the database's state, said without a traceback
+            log.warning("recall: background indexing failed, retried next turn: %s", exc)
+            return 0
         except Exception:  # retried by the next search
             log.warning("recall: background indexing failed; retried next turn", exc_info=True)
             return 0
