@@ -65,6 +65,7 @@ from kairox_core.engines import (
     EngineHolder,
     TurnResult,
 )
+from kairox_core.errors import StorageError
 from kairox_core.events import (
     AssistantMessageCompleted,
     Event,
@@ -219,6 +220,9 @@ class Recall(Engine):
             if changed and callable(refresh):  # the keyword counts, once grown by a quarter
                 refresh()
             return changed
+        except StorageError as exc:  # the database's state, said without a traceback
+            log.warning("recall: background indexing failed, retried next turn: %s", exc)
+            return 0
         except Exception:  # retried by the next search
             log.warning("recall: background indexing failed; retried next turn", exc_info=True)
             return 0

@@ -15,20 +15,25 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from kairox_core import Kairox
-from kairox_core.errors import KairoxError
+from kairox_core import Kairox, KairoxConfig, KairoxError, Session, run_sync
 from kairox_core.retrieval import CompositeResult, CompositeWorkspaceRetriever, RetrievalHit
-from kairox_core.session import Session
-from kairox_core.session_services import SessionServices
-from kairox_core.sync import run_sync
 from kairox_llamaindex.tokenizer import use_offline_tokenizer
 
 log = logging.getLogger("kairox_llamaindex")
+
+
+class SearchSource(Protocol):
+    """What the retriever uses: a ``Kairox``, or a session's services (``for_session``)."""
+
+    @property
+    def config(self) -> KairoxConfig: ...
+
+    def retriever_for(self, profile: str, workspace_id: str) -> CompositeWorkspaceRetriever: ...
 
 
 class KairoxSearchError(KairoxError):
@@ -45,7 +50,7 @@ class KairoxRetriever(BaseRetriever):
 
     def __init__(
         self,
-        kairox: Kairox | SessionServices,
+        kairox: Kairox | SearchSource,
         *,
         workspace: str | None = None,
         profile: str | None = None,
