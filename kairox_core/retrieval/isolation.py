@@ -75,20 +75,19 @@ class IsolatedRetriever:
     ) -> list[RetrievalHit]:
         """The source's hits; cancelling this await (the composite's timeout) returns
         at once and asks the source's own task to cancel, which it may ignore."""
-        future = self._submit(self._call(query, k, filters))
         with self._lock:
             self._running += 1
-        future.add_done_callback(self._finished)
+        future = self._submit(self._call(query, k, filters))
         return await asyncio.wrap_future(future)
-
-    def _finished(self, _: concurrent.futures.Future[list[RetrievalHit]]) -> None:
-        with self._lock:
-            self._running -= 1
 
     async def _call(
         self, query: str, k: int, filters: Mapping[str, Any] | None
     ) -> list[RetrievalHit]:
-        return list(await self.retriever.retrieve(query, k, filters))
+        try:
+            return list(await self.retriever.retrieve(query, k, filters))
+        finally:  # on the source's loop: a call cancelled here but still running counts
+            with self._lock:
+                self._running -= 1
 
     async def close(self) -> None:
         """The source's own ``close`` on its loop (waited for up to ``CLOSE_WAIT``), then
