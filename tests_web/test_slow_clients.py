@@ -33,7 +33,7 @@ def closed_by_server(sock: socket.socket) -> bytes:
         pytest.param(b"GET /api/sessions HTTP/1.1\r\nHost: 127.0.0.1", id="headers"),
         pytest.param(
             b"POST /api/memories HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-            b"X-Kairox-CSRF: 1\r\nContent-Length: 200\r\n\r\n{\"body\": \"a slow",
+            b'X-Kairox-CSRF: 1\r\nContent-Length: 200\r\n\r\n{"body": "a slow',
             id="body",
         ),
     ],

@@ -128,9 +128,7 @@ def events_command(
     shown = {e.seq for e in every if not types or e.type in types}
     # derived, never stored: shown after the turn's last event
     interrupted = {
-        t.last_seq: t
-        for t in interrupted_turns(every)
-        if not types or INTERRUPTED_TYPE in types
+        t.last_seq: t for t in interrupted_turns(every) if not types or INTERRUPTED_TYPE in types
     }
     if as_json:
         for event in every:
