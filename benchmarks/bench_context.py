@@ -54,7 +54,6 @@ from pathlib import Path
 from typing import Any
 
 from kairox_core import Kairox
-from kairox_core.compaction.recall import recall_of
 from kairox_core.config import KairoxConfig
 from kairox_core.context.history import with_tokens
 from kairox_core.events import (
@@ -64,6 +63,7 @@ from kairox_core.events import (
     ToolInvocationCompleted,
     UserMessageAdded,
 )
+from kairox_core.recall.engine import recall_of
 from kairox_core.tokens import get_encoding
 
 WINDOW = 128_000
@@ -230,7 +230,8 @@ def bench_config(recall: bool = True) -> KairoxConfig:
             },
             # The synthetic session is over the compaction trigger on purpose (a full window):
             # compacting it is issue 7's benchmark, not this one's.
-            "compaction": {"enabled": False, "recall": recall},
+            "compaction": {"enabled": False},
+            "recall": {"enabled": recall},
         }
     )
 

@@ -24,7 +24,13 @@ from typing import Any
 
 from kairox_core import hookimpl
 from kairox_core.compaction.base import CompactionOutput, CompactionRequest
-from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig, RetrievalSection
+from kairox_core.config import (
+    CompactionSection,
+    KairoxConfig,
+    ProfileConfig,
+    RecallSection,
+    RetrievalSection,
+)
 
 HANG_READY = "inside the compaction"  # what ``hang`` prints from inside the run
 REPLY_READY = "inside the reply"  # what ``interrupt`` prints in the middle of a reply
@@ -60,9 +66,9 @@ def config(strategy: str = "extractive", *, enabled: bool = True) -> KairoxConfi
             strategy=strategy,
             keep_recent_exchanges=1,
             target_tokens=40,
-            recall=True,
             enabled=enabled,
         ),
+        recall=RecallSection(enabled=True),
     )
 
 
