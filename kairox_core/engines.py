@@ -45,6 +45,9 @@ class EngineSession(Protocol):
     profile: str
     compaction: CompactionState
 
+    @property
+    def busy(self) -> bool: ...
+
     def assembler(self, profile: str | None = None) -> ContextAssembler: ...
 
     def memories(self) -> list[MemoryItem]: ...

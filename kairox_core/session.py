@@ -21,6 +21,7 @@ retriever client live on the loop that first used them).
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -51,6 +52,7 @@ from kairox_core.inputs import InvalidInputError, check_text, json_problem
 from kairox_core.results import CompactionResult, TurnResult
 from kairox_core.retrieval.composite import CompositeWorkspaceRetriever
 from kairox_core.session_services import SessionServices
+from kairox_core.store.leases import HOST
 from kairox_core.sync_twins import idle_twin, twin
 from kairox_core.turn import DELTA_BATCH_CHARS, DELTA_BATCH_COUNT, Turn, model_view
 
@@ -271,6 +273,8 @@ class Session:
                     turn_id=turn_id,
                     text=prompt,
                     attachments=atts,
+                    writer_pid=os.getpid(),  # an interrupted turn is told by its writer
+                    writer_host=HOST,
                 ),
                 counter,
             )

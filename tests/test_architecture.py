@@ -36,7 +36,16 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("seams", ("engines", "engine_context", "results")),
     (
         "core",
-        ("context", "memory", "longterm", "retrieval", "store", "providers", "prompt"),
+        (
+            "context",
+            "memory",
+            "longterm",
+            "retrieval",
+            "store",
+            "providers",
+            "prompt",
+            "turn_status",
+        ),
     ),
     ("configuration", ("config",)),  # checks its plugin names against the registry
     ("registry", ("plugins", "plugin_options", "hookspecs")),
