@@ -56,8 +56,12 @@ async def stream_turn(
 ) -> AsyncIterator[tuple[str, Any]]:
     """``(event, data)`` pairs: ``delta`` texts as they arrive (already cleaned), then
     ``trace``, ``proposal`` / ``accepted`` / ``compaction`` for what the turn recorded,
-    and ``done`` (or ``error``, whose ``kind`` names the error's class)."""
+    and ``done`` (or ``error``, whose ``kind`` names the error's class). A ``notice``
+    comes first when the profile has tools the model is not offered."""
     queue: asyncio.Queue[str | None] = asyncio.Queue()
+    notice = await engine.tool_notice()
+    if notice:  # before the answer, so it is not read as a tool's work
+        yield "notice", {"message": notice}
 
     async def run() -> TurnOutcome:
         try:
