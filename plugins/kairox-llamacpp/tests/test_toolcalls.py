@@ -26,6 +26,8 @@ def test_bare_tagged_listed_and_string_argument_calls() -> None:
     assert len(calls_in_text(bare, NAMES)) == 1
     assert len(calls_in_text(f"<tool_call>\n{bare}\n</tool_call>", NAMES)) == 1
     assert len(calls_in_text(f"[{bare}, {bare}]", NAMES)) == 2
+    assert len(calls_in_text(f"{bare}\n{bare}\n", NAMES)) == 2  # JSON lines, as 0.5B writes
+    assert calls_in_text(f"{bare}\nand then", NAMES) == ()
     quoted = json.dumps({"name": "memory__search_nodes", "arguments": '{"query": "x"}'})
     assert json.loads(calls_in_text(quoted, NAMES)[0].arguments) == {"query": "x"}
 
@@ -36,6 +38,7 @@ def test_text_that_is_not_a_call_to_an_offered_tool_stays_text() -> None:
     assert calls_in_text(f"Here you go: {FENCED}", NAMES) == ()  # words around it
     assert calls_in_text('{"name": "memory__search_nodes", "arguments": 3}', NAMES) == ()
     assert calls_in_text("```json\n{broken\n```", NAMES) == ()
+    assert calls_in_text("", NAMES) == () and calls_in_text("[]", NAMES) == ()
 
 
 def run(catcher: CallCatcher, pieces: list[str], usage: TokenUsage) -> list[ChatChunk]:

@@ -25,20 +25,20 @@ _OPENERS = ("{", "[", "`", "<tool_call>")
 
 def calls_in_text(text: str, names: Iterable[str]) -> tuple[ToolCall, ...]:
     """The calls a reply consisting only of JSON call objects makes (``{"name",
-    "arguments"}``, one or a list; bare, fenced or in ``<tool_call>`` tags), each to an
-    offered tool; () when the reply is anything else."""
+    "arguments"}``: one, a list, or one per line; bare, fenced or in ``<tool_call>``
+    tags), each to an offered tool; () when the reply is anything else."""
     offered = set(names)
     body = text.strip()
     for pattern in (_FENCE, _TAGS):
         match = pattern.match(body)
         if match:
             body = match.group(1)
-    try:
-        parsed: Any = json.loads(body)
-    except ValueError:
-        return ()
-    items = parsed if isinstance(parsed, list) else [parsed]
+    items = _json_values(body)
+    if len(items) == 1 and isinstance(items[0], list):
+        items = items[0]
     calls = []
+    if not items:
+        return ()
     for n, item in enumerate(items):
         if not isinstance(item, dict) or item.get("name") not in offered:
             return ()
@@ -52,6 +52,23 @@ def calls_in_text(text: str, names: Iterable[str]) -> tuple[ToolCall, ...]:
             return ()
         calls.append(ToolCall(f"call_text_{n}", str(item["name"]), json.dumps(arguments)))
     return tuple(calls)
+
+
+def _json_values(text: str) -> list[Any]:
+    """The JSON values the text consists of, one after another (the 0.5B model writes
+    several calls as JSON lines); [] when anything else is in it."""
+    decoder = json.JSONDecoder()
+    values: list[Any] = []
+    at = 0
+    while at < len(text):
+        try:
+            value, at = decoder.raw_decode(text, at)
+        except ValueError:
+            return []
+        values.append(value)
+        while at < len(text) and text[at].isspace():
+            at += 1
+    return values
 
 
 class CallCatcher:
