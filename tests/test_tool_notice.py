@@ -145,3 +145,20 @@ async def test_the_web_says_first_that_it_starts_no_mcp_servers(
     assert events[0] == "notice" and "delta" in events
     expected = "this front end does not start MCP servers: the tools of memory are not offered"
     assert first == [{"message": expected}]
+
+
+async def test_the_tui_says_it_before_the_first_turn(tmp_path: Path, kairox_home: Path) -> None:
+    from kairox_core.chat.app import ChatApp
+    from kairox_core.chat.widgets import ChatMessage
+
+    model = LocalModel(REASON)
+    engine = chat(tmp_path, model)
+    engine.toolbox = Box(ECHO)
+    app = ChatApp(engine)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        errors = [m.text for m in app.query(ChatMessage) if m.role == "error"]
+        assert errors == [f"{REASON}: the 1 tool(s) of the MCP servers are not offered to it"]
+        assert model.calls == []  # no turn yet
+    await engine.close()
