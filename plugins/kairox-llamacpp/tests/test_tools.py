@@ -1,6 +1,7 @@
 """Local tool calls (issue 28, item 4): a model is offered tools only when llama.cpp says
 its chat template calls them; SmolLM2's cannot (refused, with the reason), Qwen2.5-Coder
-0.5B's can: with the real npm server-memory configured, a chat turn creates an entity."""
+0.5B's can: with the real npm server-memory configured, a chat turn creates an entity and
+the next finds it (benchmarks/local_tools.py measures the same two turns)."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ async def test_a_template_without_tool_calls_is_never_offered_tools(
 
 
 @pytest.mark.slow
-async def test_qwen_05b_creates_an_entity_in_server_memory(
+async def test_qwen_05b_creates_and_finds_an_entity_in_server_memory(
     tmp_path: Path, kairox_home: Path
 ) -> None:
     local = models.by_name(QWEN_05B)
@@ -92,5 +93,11 @@ async def test_qwen_05b_creates_an_entity_in_server_memory(
         rows = [json.loads(line) for line in memory_file.read_text().splitlines() if line]
         ada = next(r for r in rows if r.get("name") == "Ada")
         assert "writes compilers" in ada["observations"]
+        search = await engine.run_turn(
+            "Use the memory tools to search for Ada, then tell me what Ada does.", lambda _: None
+        )
+        assert search.error is None, search.error
+        found = [s for s in search.tool_steps if s.name == "memory__search_nodes"]
+        assert found and found[0].ok and "writes compilers" in found[0].result
     finally:
         await engine.close()
