@@ -25,8 +25,8 @@ from typing import Any
 # conversation (0.5B, history tags on) the consolidation line costs nothing: with it
 # 4/10 right, 0 false tags, recall 10/10 and 10/10 resumed; without it 4/10, 0, 9/10,
 # 9/10. The 0.5B still files personal facts under workspace or session once such a
-# tag is in its history; two rewordings made it worse (dropping the session tag form:
-# every later tag workspace; adding a workspace example: the first tag workspace too).
+# tag is in its history. Adding a workspace example made it worse (the first personal
+# fact went to workspace too: 2 of the first 6 right, stopped there).
 MEMORY_PROTOCOL = """\
 You are a helpful assistant with durable memory, provided by Kairox.
 
