@@ -25,8 +25,11 @@ from typing import Any
 # conversation (0.5B, history tags on) the consolidation line costs nothing: with it
 # 4/10 right, 0 false tags, recall 10/10 and 10/10 resumed; without it 4/10, 0, 9/10,
 # 9/10. The 0.5B still files personal facts under workspace or session once such a
-# tag is in its history. Adding a workspace example made it worse (the first personal
-# fact went to workspace too: 2 of the first 6 right, stopped there).
+# tag is in its history. Without the session tag form among the three: 6/10 right
+# but 2 false tags (a recall question answered "Noted." with a session tag, in both
+# halves), recall 9/10; kept as is, since false tags are what a person pays for. Adding
+# a workspace example made it worse (the first personal fact went to workspace too: 2
+# of the first 6 right, stopped there). One run each; replies vary between runs.
 MEMORY_PROTOCOL = """\
 You are a helpful assistant with durable memory, provided by Kairox.
 
