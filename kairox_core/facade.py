@@ -29,11 +29,12 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
 from kairox_core.config import KairoxConfig, load_config, load_config_file
-from kairox_core.engines import CompactionEngine, CompactionResult, Engine
+from kairox_core.engines import CompactionEngine, CompactionResult, Engine, SynopsisWriter
 from kairox_core.errors import KairoxError, KairoxUserError, PluginError
 from kairox_core.events import Event, SessionStarted
 from kairox_core.inputs import check_session_id, check_workspace_id
@@ -77,6 +78,9 @@ class Kairox:
         )
         self.engines: tuple[Engine, ...] = self._build_engines()
         self.compaction_engine: CompactionEngine | None = self._compaction_engine()
+        self.synopsis_writer: SynopsisWriter | None = next(
+            (e for e in self.engines if isinstance(e, SynopsisWriter)), None
+        )
         self.longterm = LongTerm(self)  # kx.longterm: chunks recalled by similarity
         self.packs = Packs(self)  # kx.packs: context packs, always injected when active
         self._sessions: dict[str, Session] = {}
@@ -217,11 +221,28 @@ class Kairox:
         return self.session(session_id=session_id)
 
     def sessions(self, *, workspace: str | None = None) -> list[SessionInfo]:
+        """Every session in the database (``workspace``: that workspace's only)."""
         return self.events_store.sessions(workspace_id=workspace)
 
-    def events(self, session_id: str) -> list[Event]:
-        """The session's whole audit trail, in order."""
-        return self.events_store.read(session_id)
+    def session_info(self, session_id: str) -> SessionInfo | None:
+        """What the database knows of a session (workspace, profile), without opening a
+        handle on it; None when there is no such session."""
+        return self.events_store.get_session(session_id)
+
+    def events(
+        self,
+        session_id: str,
+        *,
+        first_seq: int | None = None,
+        last_seq: int | None = None,
+        types: Iterable[str] | None = None,
+    ) -> list[Event]:
+        """The session's audit trail, in order: the whole of it, or the seqs from
+        ``first_seq`` to ``last_seq`` (inclusive), of the event ``types`` named (class
+        names such as ``"UserMessageAdded"``)."""
+        return self.events_store.read(
+            session_id, first_seq=first_seq, last_seq=last_seq, types=types
+        )
 
     # --- compaction ------------------------------------------------------------------
 

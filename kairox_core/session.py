@@ -33,8 +33,9 @@ from kairox_core.context import (
     MemoryItem,
     edits,
 )
+from kairox_core.context.assembler import AssemblyInputs
 from kairox_core.context.history import HistoryCache, unit_from_event, with_tokens
-from kairox_core.context.recalled import recalled_turns
+from kairox_core.context.recalled import recalled_turns, search_deferred
 from kairox_core.context.sources import HistoryUnit, SummaryItem
 from kairox_core.engines import (
     AssemblyRequest,
@@ -214,20 +215,24 @@ class Session:
             assembler.counter, before_seq=before_seq, skip=state.covered_ranges()
         )
         system = self.system_prompt or self.kx.config.kairox.system_prompt
-        context = assembler.assemble(
-            prompt,
-            system_prompt=system,
-            instructions=instructions,
-            memories=self.memories(),
-            pinned=state.pinned,
-            summaries=state.summaries,
-            hits=list(hits),
-            history=history,
-            attachments=attachments,
-            after_prompt=after_prompt,
-            contributions=[c for c in contributions if c.longterm is None],
-            longterm=next((c.longterm for c in contributions if c.longterm), None),
-        )
+        inputs: AssemblyInputs = {
+            "system_prompt": system,
+            "instructions": instructions,
+            "memories": self.memories(),
+            "pinned": state.pinned,
+            "summaries": state.summaries,
+            "hits": list(hits),
+            "history": history,
+            "attachments": attachments,
+            "after_prompt": after_prompt,
+            "contributions": [c for c in contributions if c.longterm is None],
+            "longterm": next((c.longterm for c in contributions if c.longterm), None),
+        }
+        plan = assembler.plan(prompt, **inputs)
+        if plan.unsettled:  # recall skipped unindexed turns the history lacks: search again
+            await search_deferred(plan.unsettled)  # off the event loop
+            plan = assembler.plan(prompt, **inputs)
+        context = assembler.render(plan)
         self._history.trim(2 * assembler.budget)
         if report is not None:
             layer = context.trace.layer("retrieval")
@@ -277,6 +282,7 @@ class Session:
             raise InvalidInputError(problem)
         await self._lock.acquire()
         try:
+            atts = await self._with_synopses(atts)
             context, used_hits, contributions = await self._assemble(
                 prompt, attachments=atts, instructions=instructions, hits=hits
             )
@@ -306,6 +312,21 @@ class Session:
             instructions=tuple(instructions),
             attachments=atts,
         )
+
+    async def _with_synopses(self, atts: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
+        """The attachments, each long document with the synopsis older turns and
+        summaries carry (``SynopsisWriter``, the compaction engine's), written once,
+        now: the stored message then renders the same in every later turn."""
+        writer = self.kx.synopsis_writer
+        if writer is None:
+            return atts
+        out = []
+        for att in atts:
+            if att.get("kind") == "document" and "synopsis" not in att:
+                extra = await writer.synopsis(self, att)
+                att = {**att, **extra} if extra else att
+            out.append(att)
+        return tuple(out)
 
     def begin_turn_sync(
         self, prompt: str, attachments: Sequence[Mapping[str, Any]] | None = None, **kw: Any

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from llama_index.core.schema import NodeWithScore
 
-from kairox_core import Kairox, hookimpl
-from kairox_core.config import KairoxConfig
+from kairox_core import Kairox, KairoxConfig, hookimpl
 from kairox_core.retrieval import RetrievalHit, RetrieverUnavailable
 from kairox_llamaindex import KairoxRetriever, KairoxSearchError
 
