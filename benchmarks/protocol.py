@@ -21,7 +21,11 @@ apart as ``held_out``). Also reported: replies whose visible text (tags stripped
 empty, tokens/s of generation, seconds to the first token, peak RSS. Goal (issue 18):
 >= 4/5 tags, 0 false, recall right, streaming visibly on 2 cores.
 
+The multi-turn mode (``--conversation``, issue 28) runs one 30-turn session per model
+and history setting instead (``benchmarks/conversation.py`` says what it scores):
+
     nice python benchmarks/protocol.py [--models a,b] [--json] [--show]
+    nice python benchmarks/protocol.py --conversation [--history-tags off,on] [--models a,b]
 """
 
 from __future__ import annotations
@@ -192,6 +196,43 @@ async def run_model(name: str, system: str | None = None) -> dict[str, Any]:
     }
 
 
+CONVERSATION_MAX_TOKENS = 80  # a reply in the conversation: a short answer or a tag
+
+
+async def run_conversation(name: str, history_tags: bool, system: str | None) -> dict[str, Any]:
+    """One model, one history setting: the 30-turn conversation and its resumption."""
+    import conversation
+
+    from kairox_core.config import ProviderConfig
+    from kairox_llamacpp.provider import LlamaCppProvider
+
+    def provider() -> Any:
+        return LlamaCppProvider.from_config(
+            ProviderConfig(id="bench", kind="llamacpp", model=name, seed=0, temperature=0.0)
+        )
+
+    config = conversation.chat_config(
+        history_tags=history_tags, reserve=CONVERSATION_MAX_TOKENS, system_prompt=system
+    )
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        opener = conversation.engine_opener(config, Path(tmp) / "kairox.db", provider)
+        records = await conversation.converse(
+            opener,
+            on_turn=lambda r: print(
+                f"[{r.kind}] {r.prompt} -> {r.text!r} {r.tags}", file=sys.stderr
+            ),
+        )
+    return {
+        "model": name,
+        "history_tags": history_tags,
+        **conversation.score(records),
+        "seconds": round(time.perf_counter() - start),
+        "peak_rss_mb": _peak_rss_mb(),
+        "turns": conversation.records_json(records),
+    }
+
+
 def _peak_rss_mb() -> int | None:
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
@@ -210,16 +251,32 @@ def main() -> None:
     parser.add_argument(
         "--prompt", help="a file holding another system prompt to compare (default: built-in)"
     )
+    parser.add_argument(
+        "--conversation", action="store_true", help="the 30-turn conversation mode (issue 28)"
+    )
+    parser.add_argument(
+        "--history-tags",
+        default="off,on",
+        help="conversation mode: [memory] history_tags settings to run (off,on)",
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)  # the child process: one model
+    parser.add_argument("--tags-on", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     system = Path(args.prompt).read_text() if args.prompt else None
     if args.one:
-        print(json.dumps(asyncio.run(run_model(args.one, system))))
+        if args.conversation:
+            result = asyncio.run(run_conversation(args.one, args.tags_on, system))
+        else:
+            result = asyncio.run(run_model(args.one, system))
+        print(json.dumps(result))
         return
 
     from kairox_llamacpp import models
 
     names = args.models.split(",") if args.models else [m.name for m in models.installed()]
+    if args.conversation:
+        converse_all(names, args.history_tags.split(","), args.prompt, args.json, args.show)
+        return
     results = []
     for name in names:
         child = subprocess.run(
@@ -257,6 +314,49 @@ def main() -> None:
             for kind, replies in r["replies"].items():
                 for reply in replies if isinstance(replies, list) else [replies]:
                     print(f"  [{kind}] {reply['prompt']}\n    -> {reply['raw']!r}")
+
+
+def converse_all(
+    names: list[str], settings: list[str], prompt: str | None, as_json: bool, show: bool
+) -> None:
+    """Each (model, history setting) in its own process; a table or JSON of the scores."""
+    results = []
+    for name in names:
+        for setting in settings:
+            child = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--conversation",
+                    "--one",
+                    name,
+                    *(["--tags-on"] * (setting == "on")),
+                    *(["--prompt", prompt] * bool(prompt)),
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            if child.returncode != 0:
+                print(f"{name} (history_tags {setting}): failed", file=sys.stderr)
+                continue
+            results.append(json.loads(child.stdout.strip().splitlines()[-1]))
+    if as_json:
+        print(json.dumps(results, indent=2))
+        return
+    print(
+        f"{'model':30} {'history tags':>12} {'right':>6} {'untagged':>8} {'unflagged':>9} "
+        f"{'false':>5} {'recall':>6} {'resumed':>7} {'s':>5}"
+    )
+    for r in results:
+        print(
+            f"{r['model']:30} {'on' if r['history_tags'] else 'off':>12} "
+            f"{r['tags_ok']:>3}/{r['tags_asked']:<2} {r['untagged']:>8} {r['unflagged']:>9} "
+            f"{r['false_tags']:>5} {r['recall_ok']:>3}/{r['recall_asked']:<2} "
+            f"{r['resumed_ok']:>4}/{r['resumed_asked']:<2} {r['seconds']:>5}"
+        )
+        if show:
+            for t in r["turns"]:
+                print(f"  [{t['kind']}] {t['prompt']}\n    -> {t['text']!r} {t['tags']}")
 
 
 if __name__ == "__main__":

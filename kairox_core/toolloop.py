@@ -133,6 +133,21 @@ def accepts_tools(provider: ModelProvider) -> bool:
         return False
 
 
+async def tool_limitation(provider: ModelProvider) -> str | None:
+    """Why the provider's model cannot call tools, None when it can.
+
+    A provider whose ``stream`` takes no ``tools=`` cannot. One that takes them may
+    still depend on its model (a local model's chat template): it says so with an
+    optional ``async tool_limitation() -> str | None`` (kairox-llamacpp has one)."""
+    if not accepts_tools(provider):
+        return f"provider {provider.name} cannot call tools"
+    ask = getattr(provider, "tool_limitation", None)
+    if ask is None:
+        return None
+    reason: str | None = await ask()
+    return reason
+
+
 async def run_model_turn(
     turn: Turn,
     provider: ModelProvider,
@@ -152,11 +167,14 @@ async def run_model_turn(
     layer with the loop's own. Model errors end the loop and come back in ``.error``
     (the caller decides between ``turn.abort()`` and ``turn.complete()``)."""
     out = ToolLoopResult(notes=list(notes))
-    offered = list(tools) if tools and accepts_tools(provider) else []
-    if tools and not offered:
-        out.notes.append(
-            f"provider {provider.name} cannot call tools; {len(tools)} tool(s) not offered"
-        )
+    try:
+        refused = await tool_limitation(provider) if tools else None
+    except KairoxError as exc:  # the model cannot start: the same error the call would give
+        out.error = str(exc)
+        return out
+    offered = list(tools) if tools and refused is None else []
+    if refused is not None:
+        out.notes.append(f"{refused}; {len(tools)} tool(s) not offered")
     by_name = {t.name: t for t in offered}
     schemas = [t.schema() for t in offered]
     _annotate(turn, out, offered)

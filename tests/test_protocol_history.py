@@ -201,11 +201,18 @@ def test_the_built_in_prompt_files_personal_facts_under_user_and_consolidates() 
     assert "Related facts told together go into one tag" in MEMORY_PROTOCOL
 
 
-async def test_by_default_history_holds_the_clean_text(tmp_path: Path, kairox_home: Path) -> None:
-    """``[memory] history_tags`` is off by default: the default local model degrades when
-    it reads its own tags back (docs/memory.md), so history holds what people see."""
+async def test_by_default_history_keeps_the_tags(tmp_path: Path, kairox_home: Path) -> None:
+    """``[memory] history_tags`` is on by default (benchmarks/protocol.py --conversation:
+    the default model tags far more requests with it); off, history holds what people see."""
     config = parse_config({"profiles": {"default": {"context_window": 4096, "reserve": 512}}})
-    engine = ChatEngine.open(config, tmp_path / "k.db", provider=ScriptedProvider([MARKED]))
+    assert config.memory.history_tags is True
+    off = parse_config(
+        {
+            "profiles": {"default": {"context_window": 4096, "reserve": 512}},
+            "memory": {"history_tags": False},
+        }
+    )
+    engine = ChatEngine.open(off, tmp_path / "k.db", provider=ScriptedProvider([MARKED]))
     await engine.run_turn("I like window seats", lambda _: None)
     (reply,) = replies_of(engine)
     assert reply.text == "Noted." and reply.model_text is None

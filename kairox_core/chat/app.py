@@ -136,6 +136,19 @@ class ChatApp(App[str]):
         self.note(e.provider_note)
         self.show_history()
         self.query_one("#prompt", Input).focus()
+        self.tell_tool_notice()
+
+    @work(group="tool-notice")
+    async def tell_tool_notice(self) -> None:
+        """Before the turn: the profile's tools the model is not offered (checking it may
+        load the model, so the chat is usable meanwhile)."""
+        try:
+            notice = await self.engine.tool_notice()
+        except KairoxError as exc:  # the model does not start: the first turn says it too
+            self.note(str(exc), "error")
+            return
+        if notice:
+            self.note(notice, "error")
 
     def note(self, text: str, role: str = "note") -> ChatMessage:
         message = ChatMessage(role, text)

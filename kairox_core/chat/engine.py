@@ -32,7 +32,7 @@ from kairox_core.prompt import front_end_system_prompt
 from kairox_core.providers.base import ModelProvider
 from kairox_core.providers.resolve import build_provider, choose_provider
 from kairox_core.results import TurnResult
-from kairox_core.toolloop import Tool, ToolStep, run_model_turn
+from kairox_core.toolloop import Tool, ToolStep, run_model_turn, tool_limitation
 
 COMPACTION_EVENTS = (
     ContextCompactionStarted,
@@ -258,6 +258,24 @@ class ChatEngine:
         if outcome.acknowledgement:
             on_text(outcome.acknowledgement)
         return outcome
+
+    async def tool_notice(self) -> str:
+        """What the person must know before a turn when the profile has MCP tools the
+        model cannot call ("" when it can, or there are none): the front ends show it
+        first, so a reply such as "Created." is not mistaken for a tool's work."""
+        servers = self.config.mcp_servers_for(self.profile)
+        if self.toolbox is None and servers and not self._own_toolbox:
+            names = ", ".join(s.id for s in servers)
+            return (
+                f"this front end does not start MCP servers: the tools of {names} are not offered"
+            )
+        tools, _ = await self._tools()
+        if not tools:
+            return ""
+        reason = await tool_limitation(self.provider)
+        if reason is None:
+            return ""
+        return f"{reason}: the {len(tools)} tool(s) of the MCP servers are not offered to it"
 
     async def _tools(self) -> tuple[list[Tool], list[str]]:
         """The toolbox's tools; a toolbox that cannot work is a note, never a failed turn."""

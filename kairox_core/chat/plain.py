@@ -78,6 +78,7 @@ class PlainChat:
             f"{e.provider_note}"
         )
         try:
+            await self.tell_tool_notice()
             for number, raw in enumerate(self.stdin, start=1):
                 line, replaced = valid_text(raw.rstrip("\n"))
                 if not line.strip():
@@ -96,6 +97,16 @@ class PlainChat:
         finally:
             self.say(resume_hint(e.session_id, self.resume_args))
         return 1 if self.failures else 0
+
+    async def tell_tool_notice(self) -> None:
+        """Before the first turn: the profile's tools the model is not offered."""
+        try:
+            notice = await self.engine.tool_notice()
+        except KairoxError as exc:  # the model does not start: the first turn says it too
+            self.say(f"error: {exc}")
+            return
+        if notice:
+            self.say(notice)
 
     async def turn(self, prompt: str) -> None:
         waiting = self._thinking()

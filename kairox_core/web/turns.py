@@ -57,8 +57,12 @@ async def stream_turn(
     """``(event, data)`` pairs: ``delta`` texts as they arrive (already cleaned), then
     ``trace``, ``proposal`` / ``accepted`` / ``compaction`` for what the turn recorded,
     and ``done`` (or ``error``, whose ``kind`` names the error's class; an error of the
-    database also carries the HTTP ``status`` it means: the turn could not be recorded)."""
+    database also carries the HTTP ``status`` it means: the turn could not be recorded).
+    A ``notice`` comes first when the profile has tools the model is not offered."""
     queue: asyncio.Queue[str | None] = asyncio.Queue()
+    notice = await engine.tool_notice()
+    if notice:  # before the answer, so it is not read as a tool's work
+        yield "notice", {"message": notice}
 
     async def run() -> TurnOutcome:
         try:

@@ -347,7 +347,8 @@ async function send(prompt) {
       throw new Error(typeof detail === "string" ? detail : JSON.stringify(detail));
     }
     for await (const [name, data] of sseEvents(r)) {
-      if (name === "delta") { thinking.remove(); answer.body.textContent += data.text; }
+      if (name === "notice") answer.node.before(el("div", { class: "note tools-notice" }, data.message));
+      else if (name === "delta") { thinking.remove(); answer.body.textContent += data.text; }
       else if (name === "trace") { trace = data; answer.node.append(traceView(data)); }
       else if (name === "proposal") $("#messages").append(proposalCard(data));
       else if (name === "accepted") answer.node.append(el("div", { class: "note" }, `noted for this session: ${data.payload.key || ""} ${data.payload.body}`));

