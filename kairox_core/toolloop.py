@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -125,12 +124,9 @@ class ToolLoopResult:
 
 
 def accepts_tools(provider: ModelProvider) -> bool:
-    """Whether the provider's ``stream`` takes ``tools=`` (a ``ToolCallingProvider``);
-    checked on the signature, since a runtime protocol check ignores parameters."""
-    try:
-        return "tools" in inspect.signature(provider.stream).parameters
-    except (TypeError, ValueError):
-        return False
+    """Whether the provider declares ``tools`` (a ``ToolCallingProvider``; the claim is
+    checked once, when the provider is built: kairox_core/capabilities.py)."""
+    return provider.capabilities.tools
 
 
 async def run_model_turn(

@@ -48,6 +48,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kairox_core.capabilities import ann_graph, term_stats
 from kairox_core.compaction.base import history_items
 from kairox_core.compaction.recall_rank import arrange_recalled
 from kairox_core.context.recalled import (
@@ -208,9 +209,9 @@ class Recall(Engine):
         awaits it; the next search's catch-up retries, indexing is idempotent)."""
         try:
             changed = self.catch_up(session)
-            refresh = getattr(self.index(session), "refresh_term_stats", None)
-            if changed and callable(refresh):  # the keyword counts, once grown by a quarter
-                refresh()
+            stats = term_stats(self.index(session))
+            if changed and stats is not None:  # the keyword counts, once grown by a quarter
+                stats.refresh_term_stats()
             return changed
         except Exception:  # retried by the next search
             log.warning("recall: background indexing failed; retried next turn", exc_info=True)
@@ -284,10 +285,11 @@ class Recall(Engine):
             if top > 0:
                 self.kx.events_store.set_indexed_stretch(session.id, 0, top)
             index = self.index(session)
-            for name in ("refresh_term_stats", "build_ann"):  # the keyword counts, a large
-                step = getattr(index, name, None)  # space's ANN graph: now, not in a search
-                if callable(step):
-                    step()
+            stats, graph = term_stats(index), ann_graph(index)
+            if stats is not None:  # the keyword counts, and a large space's ANN graph:
+                stats.refresh_term_stats()  # now, not inside a search
+            if graph is not None:
+                graph.build_ann()
             return changed
 
     def _catch_up(self, session: Session) -> int:

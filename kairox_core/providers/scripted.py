@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kairox_core.capabilities import ProviderCapabilities
 from kairox_core.config import ProviderConfig
 from kairox_core.providers.base import ChatChunk, ChatResult, Message, TokenUsage, collect
 from kairox_core.providers.options import parse_options
@@ -30,6 +31,8 @@ class ScriptedOptions(BaseModel):
 
 class ScriptedProvider:
     """Answers each call with the next reply (or ``reply_fn(messages)``)."""
+
+    capabilities = ProviderCapabilities()
 
     def __init__(
         self,

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.errors import KairoxError
 
 
@@ -42,6 +43,12 @@ class WorkspaceRetriever(Protocol):
     """
 
     name: str
+
+    @property
+    def capabilities(self) -> RetrieverCapabilities:
+        """What it supports beyond this protocol (``index_files``: an
+        ``IndexableRetriever``)."""
+        ...
 
     async def retrieve(
         self, query: str, k: int, filters: Mapping[str, Any] | None = None

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kairox_core.capabilities import IndexCapabilities, RetrieverCapabilities, empty_probe
 from kairox_core.errors import KairoxUserError
 from kairox_core.retrieval import ann
 from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit, RetrieverError
@@ -235,6 +236,8 @@ def pack_vector(vector: Sequence[float]) -> bytes:
 
 class WorkspaceRagIndex:
     """The workspace's documents, searchable by keyword, vector or both (hybrid)."""
+
+    capabilities = IndexCapabilities(term_stats=True, ann=True, empty_probe=True, files=True)
 
     def __init__(
         self,
@@ -1056,6 +1059,7 @@ class WorkspaceIndexRetriever:
     """A space's index (any ``WorkspaceIndex``) as a ``WorkspaceRetriever``."""
 
     kind = "workspace"
+    capabilities = RetrieverCapabilities()
 
     def __init__(self, index: WorkspaceIndex, *, name: str = SOURCE, mode: str = "hybrid") -> None:
         self.index = index
@@ -1067,8 +1071,8 @@ class WorkspaceIndexRetriever:
     ) -> list[RetrievalHit]:
         from kairox_core.retrieval.threads import run_blocking
 
-        probe = getattr(self.index, "surely_empty", None)  # a chat's workspace: no files
-        if probe is not None and probe():  # found on the loop: no thread hop for nothing
+        probe = empty_probe(self.index)  # a chat's workspace: no files, found on the
+        if probe is not None and probe.surely_empty():  # loop: no thread hop for nothing
             return []
         return await run_blocking(self.index.search, query, k, self.mode, filters)
 

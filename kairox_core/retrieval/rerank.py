@@ -59,11 +59,11 @@ def rerank(
 
 def load_reranker(name: str, options: Mapping[str, Any] | None = None) -> Reranker:
     """A registered reranker built with ``options``; one per (factory, options) per process."""
-    from kairox_core.plugins import get_plugins
+    from kairox_core.plugins import RERANKERS, get_plugins
     from kairox_core.retrieval.warm import options_key, warm
 
     opts = dict(options or {})
-    reg = get_plugins().get("rerankers", name, context="profiles.<name>.reranker")
+    reg = get_plugins().get(RERANKERS, name, context="profiles.<name>.reranker")
     try:
         reranker = warm(
             ("rerankers", name, reg.factory, options_key(opts)), lambda: reg.factory(**opts)

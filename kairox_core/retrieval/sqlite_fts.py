@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.retrieval.base import (
     IndexProgress,
     IndexReport,
@@ -48,6 +49,8 @@ class SqliteFtsRetriever:
     """bm25 over one SQLite table; also an ``IndexableRetriever`` for ``kairox kb index``."""
 
     kind = "sqlite_fts"
+
+    capabilities = RetrieverCapabilities(index_files=True)
 
     def __init__(self, name: str, options: SqliteFtsOptions, *, timeout: float = 10.0) -> None:
         self.name = name

@@ -12,6 +12,7 @@ import pytest
 from llama_index.core.schema import NodeWithScore
 
 from kairox_core import Kairox, hookimpl
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.config import KairoxConfig
 from kairox_core.retrieval import RetrievalHit, RetrieverUnavailable
 from kairox_llamaindex import KairoxRetriever, KairoxSearchError
@@ -21,6 +22,8 @@ TEA = "Green tea is brewed at 80 degrees for two minutes. Black tea wants boilin
 
 class StaticKB:
     """A knowledge base with one fixed passage, or one that is down."""
+
+    capabilities = RetrieverCapabilities()
 
     def __init__(self, name: str, fail: bool, seen: list[Any]) -> None:
         self.name, self.fail, self.seen = name, fail, seen

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kairox_core.capabilities import ProviderCapabilities
 from kairox_core.config import ProviderConfig
 from kairox_core.providers.base import (
     ChatChunk,
@@ -137,6 +138,8 @@ def running_servers() -> int:
 
 class LlamaCppProvider:
     """A chat model in a GGUF file, served by an in-process llama.cpp server."""
+
+    capabilities = ProviderCapabilities()  # tools: not offered to llama-server
 
     def __init__(
         self,

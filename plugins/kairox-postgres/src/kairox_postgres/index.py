@@ -64,6 +64,7 @@ from kairox_core.store.indexing import (
     weightless_floor,
     with_context,
 )
+from kairox_core.store.protocol import IndexCapabilities
 from kairox_postgres.db import PgDatabase
 
 # hnsw.ef_search: twice the rows a query asks for (on SciFact with the hashing backend,
@@ -135,6 +136,8 @@ def _vector_text(vector: Sequence[float]) -> str:
 
 class PgWorkspaceIndex:
     """One space's index (a workspace, or a session's recall) on the shared database."""
+
+    capabilities = IndexCapabilities(files=True)
 
     def __init__(
         self,
