@@ -11,6 +11,7 @@ and what is missing, not with an ``AttributeError`` deep inside a turn.
 The typed accessors (``term_stats(index)``, ``ann_graph(index)``, ...) give the
 capability's protocol when declared and ``None`` otherwise, so a caller neither probes
 nor casts. This module imports only ``kairox_core.errors``: every layer may use it.
+(``indexable(retriever)`` lives beside ``IndexableRetriever`` in retrieval/base.py.)
 """
 
 from __future__ import annotations
@@ -21,12 +22,9 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from kairox_core.errors import PluginError
-
-if TYPE_CHECKING:
-    from kairox_core.retrieval.base import IndexableRetriever
 
 T = TypeVar("T")
 
@@ -250,11 +248,6 @@ class _HasIndexCaps(Protocol):
     def capabilities(self) -> IndexCapabilities: ...
 
 
-class _HasRetrieverCaps(Protocol):
-    @property
-    def capabilities(self) -> RetrieverCapabilities: ...
-
-
 class _HasLongTermCaps(Protocol):
     @property
     def capabilities(self) -> LongTermCapabilities: ...
@@ -274,10 +267,6 @@ def empty_probe(index: _HasIndexCaps) -> EmptyProbe | None:
 
 def file_index(index: _HasIndexCaps) -> FileIndex | None:
     return cast(FileIndex, index) if index.capabilities.files else None
-
-
-def indexable(retriever: _HasRetrieverCaps) -> IndexableRetriever | None:
-    return cast("IndexableRetriever", retriever) if retriever.capabilities.index_files else None
 
 
 def when_free(store: _HasLongTermCaps) -> WhenFree | None:
@@ -300,7 +289,6 @@ __all__ = [
     "ann_graph",
     "empty_probe",
     "file_index",
-    "indexable",
     "term_stats",
     "verify",
     "when_free",

@@ -23,14 +23,10 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from kairox_core.compaction.base import CompactionStrategy
-    from kairox_core.config import KairoxConfig
-    from kairox_core.engines import Engine
     from kairox_core.events import Event
-    from kairox_core.facade import Kairox
     from kairox_core.memory.base import MemoryStore
     from kairox_core.providers.base import ModelProvider
-    from kairox_core.retrieval.base import EmbeddingBackend, WorkspaceRetriever
-    from kairox_core.retrieval.rerank import Reranker
+    from kairox_core.retrieval.base import EmbeddingBackend, Reranker, WorkspaceRetriever
     from kairox_core.store.protocol import Storage
 
 hookspec = pluggy.HookspecMarker("kairox")
@@ -48,9 +44,11 @@ class Registrar(Protocol[F_contra]):
 
 
 class CompactionStrategyFactory(Protocol):
-    """``factory(config=, profile=)`` -> the strategy ``[compaction] strategy`` names."""
+    """``factory(config=KairoxConfig, profile=str | None)`` -> the strategy ``[compaction]
+    strategy`` names (``config`` is left open here: the configuration module imports the
+    plugin host, so naming it would close an import circle)."""
 
-    def __call__(self, *, config: KairoxConfig, profile: str | None) -> CompactionStrategy: ...
+    def __call__(self, *, config: Any, profile: str | None) -> CompactionStrategy: ...
 
 
 # What each registry's factories are. Where a registration may carry an options model,
@@ -64,8 +62,10 @@ EmbeddingBackendFactory = Callable[..., "EmbeddingBackend"]
 RetrieverFactory = Callable[..., "WorkspaceRetriever"]
 # factory(config: ProviderConfig[, options=Model]) -> ModelProvider
 ModelProviderFactory = Callable[..., "ModelProvider"]
-# factory(kx: Kairox) -> Engine
-EngineFactory = Callable[["Kairox"], "Engine"]
+# factory(kx: Kairox) -> Engine. Typed loosely on purpose: this module sits below the
+# facade and the engines, and naming them here would close an import circle; the facade
+# checks that each product is an ``Engine`` when it builds it.
+EngineFactory = Callable[[Any], object]
 # factory(target: str) -> Storage (a path or a URL)
 StorageFactory = Callable[[str], "Storage"]
 # factory(**reranker_options) -> Reranker

@@ -20,7 +20,6 @@ from kairox_core.capabilities import (
     ann_graph,
     empty_probe,
     file_index,
-    indexable,
     term_stats,
     verify,
     when_free,
@@ -39,7 +38,7 @@ from kairox_core.plugins import (
 )
 from kairox_core.providers.base import ChatChunk, ChatResult
 from kairox_core.providers.resolve import build_provider
-from kairox_core.retrieval.base import RetrievalHit
+from kairox_core.retrieval.base import RetrievalHit, indexable
 from kairox_core.retrieval.selection import build_knowledge_base
 from kairox_core.store.sqlite_storage import SqliteStorage
 from kairox_core.toolloop import accepts_tools

@@ -14,10 +14,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kairox_core.capabilities import FileIndex, file_index, indexable, term_stats, verify
+from kairox_core.capabilities import FileIndex, file_index, term_stats, verify
 from kairox_core.cli.context import CliContext, FilePath, pass_cli
 from kairox_core.errors import KairoxUserError
-from kairox_core.retrieval.base import IndexReport, RetrievalHit
+from kairox_core.retrieval.base import IndexReport, RetrievalHit, indexable
 from kairox_core.retrieval.composite import SourceReport
 from kairox_core.sync import run_sync
 

@@ -13,21 +13,13 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from kairox_core.errors import KairoxUserError
+from kairox_core.retrieval.base import Reranker as Reranker  # its home before base.py
 from kairox_core.retrieval.base import RetrievalHit
 
 DEFAULT_TOP_N = 20
-
-
-@runtime_checkable
-class Reranker(Protocol):
-    """Scores passages against a query; higher is better. Implementations batch."""
-
-    name: str
-
-    def score(self, query: str, texts: Sequence[str]) -> list[float]: ...
 
 
 def rerank(

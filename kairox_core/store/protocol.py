@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     import threading
 
     from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit
-    from kairox_core.retrieval.index import DocumentInput, WorkspaceIndexRetriever
+    from kairox_core.retrieval.documents import DocumentInput
+    from kairox_core.retrieval.index_search import WorkspaceIndexRetriever
 
 
 @runtime_checkable
