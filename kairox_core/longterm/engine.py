@@ -83,8 +83,8 @@ class LongTermEngine(Engine):
         """The active packs and the chunks for ``request.prompt``, as one ``longterm``
         contribution: the assembler counts the packs with the mandatory parts and fits
         the chunks within ``[longterm] share`` (embedding and k-NN run off the loop, on a
-        reused daemon thread: the loop's default executor starts one on a new loop's first
-        turn, ~0.5 ms of a cold turn)."""
+        reused daemon thread: the loop's default executor would start a thread on a new
+        loop's first turn, a cost a cold turn would pay)."""
         if self._surely_nothing(session, request.profile):
             ctx = LongTermContext()  # what context_for gives then, without the thread hop
         else:

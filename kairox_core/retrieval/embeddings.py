@@ -3,8 +3,8 @@
 ``HashingEmbedding`` needs no model and no dependency: word unigrams and bigrams and
 character n-grams are hashed (``zlib.crc32``, stable across processes, unlike
 ``hash()``) into a signed vector, which is L2-normalised. A batch is summed with
-numpy (one ``bincount``): in pure Python it cost ~0.3 ms a text, paid each turn by
-recall's indexing of the last turn and by every query. It is the embedded default,
+numpy (one ``bincount``) rather than in Python, since it is paid each turn by recall's
+indexing of the last turn and by every query. It is the embedded default,
 so a fresh install searches by meaning-ish similarity with nothing downloaded.
 """
 

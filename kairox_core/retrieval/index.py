@@ -214,7 +214,7 @@ class WorkspaceRagIndex(IndexSearch):
 
     def _has_vec_table(self, table: str) -> bool:
         """Whether ``table`` exists; a yes is remembered per connection (vector tables
-        are never dropped, and the schema lookup scans sqlite_master: ~0.2 ms)."""
+        are never dropped, and the schema lookup scans sqlite_master)."""
         key = (id(self.conn), table)
         if _known_tables.get(key) is self.conn:
             return True
@@ -230,7 +230,7 @@ class WorkspaceRagIndex(IndexSearch):
 
     def surely_empty(self) -> bool:
         """True when the space has no chunk, found without waiting: the probe (one index
-        lookup, ~10 us) runs only if the connection's lock is free at once, so the event
+        lookup) runs only if the connection's lock is free at once, so the event
         loop can ask it without waiting behind a writer; False when busy (search then)."""
         from kairox_core.retrieval.threads import if_free
 

@@ -73,7 +73,7 @@ def metadata_json(metadata: Mapping[str, Any]) -> str:
 
 def mean_vector(vectors: Sequence[Sequence[float]]) -> list[float]:
     """The normalised sum of normalised vectors (cosine-equivalent to the mean).
-    Element-wise in numpy (it was ~0.2 ms a chunk in Python, paid each turn); each
+    Element-wise in numpy (it is paid for every chunk with context, each turn); each
     norm's sum of squares stays Python's ``sum`` in order, so the floats are the ones
     the pure-Python loop gave (tests/test_mean_vector.py)."""
     import numpy as np  # (not at import: a search-only process may never write)

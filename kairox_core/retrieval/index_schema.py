@@ -92,7 +92,7 @@ MIGRATIONS = [
     ann.LOG_SCHEMA,
     # 5: a chunk's document and space from a small covering index: the ANN's ~100 results
     # and the keyword ranking's rows are mapped to their documents by id every search
-    # (from the table itself each lookup read a page of chunk text: ~3x slower)
+    # (from the table itself each lookup read a page of chunk text)
     "CREATE INDEX rag_chunks_owner ON rag_chunks(id, document_id, workspace_id);",
     # 6: the common keyword terms' counts, stored by bulk and background indexing so a
     # query does not count them (keyword_terms.py)

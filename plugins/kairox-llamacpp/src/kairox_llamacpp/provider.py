@@ -77,7 +77,7 @@ _servers_lock = threading.Lock()
 
 def _import_xllamacpp(name: str) -> Any:
     # libgomp reads this when llama.cpp loads: its default (spinning worker threads)
-    # collapsed generation to under 1.5 tokens/s on a busy 2-core machine.
+    # collapsed generation on a busy 2-core machine (docs/results.md).
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import xllamacpp
