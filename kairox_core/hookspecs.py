@@ -171,7 +171,8 @@ def kairox_register_engines(register: EngineRegistrar) -> None:
     (``kairox_core.engines``): ``before_assembly`` (contribute context),
     ``after_turn`` and ``on_compacted``; subclass ``Engine`` for do-nothing defaults.
     Built once per ``Kairox``, in registration order. The built-in ``compaction``
-    (which also serves ``session.compact()``) and ``recall`` engines are registered here.
+    (which also serves ``session.compact()``), ``recall`` and ``longterm`` engines are
+    registered here.
     """
 
 

@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from kairox_core.store.indexing import metadata_json, migrate_sqlite_index, pack_vector
-from kairox_postgres.db import PgDatabase
 from kairox_postgres.index import _vector_text, fts5_terms, insert_postings
 
 BATCH = 1000
@@ -49,7 +48,7 @@ _CHUNK_COLUMNS = (
 
 
 def _is_sqlite(side: Any) -> bool:
-    return not isinstance(side, PgDatabase)
+    return bool(side.sqlite)  # each side of a copy says which it is (copy.py)
 
 
 def _sqlite_has_index(conn: Any) -> bool:
