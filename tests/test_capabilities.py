@@ -267,3 +267,19 @@ def test_the_registries_are_read_through_typed_categories(kairox_home: Path) -> 
     assert host.get(STORAGE, "sqlite").factory.__name__ == "_open"
     assert "openai" in host.names(MODEL_PROVIDERS) and "sqlite_fts" in host.names(RETRIEVERS)
     assert list(host.registry(ENGINES)) == list(host.registry("engines"))
+
+
+def test_every_capability_is_documented_in_hooks_md() -> None:
+    import dataclasses
+    import re
+
+    from kairox_core.capabilities import REQUIRES
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "hooks.md").read_text()
+    section = re.search(r"^### Declared capabilities\n(.*?)(?=^##)", text, re.M | re.S)
+    assert section is not None, "docs/hooks.md has no 'Declared capabilities' section"
+    for caps, fields in REQUIRES.items():
+        assert f"`{caps.__name__}`" in section.group(1), caps.__name__
+        assert {f.name for f in dataclasses.fields(caps)} == set(fields), caps.__name__
+        for name in fields:
+            assert f"`{name}`" in section.group(1), f"{caps.__name__}.{name} is not documented"
