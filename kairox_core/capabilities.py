@@ -212,12 +212,10 @@ def verify(obj: T, what: str) -> T:
             "give the class a `capabilities` attribute (kairox_core.capabilities), e.g. "
             "`capabilities = IndexCapabilities()` when it supports nothing optional"
         )
-    claimed = _claimed(caps, what)
     key = (cls, caps)
-    with _verified_lock:
-        if key in _verified:
-            return obj
-    for name, names in claimed:
+    if type(caps) in REQUIRES and key in _verified:  # checked before: a set lookup
+        return obj
+    for name, names in _claimed(caps, what):
         missing = _missing(obj, names)
         if name == "tools" and not missing:
             missing = [f"{m}(tools=...)" for m in names if not _takes_tools(getattr(obj, m))]
