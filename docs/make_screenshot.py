@@ -2,9 +2,12 @@
 
 ``chat.svg``: a `kairox chat` session with a memory card. ``memory-view.svg``: the
 Memory view after a compaction, its ``[Summary]`` card expanded to the original
-messages. Both run against a scripted model (no network, no model file):
-    python docs/make_screenshot.py            # both
-    python docs/make_screenshot.py memory     # one of: chat, memory
+messages. ``chat-stream.svg``: the chat itself after ``/compact``, the range one opened
+``[Summary]`` card, then a PDF sent with ``/attach``. ``chat-remember.svg``: Remember
+this (ctrl+r) choosing a line of an answer. All run against a scripted model (no
+network, no model file):
+    python docs/make_screenshot.py            # all
+    python docs/make_screenshot.py memory     # one of: chat, memory, stream, remember
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import asyncio
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from textual.widgets import Input
 
@@ -91,7 +95,76 @@ async def memory_view() -> None:
     print(f"wrote {MEMORY_OUT}")
 
 
-SHOTS = {"chat": chat, "memory": memory_view}
+STREAM_OUT = IMAGES / "chat-stream.svg"
+REMEMBER_OUT = IMAGES / "chat-remember.svg"
+REPORT_REPLY = "Q3 revenue rose 12 percent while costs fell 4 percent.\nThe board meets on 14 Nov."
+
+
+def stream_engine(tmp: str) -> ChatEngine:
+    config = parse_config(
+        {
+            "compaction": {"keep_recent_exchanges": 1},
+            "retrieval": {"workspace_index": False},
+        }
+    )
+    replies = [*(reply for _, reply in MEMORY_TURNS), REPORT_REPLY]
+    engine = ChatEngine.open(config, Path(tmp) / "k.db", provider=ScriptedProvider(replies))
+    engine.provider_note = "model: scripted demo replies (docs/make_screenshot.py)"
+    return engine
+
+
+async def type_line(app: ChatApp, pilot: Any, line: str) -> None:
+    app.query_one("#prompt", Input).value = line
+    await pilot.press("enter")
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def stream() -> None:
+    """Three turns and /compact: one [Summary] card, opened; then /attach q3-report.pdf."""
+    from kairox_core.chat.stream_summary import ChatSummaryCard
+    from kairox_core.testing.files import pdf_with
+
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "q3-report.pdf"
+        report.write_bytes(pdf_with(["Q3 revenue rose 12 percent.", "Costs fell 4 percent."]))
+        engine = stream_engine(tmp)
+        app = ChatApp(engine)
+        async with app.run_test(size=(150, 44)) as pilot:
+            for prompt, _ in MEMORY_TURNS:
+                await type_line(app, pilot, prompt)
+            await type_line(app, pilot, "/compact")
+            await type_line(app, pilot, f"/attach {report}")
+            await type_line(app, pilot, "What does the report say?")
+            card = app.query_one(ChatSummaryCard)
+            card.focus()
+            await pilot.press("enter")  # open it, as a person checking it would
+            await pilot.pause()
+            app.save_screenshot(filename=STREAM_OUT.name, path=str(STREAM_OUT.parent))
+        await engine.close()
+    print(f"wrote {STREAM_OUT}")
+
+
+async def remember() -> None:
+    """ctrl+r on the newest answer: its lines offered, one to keep in long-term memory."""
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = stream_engine(tmp)
+        engine.provider = ScriptedProvider([REPORT_REPLY])
+        app = ChatApp(engine)
+        async with app.run_test(size=(150, 36)) as pilot:
+            await type_line(app, pilot, "What does the Q3 report say?")
+            await pilot.press("ctrl+r")
+            await pilot.pause()
+            await pilot.press("enter")  # the answer: the whole of it, or one of its lines
+            await pilot.pause()
+            await pilot.press("down")
+            await pilot.pause()
+            app.save_screenshot(filename=REMEMBER_OUT.name, path=str(REMEMBER_OUT.parent))
+        await engine.close()
+    print(f"wrote {REMEMBER_OUT}")
+
+
+SHOTS = {"chat": chat, "memory": memory_view, "stream": stream, "remember": remember}
 
 
 async def main(names: list[str]) -> None:

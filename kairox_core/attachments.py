@@ -3,11 +3,12 @@
 A turn's attachments (``begin_turn(prompt, attachments)``, ``UserMessageAdded``) are
 plain dicts: ``{"kind": "image", "filename", "media_type", "data"}`` (the bytes, base64)
 or ``{"kind": "document", "filename", "media_type", "text"}`` (a PDF's text, read with
-pypdf, with ``"pages"``; a text file's text). Older turns and summaries carry an image
-as ``[Image dropped — was: <file>]`` and a long document as a digest
-(compaction/attachments.py). Bad input is a ``KairoxUserError`` saying what and how to
-fix it: a missing or unreadable file, one over the size limit, an encrypted or broken
-PDF, a type Kairox does not read.
+pypdf, with ``"pages"`` and the original file as ``"data"``; a text file's text). Older
+turns and summaries carry an image as ``[Image dropped — was: <file>]`` and a long
+document as its synopsis, written when the turn attaches it (compaction/synopsis.py).
+Bad input is a ``KairoxUserError`` saying what and how to fix it: a missing or
+unreadable file, one over the size limit, an encrypted or broken PDF, a type Kairox
+does not read.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def from_bytes(filename: str, data: bytes) -> dict[str, Any]:
             "media_type": "application/pdf",
             "text": text,
             "pages": pages,
+            "data": base64.b64encode(data).decode("ascii"),  # the original, for downloads
         }
     if b"\x00" not in data:
         try:

@@ -19,6 +19,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
+    StrictBool,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -168,6 +169,8 @@ class ProfileConfig(_Strict):
     reranker: str | None = None
     reranker_options: dict[str, Any] = Field(default_factory=dict)
     rerank_top_n: int = Field(20, gt=0)
+    # the model takes images: the new prompt's images travel as OpenAI image_url parts
+    vision: StrictBool = False
 
     @field_validator("reserve")
     @classmethod

@@ -16,12 +16,13 @@ The fixed points, all called while the session is held (one turn at a time):
 
 ``Engine`` implements all three as do-nothing defaults: subclass it and override what
 you need. One engine may also serve ``session.compact()`` by implementing
-``CompactionEngine``; it is found by that protocol, never by name.
+``CompactionEngine``, and write the synopses of long documents attached to a turn by
+implementing ``SynopsisWriter``; each is found by its protocol, never by name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -157,6 +158,18 @@ class CompactionEngine(Protocol):
     ) -> CompactionResult: ...
 
 
+@runtime_checkable
+class SynopsisWriter(Protocol):
+    """An engine that writes a long document's synopsis when a turn attaches it (the
+    first engine found serves). ``begin_turn`` stores what it returns on the attachment
+    (``synopsis``, ``synopsis_by``): the new prompt carries the whole text, older turns
+    and summaries the synopsis. None: the document is short enough to travel whole."""
+
+    async def synopsis(
+        self, session: Session, attachment: Mapping[str, Any]
+    ) -> dict[str, str] | None: ...
+
+
 __all__ = [
     "AssemblyRequest",
     "CompactionEngine",
@@ -164,4 +177,5 @@ __all__ = [
     "Contribution",
     "ContributionLayer",
     "Engine",
+    "SynopsisWriter",
 ]

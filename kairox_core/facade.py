@@ -33,7 +33,7 @@ from pathlib import Path
 from types import TracebackType
 
 from kairox_core.config import KairoxConfig, load_config, load_config_file
-from kairox_core.engines import CompactionEngine, CompactionResult, Engine
+from kairox_core.engines import CompactionEngine, CompactionResult, Engine, SynopsisWriter
 from kairox_core.errors import KairoxError, KairoxUserError, PluginError
 from kairox_core.events import Event, SessionStarted
 from kairox_core.inputs import check_session_id, check_workspace_id
@@ -77,6 +77,9 @@ class Kairox:
         )
         self.engines: tuple[Engine, ...] = self._build_engines()
         self.compaction_engine: CompactionEngine | None = self._compaction_engine()
+        self.synopsis_writer: SynopsisWriter | None = next(
+            (e for e in self.engines if isinstance(e, SynopsisWriter)), None
+        )
         self.longterm = LongTerm(self)  # kx.longterm: chunks recalled by similarity
         self.packs = Packs(self)  # kx.packs: context packs, always injected when active
         self._sessions: dict[str, Session] = {}

@@ -277,6 +277,7 @@ class Session:
             raise InvalidInputError(problem)
         await self._lock.acquire()
         try:
+            atts = await self._with_synopses(atts)
             context, used_hits, contributions = await self._assemble(
                 prompt, attachments=atts, instructions=instructions, hits=hits
             )
@@ -306,6 +307,21 @@ class Session:
             instructions=tuple(instructions),
             attachments=atts,
         )
+
+    async def _with_synopses(self, atts: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
+        """The attachments, each long document with the synopsis older turns and
+        summaries carry (``SynopsisWriter``, the compaction engine's), written once,
+        now: the stored message then renders the same in every later turn."""
+        writer = self.kx.synopsis_writer
+        if writer is None:
+            return atts
+        out = []
+        for att in atts:
+            if att.get("kind") == "document" and "synopsis" not in att:
+                extra = await writer.synopsis(self, att)
+                att = {**att, **extra} if extra else att
+            out.append(att)
+        return tuple(out)
 
     def begin_turn_sync(
         self, prompt: str, attachments: Sequence[Mapping[str, Any]] | None = None, **kw: Any

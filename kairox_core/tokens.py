@@ -35,6 +35,11 @@ DEFAULT_UNKNOWN_MODEL_MARGIN = 0.10
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 REPLY_PRIMING_TOKENS = 3
+# An image sent as a content part (a vision profile's new prompt), counted as the most
+# OpenAI charges one at high detail: 85 + 170 per 512-px tile, and an image scaled to
+# fit 2048 px with its short side at 768 px covers at most 8 tiles. An upper bound, so
+# a budget that holds the count holds the image.
+IMAGE_TOKENS = 85 + 170 * 8
 
 _O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "chatgpt-4o", "o1", "o3", "o4")
 _CL100K_PREFIXES = ("gpt-4", "gpt-3.5", "gpt-35", "text-embedding-3", "text-embedding-ada-002")
@@ -202,10 +207,26 @@ class TokenCounter:
         for field, value in message.items():
             if value is None:
                 continue
-            n += self._raw(value if isinstance(value, str) else _as_text(value))
+            if field == "content" and isinstance(value, list):
+                n += self._content_parts(value)
+            else:
+                n += self._raw(value if isinstance(value, str) else _as_text(value))
             if field == "name":
                 n += TOKENS_PER_NAME
         return self._scaled(n)
+
+    def _content_parts(self, parts: list[Any]) -> int:
+        """OpenAI content parts: text parts as their text, each image as
+        ``IMAGE_TOKENS`` (not its base64, which the model never reads as text)."""
+        n = 0
+        for part in parts:
+            if isinstance(part, Mapping) and part.get("type") == "image_url":
+                n += IMAGE_TOKENS
+            elif isinstance(part, Mapping) and part.get("type") == "text":
+                n += self._raw(str(part.get("text", "")))
+            else:
+                n += self._raw(_as_text(part))
+        return n
 
     def count_messages(self, messages: Iterable[Mapping[str, Any]]) -> int:
         """Tokens a list of chat messages costs, as OpenAI counts a chat request."""

@@ -13,43 +13,7 @@ from hypothesis import strategies as st
 
 from kairox_core.attachments import AttachmentError, from_bytes, from_path
 from kairox_core.errors import KairoxUserError
-
-PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(17)
-
-
-def pdf_with(pages: list[str]) -> bytes:
-    """A small, valid PDF whose pages show ``pages`` in Helvetica."""
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    kids = []
-    for text in pages:
-        stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
-        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
-        content = len(objects)
-        objects.append(
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
-            b"/Resources << /Font << /F1 3 0 R >> >> >>" % content
-        )
-        kids.append(len(objects))
-    refs = b" ".join(b"%d 0 R" % k for k in kids)
-    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (refs, len(kids))
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(out.tell())
-        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
-    xref = out.tell()
-    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
-    for offset in offsets:
-        out.write(b"%010d 00000 n \n" % offset)
-    out.write(
-        b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    )
-    return out.getvalue()
+from kairox_core.testing.files import PNG, encrypted_pdf, pdf_with
 
 
 def test_an_image_a_pdf_and_a_text_file(tmp_path: Path) -> None:
@@ -65,6 +29,7 @@ def test_an_image_a_pdf_and_a_text_file(tmp_path: Path) -> None:
     pdf = from_path(tmp_path / "report.pdf")
     assert (pdf["kind"], pdf["media_type"], pdf["pages"]) == ("document", "application/pdf", 2)
     assert pdf["text"] == "Revenue rose 12 percent\n\nCosts fell"
+    assert base64.b64decode(pdf["data"]) == (tmp_path / "report.pdf").read_bytes()  # the original
     (tmp_path / "notes.md").write_text("# Notes\nwe ship on Fridays — café\n", encoding="utf-8")
     text = from_path(tmp_path / "notes.md")
     assert text == {
@@ -83,13 +48,8 @@ def test_bad_input_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "big.txt").write_text("x" * 101)
     with pytest.raises(AttachmentError, match="101 bytes is over the limit of 100"):
         from_path(tmp_path / "big.txt", max_bytes=100)
-    writer = PdfWriter()
-    writer.add_blank_page(100, 100)
-    writer.encrypt("secret", algorithm="RC4-128")
-    locked = io.BytesIO()
-    writer.write(locked)
     with pytest.raises(AttachmentError, match=r"encrypted.*qpdf --decrypt"):
-        from_bytes("locked.pdf", locked.getvalue())
+        from_bytes("locked.pdf", encrypted_pdf())
     with pytest.raises(AttachmentError, match="cannot be read"):
         from_bytes("broken.pdf", b"%PDF-1.4\nnot a pdf at all")
     blank = io.BytesIO()

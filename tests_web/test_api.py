@@ -9,9 +9,12 @@ from typing import Any
 import httpx
 import pytest
 
+from kairox_core.testing.files import pdf_with
 from kairox_core.testing.serve import Server, start_server, stop_server
+from kairox_core.web.security import DEFAULT_MAX_BODY
 
 CSRF = {"X-Kairox-CSRF": "1"}
+REPORT = pdf_with(["Revenue rose 12 percent", "Costs fell"])
 TOKEN = "t0ken-for-the-tests-0123456789"
 
 
@@ -202,7 +205,7 @@ def test_csrf_origin_host_and_body_limits(serve: Server) -> None:
     assert httpx.get(url, headers={"Host": "attacker.example:80"}).status_code == 421
     r = httpx.post(
         url,
-        content=b"{" + b" " * 2_000_000 + b"}",
+        content=b"{" + b" " * DEFAULT_MAX_BODY + b"}",
         headers={**CSRF, "Content-Type": "application/json"},
     )
     assert r.status_code == 413
@@ -240,7 +243,7 @@ def test_dns_rebinding_names_are_refused_on_every_route(serve: Server) -> None:
 
 def test_a_chunked_body_over_max_body_is_413(serve: Server) -> None:
     def body() -> Any:
-        for _ in range(40):
+        for _ in range(DEFAULT_MAX_BODY // 65536 + 2):
             yield b" " * 65536
 
     r = httpx.post(
@@ -365,6 +368,7 @@ def test_a_turn_with_uploads_and_the_originals_as_downloads(serve: Server) -> No
     uploads = [
         {"filename": "login.png", "data": base64.b64encode(png).decode()},
         {"filename": "notes.txt", "data": base64.b64encode(b"ship on Fridays").decode()},
+        {"filename": "report.pdf", "data": base64.b64encode(REPORT).decode()},
     ]
     url = f"{serve.url}/api/sessions/{sid}/turns"
     with httpx.stream(
@@ -377,16 +381,41 @@ def test_a_turn_with_uploads_and_the_originals_as_downloads(serve: Server) -> No
         for m in serve.api("GET", f"/api/sessions/{sid}/messages")
         if m["type"] == "UserMessageAdded"
     ]
-    assert [a["kind"] for a in asked["payload"]["attachments"]] == ["image", "document"]
+    kinds = [a["kind"] for a in asked["payload"]["attachments"]]
+    assert kinds == ["image", "document", "document"]
     base = f"{serve.url}/api/sessions/{sid}/messages/{asked['seq']}/attachments"
     image = httpx.get(f"{base}/0")
     assert image.content == png and image.headers["content-type"] == "image/png"
     assert "login.png" in image.headers["content-disposition"]
     text = httpx.get(f"{base}/1")
     assert text.text == "ship on Fridays" and text.headers["content-type"].startswith("text/plain")
-    assert httpx.get(f"{base}/2").status_code == 400
+    pdf = httpx.get(f"{base}/2")  # the original file, not only its text
+    assert pdf.content == REPORT and pdf.headers["content-type"] == "application/pdf"
+    assert httpx.get(f"{base}/3").status_code == 400
     bad = httpx.post(
         url, json={"prompt": "x", "attachments": [{"filename": "a", "data": "%%%"}]}, headers=CSRF
     )
     assert bad.status_code == 400 and "not base64" in bad.json()["detail"]
     assert len(serve.api("GET", f"/api/sessions/{sid}/messages")) == 2  # no turn was run
+
+
+def test_bad_uploads_are_clear_400s_and_run_no_turn(serve: Server) -> None:
+    import base64
+
+    from kairox_core.attachments import MAX_BYTES
+    from kairox_core.testing.files import BROKEN_PDF, ZIP, encrypted_pdf
+
+    sid = serve.api("POST", "/api/sessions", {})["session_id"]
+    url = f"{serve.url}/api/sessions/{sid}/turns"
+    for name, data, said in [
+        ("locked.pdf", encrypted_pdf(), "locked.pdf: the PDF is encrypted"),
+        ("broken.pdf", BROKEN_PDF, "broken.pdf: the PDF cannot be read"),
+        ("archive.zip", ZIP, "archive.zip: not a type Kairox reads"),
+        ("big.txt", b"x" * (MAX_BYTES + 1), "is over the limit of"),
+    ]:
+        upload = {"filename": name, "data": base64.b64encode(data).decode()}
+        r = httpx.post(
+            url, json={"prompt": "read", "attachments": [upload]}, headers=CSRF, timeout=120
+        )
+        assert r.status_code == 400 and said in r.json()["detail"], (name, r.text)
+    assert serve.api("GET", f"/api/sessions/{sid}/messages") == []

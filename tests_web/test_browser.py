@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from kairox_core.testing.files import pdf_with
 from kairox_core.testing.serve import (
     XSS,
     Server,
@@ -303,6 +304,44 @@ def test_screenshots(page: Any, serve: Server, tmp_path: Path) -> None:
     page.screenshot(path=str(images / "web-usage.png"))
 
 
+STREAM_REPLIES = [
+    "Booked room 101 for the design review on 3 May, with a projector.",
+    "Ada presents the API changes, Bob the roadmap.",
+    "Revenue rose 12 percent in Q3 while costs fell 4 percent; the board meets on 14 November.",
+]
+
+
+@pytest.mark.parametrize("replies", [STREAM_REPLIES])
+def test_screenshots_of_the_chat_stream(
+    page: Any, serve: Server, tmp_path: Path, replies: list[str]
+) -> None:
+    """The chat itself: a compacted range as one [Summary] card (opened), a prompt with
+    a PDF attached (its link), and Remember this on an answer; into docs/images/ with
+    KAIROX_SCREENSHOTS=1 (web-chat-stream.png), else a temporary directory."""
+    images = IMAGES if os.environ.get("KAIROX_SCREENSHOTS") == "1" else tmp_path
+    images.mkdir(parents=True, exist_ok=True)
+    send(page, "Book a room for the design review on 3 May, for 8 people.")
+    send(page, "Who is presenting?")
+    sid = page.locator("#session-select").input_value()
+    assert serve.api("POST", f"/api/sessions/{sid}/compact", {})["status"] == "completed"
+    report = tmp_path / "q3-report.pdf"
+    report.write_bytes(pdf_with(["Q3 revenue rose 12 percent.", "Costs fell 4 percent."]))
+    page.set_input_files("#attach", str(report))
+    send(page, "What does the report say?")
+    expect(page.locator("#messages > .msg.assistant.done").last).to_contain_text("Revenue rose")
+    page.click("#tabs button[data-tab=memory]")
+    page.click("#tabs button[data-tab=chat]")  # drawn from the events, as on a resume
+    card = page.locator("#messages .stream-summary")
+    card.locator("> summary").click()
+    expect(card.locator(".card.summary")).to_be_visible()
+    expect(page.locator("#messages .msg.user .attached a")).to_have_text("q3-report.pdf")
+    answer = page.locator("#messages > .msg.assistant").last
+    answer.locator("button.remember").click()
+    expect(answer.locator(".remember-form textarea")).to_have_value(STREAM_REPLIES[2])
+    page.locator("#messages").evaluate("(node) => { node.scrollTop = node.scrollHeight; }")
+    page.screenshot(path=str(images / "web-chat-stream.png"), full_page=True)
+
+
 def test_drop_after_an_earlier_drop_removes_the_line_clicked(page: Any, serve: Server) -> None:
     for prompt in ("alpha", "beta", "gamma"):
         send(page, prompt)
@@ -396,6 +435,22 @@ def test_remember_this_on_a_message_and_on_a_selection(page: Any, serve: Server)
     picked = chunks["Fridays after lunch"]
     assert (picked["scope"], picked["session_id"]) == ("session", sid)
     assert picked["source_seq"] == seqs["UserMessageAdded"]
+
+
+def test_remember_this_sits_inside_its_bubble_above_the_text(page: Any, serve: Server) -> None:
+    """It once floated past the bubble's bottom edge, half outside the message."""
+    send(page, "our deploys go out on Fridays after lunch")
+    send(page, "ok")
+    bubbles = page.locator("#messages > .msg.user, #messages > .msg.assistant")
+    expect(bubbles).to_have_count(4)
+    for i in range(4):
+        bubble = bubbles.nth(i)
+        box = bubble.bounding_box()
+        button = bubble.locator("> button.remember").bounding_box()
+        text = bubble.locator("> .text").bounding_box()
+        assert box is not None and button is not None and text is not None
+        assert box["x"] <= button["x"] and button["x"] + button["width"] <= box["x"] + box["width"]
+        assert box["y"] <= button["y"] and button["y"] + button["height"] <= text["y"]
 
 
 def test_an_upload_goes_with_the_prompt(page: Any, serve: Server, tmp_path: Path) -> None:

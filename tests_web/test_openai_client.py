@@ -3,12 +3,15 @@ no code of Kairox's; a chat UI's whole-conversation requests keep one session ea
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import httpx
 import openai
 import pytest
 
+from kairox_core.attachments import MAX_BYTES
+from kairox_core.testing.files import BROKEN_PDF, PNG, ZIP, encrypted_pdf, pdf_with
 from kairox_core.testing.serve import Server
 
 HELIX = "Hello! I will keep that in mind."
@@ -122,3 +125,84 @@ def test_a_system_message_too_big_for_the_budget_is_context_length_exceeded(
             messages=[{"role": "system", "content": huge}, {"role": "user", "content": "hi"}],
         )
     assert info.value.code == "context_length_exceeded"
+
+
+def attachments_of_turn(serve: Server, sid: str) -> list[dict[str, Any]]:
+    messages = serve.api("GET", f"/api/sessions/{sid}/messages")
+    (asked,) = [m for m in messages if m["type"] == "UserMessageAdded"]
+    return list(asked["payload"]["attachments"])
+
+
+def test_image_and_file_parts_are_the_turns_attachments(serve: Server) -> None:
+    png = base64.b64encode(PNG).decode()
+    pdf = base64.b64encode(pdf_with(["Revenue rose 12 percent", "Costs fell"])).decode()
+    reply = client(serve).chat.completions.create(
+        model="default",
+        messages=[
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "what do these say?"},
+                    {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}},
+                    {
+                        "type": "file",
+                        "file": {
+                            "filename": "report.pdf",
+                            "file_data": f"data:application/pdf;base64,{pdf}",
+                        },
+                    },
+                ],
+            }
+        ],
+    )
+    sid = reply.model_extra["kairox"]["session_id"]
+    assert user_turns(serve, sid) == ["what do these say?"]
+    image, report = attachments_of_turn(serve, sid)
+    assert (image["kind"], image["filename"], image["data"]) == ("image", "image-1.png", png)
+    assert (report["kind"], report["filename"], report["pages"]) == ("document", "report.pdf", 2)
+    assert report["text"] == "Revenue rose 12 percent\n\nCosts fell"
+
+
+def bad_part(serve: Server, part: dict[str, Any]) -> openai.BadRequestError:
+    messages: Any = [{"role": "user", "content": [{"type": "text", "text": "read this"}, part]}]
+    with pytest.raises(openai.BadRequestError) as info:
+        client(serve).chat.completions.create(model="default", messages=messages)
+    return info.value
+
+
+def file_part(name: str, data: bytes) -> dict[str, Any]:
+    encoded = base64.b64encode(data).decode()
+    return {"type": "file", "file": {"filename": name, "file_data": encoded}}
+
+
+def test_parts_kairox_cannot_take_are_clear_400s(serve: Server) -> None:
+    remote = bad_part(
+        serve, {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}
+    )
+    assert "never downloads" in remote.message and "data:" in remote.message
+    assert (
+        remote.body is not None and remote.body["param"] == "messages[0].content[1].image_url.url"
+    )
+    audio = bad_part(serve, {"type": "input_audio", "input_audio": {"data": "", "format": "wav"}})
+    assert "'input_audio', which Kairox does not read" in audio.message
+    assert audio.body is not None and audio.body["param"] == "messages[0].content[1].type"
+    locked = bad_part(serve, file_part("locked.pdf", encrypted_pdf()))
+    assert "locked.pdf: the PDF is encrypted" in locked.message
+    broken = bad_part(serve, file_part("broken.pdf", BROKEN_PDF))
+    assert "the PDF cannot be read" in broken.message
+    unknown = bad_part(serve, file_part("archive.zip", ZIP))
+    assert "not a type Kairox reads" in unknown.message
+    big = bad_part(serve, file_part("big.txt", b"x" * (MAX_BYTES + 1)))
+    assert "over the limit of" in big.message
+    by_id = bad_part(serve, {"type": "file", "file": {"file_id": "file-abc"}})
+    assert "no Files API" in by_id.message
+    assert serve.api("GET", "/api/sessions") == []  # no turn ran, no session was made
+
+
+def test_serves_default_body_limit_fits_the_largest_attachment() -> None:
+    from kairox_core.cli.serve_cmd import serve_command
+    from kairox_core.web.security import DEFAULT_MAX_BODY
+
+    (option,) = [p for p in serve_command.params if p.name == "max_body"]
+    assert option.default == DEFAULT_MAX_BODY
+    assert len(base64.b64encode(bytes(MAX_BYTES + 1))) + 1024 <= DEFAULT_MAX_BODY

@@ -83,6 +83,25 @@ def compact_command(
         raise SystemExit(1)
 
 
+def describe_attachment(att: Any) -> str:
+    """``report.pdf (application/pdf, 12 pages, 48,210 characters, original kept;
+    synopsis by extractive digest)``: what is stored, not the bytes (``--json`` has
+    them)."""
+    if not isinstance(att, dict):
+        return str(att)[:80]
+    facts = [str(att.get("media_type") or att.get("kind") or "file")]
+    if att.get("pages"):
+        facts.append(f"{att['pages']} pages")
+    if isinstance(att.get("text"), str):
+        facts.append(f"{len(att['text']):,} characters")
+    if isinstance(att.get("data"), str):
+        facts.append(f"original kept ({len(att['data']) * 3 // 4:,} bytes)")
+    about = ", ".join(facts)
+    if att.get("synopsis_by"):
+        about += f"; synopsis by {att['synopsis_by']}"
+    return f"{att.get('filename') or 'unnamed'} ({about})"
+
+
 def _describe(event: Any) -> str:
     """The interesting fields of an event, one line."""
     payload = event.payload()
@@ -91,6 +110,9 @@ def _describe(event: Any) -> str:
     parts = []
     for key, value in payload.items():
         if value in (None, "", [], {}):
+            continue
+        if key == "attachments" and isinstance(value, list):
+            parts.append("attachments=" + "; ".join(map(describe_attachment, value)))
             continue
         text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
         text = text.replace("\n", " ⏎ ")

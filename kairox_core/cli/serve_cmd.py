@@ -63,7 +63,7 @@ def check_bind(host: str, token: str | None, *, env: str) -> None:
 )
 @click.option(
     "--max-body",
-    default=1_048_576,
+    default=29_010_604,  # web.security.DEFAULT_MAX_BODY (not imported: the [web] extra)
     show_default=True,
     type=click.IntRange(1024, 64 * 1_048_576),
     help="Largest request body accepted, in bytes.",

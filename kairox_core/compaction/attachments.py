@@ -4,8 +4,9 @@
 "text": ...}``. Older turns never carry an image again: history renders it as
 ``[Image dropped — was: <filename>]`` (see ``image_marker``). When a turn is compacted,
 its attachments are folded into the text the strategy reads: images as that marker,
-documents verbatim when short, else summarised text-side (the sentences that carry
-names, numbers and dates, in order, within ``[compaction] attachment_max_tokens``).
+documents verbatim when short, else their synopsis (written when the turn attached
+them, synopsis.py) or, for one stored without, summarised text-side (the sentences that
+carry names, numbers and dates, in order, within ``[compaction] attachment_max_tokens``).
 """
 
 from __future__ import annotations
@@ -69,8 +70,11 @@ def render_for_summary(
         name = attachment_name(att)
         kind = str(att.get("kind", "document"))
         body = att.get("text")
+        synopsis = att.get("synopsis")
         if kind == "image":
             parts.append(image_marker(name))
+        elif isinstance(synopsis, str) and synopsis.strip():  # written when attached
+            parts.append(f"[{kind} {name}, synopsis]\n{synopsis.strip()}")
         elif isinstance(body, str) and body.strip():
             parts.append(f"[{kind} {name}]\n{digest(body, max_tokens, counter)}")
         else:

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from kairox_core.compaction.attachments import (
     image_markers,
@@ -41,6 +42,7 @@ from kairox_core.compaction.planning import (
     with_folds,
 )
 from kairox_core.compaction.strategies import StrategyOutcome, run_strategy
+from kairox_core.compaction.synopsis import write_synopsis
 from kairox_core.engines import CompactionResult, Engine
 from kairox_core.errors import KairoxUserError
 from kairox_core.events import (
@@ -106,6 +108,13 @@ class Compactor(Engine):
             outcome = await session.compact_locked(trigger="auto")  # engines told
             if not outcome.ok or session.history_tokens(limit) <= limit:
                 return
+
+    # --- a long document's synopsis, when a turn attaches it (SynopsisWriter) --------------
+
+    async def synopsis(
+        self, session: Session, attachment: Mapping[str, Any]
+    ) -> dict[str, str] | None:
+        return await write_synopsis(self.kx.config, session, attachment)
 
     # --- one run ----------------------------------------------------------------------------
 

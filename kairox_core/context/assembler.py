@@ -182,7 +182,7 @@ class ContextAssembler:
         )
         system_msg = {"role": "system", "content": system_text} if system_text else None
         system_tokens = pc.message(system_msg) if system_msg else 0
-        prompt_msg = user_message(prompt, attachments)
+        prompt_msg = user_message(prompt, attachments, vision=self.profile.vision)
         prompt_tokens = pc.message(prompt_msg)
         tail_tokens = sum(u.tokens for u in after_prompt)
         parts = {"system prompt": system_tokens}

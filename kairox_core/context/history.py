@@ -42,16 +42,25 @@ def image_marker(filename: str) -> str:
 def history_user_message(
     text: str, attachments: Sequence[Mapping[str, Any]] = ()
 ) -> dict[str, Any]:
-    """A user message as an older turn: images never travel again, only their marker
-    (the new prompt still carries them; see compaction/attachments.py)."""
+    """A user message as an older turn: images never travel again, only their marker,
+    and a long document only its synopsis (the new prompt still carries them whole;
+    see compaction/attachments.py and compaction/synopsis.py)."""
     images = [a for a in attachments if a.get("kind") == "image"]
-    message = user_message(text, [a for a in attachments if a.get("kind") != "image"])
+    message = user_message(text, [_older(a) for a in attachments if a.get("kind") != "image"])
     if images:
         markers = "\n".join(
             image_marker(str(a.get("filename") or a.get("name") or "")) for a in images
         )
         message["content"] = f"{message['content']}\n\n{markers}"
     return message
+
+
+def _older(att: Mapping[str, Any]) -> Mapping[str, Any]:
+    synopsis = att.get("synopsis")
+    if not isinstance(synopsis, str) or not synopsis.strip():
+        return att
+    name = att.get("filename") or att.get("name") or "unnamed"
+    return {**att, "filename": f"{name} (synopsis; read whole when attached)", "text": synopsis}
 
 
 def messages_for(type_name: str, payload: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:

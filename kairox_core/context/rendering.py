@@ -131,8 +131,25 @@ def user_content(text: str, attachments: Sequence[Mapping[str, Any]] = ()) -> st
     return "\n\n".join(parts)
 
 
-def user_message(text: str, attachments: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
-    return {"role": "user", "content": user_content(text, attachments)}
+def user_message(
+    text: str, attachments: Sequence[Mapping[str, Any]] = (), *, vision: bool = False
+) -> dict[str, Any]:
+    """The new prompt's message. With ``vision`` (a profile whose model takes images),
+    each image with its bytes travels as an OpenAI ``image_url`` content part (a
+    ``data:`` URL) after the text; otherwise images are named in the text only."""
+    images = [a for a in attachments if vision and _image_bytes(a)]
+    if not images:
+        return {"role": "user", "content": user_content(text, attachments)}
+    rest = [a for a in attachments if not any(a is i for i in images)]
+    parts: list[dict[str, Any]] = [{"type": "text", "text": user_content(text, rest)}]
+    for image in images:
+        url = f"data:{image.get('media_type') or 'image/png'};base64,{image['data']}"
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return {"role": "user", "content": parts}
+
+
+def _image_bytes(att: Mapping[str, Any]) -> bool:
+    return att.get("kind") == "image" and isinstance(att.get("data"), str) and bool(att["data"])
 
 
 def assistant_message(text: str) -> dict[str, Any]:

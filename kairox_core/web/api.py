@@ -184,9 +184,9 @@ async def message_attachment(
         )
     att = atts[index]
     name = str(att.get("filename") or "attachment")
-    if att.get("kind") == "image" and isinstance(att.get("data"), str):
+    if isinstance(att.get("data"), str):  # the file as sent: an image, a PDF
         body, media_type = base64.b64decode(att["data"]), str(att.get("media_type"))
-    else:  # a document's text, as the model read it (a PDF's extracted text)
+    else:  # a text file's text (or a document a caller passed as text only)
         body, media_type = str(att.get("text") or "").encode(), "text/plain; charset=utf-8"
     return Response(
         body,

@@ -11,7 +11,8 @@ first user message stay the same, so each of its conversations keeps one session
 Earlier messages of the request are not replayed (Kairox keeps the conversation
 itself); the client's system message is sent as instructions inside Kairox's budget,
 and the trace shows it. ``model`` picks the profile (``GET /v1/models`` lists them;
-``kairox`` means the session's own). Errors come back in OpenAI's shape
+``kairox`` means the session's own). Images and files in the prompt's content parts
+are the turn's attachments (openai_parts.py). Errors come back in OpenAI's shape
 (``OpenAIErrorShape``). Kairox's extra facts (session id, proposals waiting) ride in
 a ``kairox`` field that OpenAI clients ignore.
 """
@@ -30,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kairox_core.errors import KairoxUserError
+from kairox_core.web.openai_parts import PartError, attachments_of, check_types, part_text
 from kairox_core.web.turns import engine_for, stream_turn
 
 router = APIRouter(prefix="/v1")
@@ -62,15 +64,24 @@ class ChatRequest(BaseModel):
 def _text(message: ChatMessage) -> str:
     if isinstance(message.content, str):
         return message.content
-    parts = message.content or []
-    return "".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
+    return part_text(message.content or [])
 
 
-def _prompt(request: ChatRequest) -> str:
-    for message in reversed(request.messages):
+def _prompt(request: ChatRequest) -> tuple[str, list[dict[str, Any]]]:
+    """The last user message with text: its text, and the images and files its content
+    parts carry (earlier messages are not replayed, so neither are their parts)."""
+    for i, message in enumerate(request.messages):
+        if isinstance(message.content, list):
+            check_types(message.content, f"messages[{i}]")
+    for i in reversed(range(len(request.messages))):
+        message = request.messages[i]
         if message.role == "user" and _text(message).strip():
-            return _text(message)
-    raise KairoxUserError("the request has no user message with text: nothing to answer")
+            parts = message.content if isinstance(message.content, list) else []
+            return _text(message), attachments_of(parts, f"messages[{i}]")
+    raise KairoxUserError(
+        "the request has no user message with text: nothing to answer (an image or a "
+        "file goes with a text part saying what to do with it)"
+    )
 
 
 def _instructions(request: ChatRequest) -> list[str]:
@@ -187,13 +198,17 @@ def _model(request: Request, name: str) -> dict[str, Any]:
 @router.post("/chat/completions", summary="OpenAI-compatible chat completions, with memory")
 async def chat_completions(request: Request, body: ChatRequest) -> Any:
     kx = request.app.state.kx
-    prompt = _prompt(body)
+    try:
+        prompt, attachments = _prompt(body)
+    except PartError as exc:
+        return JSONResponse(error_body(str(exc), 400, param=exc.param), status_code=400)
     try:
         session = _session(request, body)
     except ModelNotFoundError as exc:
         return _model_not_found(exc)
     session.system_prompt = request.app.state.system_prompt
     engine = engine_for(kx, request.app.state.providers, session)
+    engine.staged = attachments  # recorded on the turn's UserMessageAdded
     instructions = _instructions(body)
     cid = f"chatcmpl-{uuid.uuid4().hex[:16]}"
     created = int(time.time())

@@ -34,6 +34,7 @@ from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs
 
+from kairox_core.attachments import MAX_BYTES as MAX_ATTACHMENT_BYTES
 from kairox_core.inputs import json_problem
 
 Scope = MutableMapping[str, Any]
@@ -46,7 +47,9 @@ CSRF_HEADER = "x-kairox-csrf"
 TOKEN_COOKIE = "kairox_token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-DEFAULT_MAX_BODY = 1_048_576  # 1 MiB: far above any prompt or memory body
+# the largest attachment (attachments.MAX_BYTES) as base64 in JSON, plus 1 MiB for the
+# prompt: an upload or an OpenAI file part the attachment limit accepts gets through
+DEFAULT_MAX_BODY = -(-MAX_ATTACHMENT_BYTES // 3) * 4 + 1_048_576
 JSON_ONLY_PREFIXES = ("/v1/",)
 
 
