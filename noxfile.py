@@ -5,7 +5,8 @@ package), ``tests`` (kairox-core, every tier), ``web`` (``kairox serve``: its AP
 server, and the web app in Debian's Chromium through Playwright; installs chromium with
 apt when missing), and one ``plugin-<name>`` session per folder in ``plugins/``, which
 installs kairox-core and that plugin alone so heavy dependencies stay out of the core;
-``integration`` installs the retrieval plugins together and runs ``integration/``.
+``integration`` installs the retrieval plugins together and runs ``integration/``;
+``faults`` runs ``tests_faults/`` (PostgreSQL restarts, a full disk, damaged files).
 Not run by default: ``fast`` (kairox-core's tests not marked ``slow``: ``nox -s tests --
 -m "not slow"`` without the npm install), ``bench`` (benchmarks) and ``fuzz`` (atheris
 over the markers).
@@ -54,6 +55,7 @@ nox.options.sessions = [
     *[f"plugin-{p}" for p in PLUGINS],
     "integration",
     "web",
+    "faults",
 ]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
@@ -118,6 +120,15 @@ def tests(session: nox.Session) -> None:
             )
         env["KAIROX_MCP_NPM_DIR"] = str(npm_dir)
     session.run("pytest", "-q", *session.posargs, env=env)
+
+
+@nox.session
+def faults(session: nox.Session) -> None:
+    """Real faults under real processes (``tests_faults/``, issue 27): PostgreSQL stopped
+    and started under ``kairox serve`` and ``chat``, a full tmpfs and a read-only mount
+    (root; else they skip saying so), damaged files under the CLI, ``db copy`` killed."""
+    session.install("-e", ".[test,web]", "-e", "plugins/kairox-postgres[test]")
+    session.run("pytest", "-q", "tests_faults", *session.posargs, env=TEST_ENV)
 
 
 @nox.session

@@ -38,7 +38,7 @@ from typing import Any
 import bench_context as bc
 
 from kairox_core import Kairox
-from kairox_core.compaction.recall import recall_of
+from kairox_core.recall.engine import recall_of
 from kairox_core.retrieval import ann
 from kairox_core.retrieval.embeddings import HashingEmbedding
 from kairox_core.retrieval.fts import query_terms, terms_expression

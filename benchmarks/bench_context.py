@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from kairox_core import Kairox
-from kairox_core.compaction.recall import recall_of
 from kairox_core.config import KairoxConfig
 from kairox_core.context.history import with_tokens
 from kairox_core.events import (
@@ -53,6 +52,7 @@ from kairox_core.events import (
     ToolInvocationCompleted,
     UserMessageAdded,
 )
+from kairox_core.recall.engine import recall_of
 from kairox_core.tokens import get_encoding
 
 WINDOW = 128_000
@@ -219,7 +219,8 @@ def bench_config(recall: bool = True) -> KairoxConfig:
             },
             # The synthetic session is over the compaction trigger on purpose (a full window):
             # compacting it is issue 7's benchmark, not this one's.
-            "compaction": {"enabled": False, "recall": recall},
+            "compaction": {"enabled": False},
+            "recall": {"enabled": recall},
         }
     )
 

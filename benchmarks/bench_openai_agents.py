@@ -10,15 +10,16 @@ conversation: short and long turns, 20% with a tool call and its result):
 
 - KairoxSession: the session written through the event store's batch API and indexed
   for recall in bulk (bench_context.build_session), then opened as a process would:
-  ``get_items`` assembles Kairox's context (memories, recall over the session's turns,
-  history newest-first under a 128k window), ``add_items`` records a whole Kairox turn
-  (``begin_turn`` assembles again for the real prompt; ``complete`` routes markers and
-  runs the engines). Compaction off, recall on, as bench_context.py.
+  ``get_items`` assembles Kairox's context with no question (memories, history
+  newest-first under a 128k window, older messages backfilled into any room left),
+  ``add_items`` records a whole Kairox turn (``begin_turn`` assembles for the real
+  prompt, with recall; ``complete`` routes markers and runs the engines). Compaction
+  off, recall on, as bench_context.py.
 - SQLiteSession (file database, the SDK's default kind of session): the same messages
   as SDK items; ``get_items()`` returns them all (no limit: the SDK's default).
 
 Medians of warm turns; the first turn after opening is reported apart (KairoxSession
-reads the session's trail once to find its latest user message). Ratios are
+reads the session's conversation once when its context has room to backfill). Ratios are
 KairoxSession / SQLiteSession, measured in the same run.
 
 Evidence recall (LoCoMo, /work/shared/data/locomo/locomo_dev3.json, categories 1-4),
@@ -30,9 +31,12 @@ counts when its text is in what the model would get:
 - ``sqlite_session_recency``: the newest items that fit beside the question
   (``get_items(limit=k)``, the largest ``k`` that fits the budget);
 - ``kairox_get_items``: ``KairoxSession.get_items()`` as the SDK calls it, before it
-  hands over the question, so assembled for the conversation's latest message;
+  hands over the question: Kairox's context assembled with no question, the room
+  recall would take (and the summaries', when needed) spent on older messages verbatim,
+  newest first (kairox_openai_agents/backfill.py);
+- ``kairox_get_items_keep_summaries``: the same with ``keep_summaries=True``;
 - ``kairox_no_query``: Kairox's context assembled with no query (memories, summaries,
-  history under the budget; no recall or retrieval), for reference;
+  history under the budget; no recall, retrieval or backfill), for reference;
 - ``kairox_model_input_filter``: what ``RunConfig(call_model_input_filter=
   session.model_input_filter)`` sends: Kairox's context assembled for the question
   (``preview`` of the question, which is the same assembly as the turn's).
@@ -252,7 +256,8 @@ def contains(by_id: dict[str, lc.Turn], text: str) -> Callable[[str], bool]:
 
 async def locomo_recall(data: str, budget: int, backend: str, workdir: Path) -> dict[str, Any]:
     settings = lc.Settings(backend=backend)
-    scores = {name: lc.Score() for name in ("sqlite", "deployed", "no_query", "filter")}
+    names = ("sqlite", "deployed", "keep_summaries", "no_query", "filter")
+    scores = {name: lc.Score() for name in names}
     counter = TokenCounter(lc.ENCODING)
     seconds = {"replay": 0.0, "questions": 0.0}
     conversations = lc.load(data)
@@ -270,12 +275,15 @@ async def locomo_recall(data: str, budget: int, backend: str, workdir: Path) -> 
             seconds["replay"] += time.perf_counter() - t0
             t0 = time.perf_counter()
             deployed = item_text(await ks.get_items())
+            keeping = KairoxSession(kx, conv.name, keep_summaries=True)
+            kept_summaries = item_text(await keeping.get_items())
             blank = await asyncio.to_thread(ks.kairox_session.preview_sync, "")
             no_query = lc.context_text(blank.messages)
             for question, category, evidence in conv.questions:
                 kept = item_text(await recency_items(sq, counter, question, budget))
                 scores["sqlite"].add(category, evidence, contains(by_id, kept))
                 scores["deployed"].add(category, evidence, contains(by_id, deployed))
+                scores["keep_summaries"].add(category, evidence, contains(by_id, kept_summaries))
                 scores["no_query"].add(category, evidence, contains(by_id, no_query))
                 context = await asyncio.to_thread(ks.kairox_session.preview_sync, question)
                 text = lc.context_text(context.messages)
@@ -290,6 +298,7 @@ async def locomo_recall(data: str, budget: int, backend: str, workdir: Path) -> 
         "evidence_recall": {
             "sqlite_session_recency": scores["sqlite"].as_dict(),
             "kairox_get_items": scores["deployed"].as_dict(),
+            "kairox_get_items_keep_summaries": scores["keep_summaries"].as_dict(),
             "kairox_no_query": scores["no_query"].as_dict(),
             "kairox_model_input_filter": scores["filter"].as_dict(),
         },

@@ -187,7 +187,7 @@ def turns(
 
     from kairox_core.facade import Kairox
 
-    config = KairoxConfig.model_validate({"compaction": {"recall": False}})
+    config = KairoxConfig.model_validate({"recall": {"enabled": False}})
     out: dict[str, Any] = {"messages": messages}
     targets = [("sqlite", f"{tmp}/turns.db")]
     for sync in syncs:

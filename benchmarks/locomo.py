@@ -52,11 +52,11 @@ from typing import Any
 
 from kairox_core import Kairox
 from kairox_core.compaction.compactor import compactor_of
-from kairox_core.compaction.recall import recall_of
 from kairox_core.config import KairoxConfig
 from kairox_core.context.counting import counter_for_profile
 from kairox_core.context.history import with_tokens
 from kairox_core.events import AssistantMessageCompleted, Event, UserMessageAdded
+from kairox_core.recall.engine import recall_of
 from kairox_core.tokens import REPLY_PRIMING_TOKENS, TokenCounter
 
 DEFAULT_DATA = "/work/shared/data/locomo/locomo_dev3.json"
@@ -264,7 +264,7 @@ class Settings:
     summaries_share: float = 0.05
     compaction_trigger: float = 0.7
     backend_options: dict[str, Any] = field(default_factory=dict)  # e.g. model
-    # [compaction] recall_* ranking keys (kairox_core/compaction/recall_rank.py)
+    # [recall] ranking keys (kairox_core/recall/rank.py)
     content_prior: float = 0.0
     content_words: int = 20
     neighbour_weight: float = 0.0
@@ -272,10 +272,10 @@ class Settings:
 
     def ranking(self) -> dict[str, Any]:
         return {
-            "recall_content_prior": self.content_prior,
-            "recall_content_words": self.content_words,
-            "recall_neighbour_weight": self.neighbour_weight,
-            "recall_speaker_prior": self.speaker_prior,
+            "content_prior": self.content_prior,
+            "content_words": self.content_words,
+            "neighbour_weight": self.neighbour_weight,
+            "speaker_prior": self.speaker_prior,
         }
 
     def config(self, budget: int) -> KairoxConfig:
@@ -301,13 +301,11 @@ class Settings:
                 },
                 "compaction": {
                     "strategy": "extractive",
-                    "recall": True,
-                    "recall_k": self.recall_k,
                     "keep_recent_exchanges": self.keep_recent_exchanges,
                     "target_tokens": self.target_tokens,
                     "summaries_share": self.summaries_share,
-                    **self.ranking(),
                 },
+                "recall": {"enabled": True, "k": self.recall_k, **self.ranking()},
             }
         )
 
@@ -335,11 +333,13 @@ class Settings:
                 "",
                 "[compaction]",
                 'strategy = "extractive"',
-                "recall = true",
-                f"recall_k = {self.recall_k}",
                 f"keep_recent_exchanges = {self.keep_recent_exchanges}",
                 f"target_tokens = {self.target_tokens}",
                 f"summaries_share = {self.summaries_share}",
+                "",
+                "[recall]",
+                "enabled = true",
+                f"k = {self.recall_k}",
                 *(f"{k} = {v}" for k, v in self.ranking().items()),
             ]
         )
@@ -672,7 +672,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=d.keep_recent_exchanges,
         help="[compaction] keep_recent_exchanges",
     )
-    ap.add_argument("--recall-k", type=int, default=d.recall_k, help="[compaction] recall_k")
+    ap.add_argument("--recall-k", type=int, default=d.recall_k, help="[recall] k")
     ap.add_argument(
         "--target-tokens", type=int, default=d.target_tokens, help="[compaction] target_tokens"
     )
@@ -689,16 +689,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="[profiles.<name>] compaction_trigger",
     )
     for flag, kind, what in (
-        ("content-prior", float, "recall_content_prior"),
-        ("content-words", int, "recall_content_words"),
-        ("neighbour-weight", float, "recall_neighbour_weight"),
-        ("speaker-prior", float, "recall_speaker_prior"),
+        ("content-prior", float, "content_prior"),
+        ("content-words", int, "content_words"),
+        ("neighbour-weight", float, "neighbour_weight"),
+        ("speaker-prior", float, "speaker_prior"),
     ):
         ap.add_argument(
             f"--{flag}",
             type=kind,
             default=getattr(d, flag.replace("-", "_")),
-            help=f"[compaction] {what}",
+            help=f"[recall] {what}",
         )
     ap.add_argument("--conversations", type=int, default=None, help="only the first N")
     ap.add_argument(

@@ -152,7 +152,7 @@ def config(backend: str, threshold: float, k: int) -> KairoxConfig:
     return KairoxConfig.model_validate(
         {
             "retrieval": {"workspace_index": False, "backend": backend},
-            "compaction": {"recall": False},
+            "recall": {"enabled": False},
             "longterm": {"threshold": threshold, "k": k},
         }
     )

@@ -50,3 +50,29 @@ class DuplicateRegistrationError(PluginError):
 
 class UnknownNameError(KairoxUserError):
     """A configured name (knowledge-base kind, backend, provider...) that no plugin provides."""
+
+
+class StorageError(KairoxUserError):
+    """The database could not be opened, read or written (damaged, read-only, full,
+    locked, a server away). The message names the database and what to do; nothing of
+    the failed action was recorded. ``http_status`` is what ``kairox serve`` answers."""
+
+    http_status = 503
+
+
+class StorageDamagedError(StorageError):
+    """The database file is corrupt, truncated or not a database."""
+
+
+class StorageReadOnlyError(StorageError):
+    """The database (its file, folder or mount) cannot be written."""
+
+
+class StorageFullError(StorageError):
+    """The disk (or the database's size limit) is full."""
+
+    http_status = 507
+
+
+class StorageUnavailableError(StorageError):
+    """The database is busy (locked) or its server cannot be reached: try again later."""

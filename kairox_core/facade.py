@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
@@ -220,11 +221,28 @@ class Kairox:
         return self.session(session_id=session_id)
 
     def sessions(self, *, workspace: str | None = None) -> list[SessionInfo]:
+        """Every session in the database (``workspace``: that workspace's only)."""
         return self.events_store.sessions(workspace_id=workspace)
 
-    def events(self, session_id: str) -> list[Event]:
-        """The session's whole audit trail, in order."""
-        return self.events_store.read(session_id)
+    def session_info(self, session_id: str) -> SessionInfo | None:
+        """What the database knows of a session (workspace, profile), without opening a
+        handle on it; None when there is no such session."""
+        return self.events_store.get_session(session_id)
+
+    def events(
+        self,
+        session_id: str,
+        *,
+        first_seq: int | None = None,
+        last_seq: int | None = None,
+        types: Iterable[str] | None = None,
+    ) -> list[Event]:
+        """The session's audit trail, in order: the whole of it, or the seqs from
+        ``first_seq`` to ``last_seq`` (inclusive), of the event ``types`` named (class
+        names such as ``"UserMessageAdded"``)."""
+        return self.events_store.read(
+            session_id, first_seq=first_seq, last_seq=last_seq, types=types
+        )
 
     # --- compaction ------------------------------------------------------------------
 

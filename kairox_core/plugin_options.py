@@ -12,17 +12,25 @@ plugin hand-writes "unknown key" or "expected a number" checks. Give ``Model``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from kairox_core.validation import format_validation_error
 
-if TYPE_CHECKING:
-    from kairox_core.config import KairoxConfig, KnowledgeBaseConfig, ProviderConfig
-    from kairox_core.plugins import PluginHost
-
 M = TypeVar("M", bound=BaseModel)
+
+
+class KindSection(Protocol):
+    """A ``[knowledge_bases.<id>]`` or ``[providers.<id>]`` section: its id and kind
+    (kairox_core.config checks every section with these keys; this module imports
+    nothing of the config, so the config can import it)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
 
 
 def validate_options(
@@ -35,36 +43,12 @@ def validate_options(
         raise format_validation_error(exc, file, prefix=key, model=model) from None
 
 
-def knowledge_base_key(kb: KnowledgeBaseConfig) -> str:
+def knowledge_base_key(kb: KindSection) -> str:
     return f"knowledge_bases.{kb.id or kb.kind}"
 
 
-def provider_key(section: ProviderConfig) -> str:
+def provider_key(section: KindSection) -> str:
     return f"providers.{section.id or section.kind}"
 
 
 BACKEND_OPTIONS_KEY = "retrieval.backend_options"
-
-
-def check_options(config: KairoxConfig, host: PluginHost) -> None:
-    """Validate every configured section whose plugin registered an options model."""
-    src = config.source or "<embedded default>"
-    sections: list[tuple[str, str, Mapping[str, Any], str]] = [
-        (
-            "embedding_backends",
-            config.retrieval.backend,
-            config.retrieval.backend_options,
-            BACKEND_OPTIONS_KEY,
-        ),
-    ]
-    sections += [
-        ("retrievers", kb.kind, kb.options, knowledge_base_key(kb))
-        for kb in config.knowledge_bases.values()
-    ]
-    sections += [
-        ("model_providers", p.kind, p.options, provider_key(p)) for p in config.providers.values()
-    ]
-    for category, name, raw, key in sections:
-        registration = host.registry(category).get(name)
-        if registration is not None and registration.options is not None:
-            validate_options(registration.options, raw, key=key, file=src)

@@ -33,8 +33,9 @@ from kairox_core.context import (
     MemoryItem,
     edits,
 )
+from kairox_core.context.assembler import AssemblyInputs
 from kairox_core.context.history import HistoryCache, unit_from_event, with_tokens
-from kairox_core.context.recalled import recalled_turns
+from kairox_core.context.recalled import recalled_turns, search_deferred
 from kairox_core.context.sources import HistoryUnit, SummaryItem
 from kairox_core.engines import (
     AssemblyRequest,
@@ -214,20 +215,24 @@ class Session:
             assembler.counter, before_seq=before_seq, skip=state.covered_ranges()
         )
         system = self.system_prompt or self.kx.config.kairox.system_prompt
-        context = assembler.assemble(
-            prompt,
-            system_prompt=system,
-            instructions=instructions,
-            memories=self.memories(),
-            pinned=state.pinned,
-            summaries=state.summaries,
-            hits=list(hits),
-            history=history,
-            attachments=attachments,
-            after_prompt=after_prompt,
-            contributions=[c for c in contributions if c.longterm is None],
-            longterm=next((c.longterm for c in contributions if c.longterm), None),
-        )
+        inputs: AssemblyInputs = {
+            "system_prompt": system,
+            "instructions": instructions,
+            "memories": self.memories(),
+            "pinned": state.pinned,
+            "summaries": state.summaries,
+            "hits": list(hits),
+            "history": history,
+            "attachments": attachments,
+            "after_prompt": after_prompt,
+            "contributions": [c for c in contributions if c.longterm is None],
+            "longterm": next((c.longterm for c in contributions if c.longterm), None),
+        }
+        plan = assembler.plan(prompt, **inputs)
+        if plan.unsettled:  # recall skipped unindexed turns the history lacks: search again
+            await search_deferred(plan.unsettled)  # off the event loop
+            plan = assembler.plan(prompt, **inputs)
+        context = assembler.render(plan)
         self._history.trim(2 * assembler.budget)
         if report is not None:
             layer = context.trace.layer("retrieval")

@@ -84,4 +84,20 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         raise
 
 
-__all__ = ["WORKERS", "WORKER_PREFIX", "background_loop", "in_background_loop", "run_sync"]
+async def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Await ``coro`` on the background loop without blocking the caller's loop: the
+    async counterpart of ``run_sync`` for code on its own loop that calls Kairox objects
+    holding clients (a retriever) created on the background loop."""
+    if in_background_loop():
+        return await coro
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, background_loop()))
+
+
+__all__ = [
+    "WORKERS",
+    "WORKER_PREFIX",
+    "background_loop",
+    "in_background_loop",
+    "run_async",
+    "run_sync",
+]

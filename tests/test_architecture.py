@@ -15,7 +15,7 @@ import kairox_core
 
 PACKAGE = Path(kairox_core.__file__).resolve().parent
 CORE = ("facade", "session", "context", "memory", "store", "retrieval", "engines")
-ENGINES = ("kairox_core.compaction", "kairox_core.default_plugins")
+ENGINES = ("kairox_core.compaction", "kairox_core.recall", "kairox_core.default_plugins")
 
 
 def module_name(path: Path) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig
+from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig, RecallSection
 from kairox_core.events import (
     AssistantMessageCompleted,
     CompactionSummary,
@@ -57,8 +57,9 @@ async def test_300_turns_compact_in_order_within_budget_keeping_pins_and_origina
         profiles={"default": ProfileConfig(model="gpt-4o", context_window=1200, reserve=200)},
         # recall (indexing compacted turns) is tested on its own; off here to keep this fast
         compaction=CompactionSection(
-            strategy="extractive", keep_recent_exchanges=3, target_tokens=120, recall=False
+            strategy="extractive", keep_recent_exchanges=3, target_tokens=120
         ),
+        recall=RecallSection(enabled=False),
     )
     kx = Kairox.open(tmp_path / "long.db", config)
     s = kx.session(workspace="w")

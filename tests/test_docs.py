@@ -42,6 +42,7 @@ def test_every_config_key_is_documented() -> None:
         "memory": config.MemorySection,
         "retrieval": config.RetrievalSection,
         "compaction": config.CompactionSection,
+        "recall": config.RecallSection,
         "longterm": config.LongTermSection,
         "packs": config.PacksSection,
         "tools": config.ToolsSection,

@@ -11,11 +11,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kairox_core.compaction import recall as recall_module
-from kairox_core.compaction.recall import recall_of
-from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig, RetrievalSection
+from kairox_core.config import (
+    CompactionSection,
+    KairoxConfig,
+    ProfileConfig,
+    RecallSection,
+    RetrievalSection,
+)
 from kairox_core.events import AssistantMessageCompleted, UserMessageAdded
 from kairox_core.facade import Kairox
+from kairox_core.recall import engine as recall_module
+from kairox_core.recall.engine import recall_of
 from kairox_core.retrieval import keyword_terms
 from kairox_core.retrieval.embeddings import HashingEmbedding
 from kairox_core.retrieval.fts import query_terms
@@ -31,7 +37,8 @@ def config(recall: bool = True) -> KairoxConfig:
             )
         },
         retrieval=RetrievalSection(backend="hashing"),
-        compaction=CompactionSection(enabled=False, recall=recall),
+        compaction=CompactionSection(enabled=False),
+        recall=RecallSection(enabled=recall),
     )
 
 

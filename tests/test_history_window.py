@@ -303,7 +303,9 @@ def test_history_tokens_is_the_walk_that_stops_past_the_limit(tmp_path: Path) ->
     from kairox_core import Kairox
     from kairox_core.config import KairoxConfig
 
-    cfg = KairoxConfig.model_validate({"compaction": {"enabled": False, "recall": False}})
+    cfg = KairoxConfig.model_validate(
+        {"compaction": {"enabled": False}, "recall": {"enabled": False}}
+    )
     with Kairox.open(tmp_path / "k.db", cfg) as kx:
         s = kx.session(workspace="w")
         for i in range(12):

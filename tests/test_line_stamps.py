@@ -11,8 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kairox_core.compaction.recall import recall_of
-from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig, RetrievalSection
+from kairox_core.config import (
+    CompactionSection,
+    KairoxConfig,
+    ProfileConfig,
+    RecallSection,
+    RetrievalSection,
+)
 from kairox_core.context.counting import ProfileCounter
 from kairox_core.context.recalled import (
     HEADER,
@@ -24,6 +29,7 @@ from kairox_core.context.recalled import (
 )
 from kairox_core.context.rendering import item_unit, neutralise
 from kairox_core.facade import Kairox
+from kairox_core.recall.engine import recall_of
 from kairox_core.retrieval.base import RetrievalHit
 
 LOCKER = "My locker code at the Vantaa gym is 4417-ZETA, please remember it."
@@ -39,7 +45,8 @@ def config() -> KairoxConfig:
             )
         },
         retrieval=RetrievalSection(backend="hashing", share=0.4),
-        compaction=CompactionSection(keep_recent_exchanges=2, target_tokens=60, recall_k=8),
+        compaction=CompactionSection(keep_recent_exchanges=2, target_tokens=60),
+        recall=RecallSection(k=8),
     )
 
 

@@ -13,11 +13,11 @@ import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kairox_core.compaction.recall import DOC_TYPE, recall_of, recall_space, turn_document
 from kairox_core.config import (
     CompactionSection,
     KairoxConfig,
     ProfileConfig,
+    RecallSection,
     RetrievalSection,
 )
 from kairox_core.context import ContextAssembler, ListHistory
@@ -25,6 +25,7 @@ from kairox_core.context.history import unit_from
 from kairox_core.context.recalled import turn_seq
 from kairox_core.events import UserMessageAdded
 from kairox_core.facade import Kairox
+from kairox_core.recall.engine import DOC_TYPE, recall_of, recall_space, turn_document
 from kairox_core.retrieval.base import RetrievalHit
 from kairox_core.testing.engine_contract import EngineContract
 from kairox_core.tokens import TokenCounter
@@ -47,9 +48,8 @@ def config(*, recall: bool = True, window: int = 1400, share: float = 0.4) -> Ka
             )
         },
         retrieval=RetrievalSection(backend="hashing", share=share),
-        compaction=CompactionSection(
-            keep_recent_exchanges=2, target_tokens=60, recall=recall, recall_k=8
-        ),
+        compaction=CompactionSection(keep_recent_exchanges=2, target_tokens=60),
+        recall=RecallSection(enabled=recall, k=8),
     )
 
 
@@ -168,7 +168,10 @@ def test_uncompacted_turns_out_of_history_are_recalled(tmp_path: Path) -> None:
     fact from long before still comes back verbatim."""
     base = config(window=2000, share=0.9)
     cfg = base.model_copy(
-        update={"compaction": base.compaction.model_copy(update={"enabled": False, "recall_k": 64})}
+        update={
+            "compaction": base.compaction.model_copy(update={"enabled": False}),
+            "recall": base.recall.model_copy(update={"k": 64}),
+        }
     )
     with Kairox.open(tmp_path / "kx.db", cfg) as k:
         session = k.session()
@@ -421,7 +424,7 @@ def test_a_long_backlog_is_indexed_newest_first_in_steps(
 ) -> None:
     """A session written before recall was on: each search indexes the new turns and one
     step of the older ones, newest first, until the first turn is reached."""
-    from kairox_core.compaction import recall as recall_module
+    from kairox_core.recall import engine as recall_module
 
     monkeypatch.setattr(recall_module, "BACKLOG_STEP", 10)
     db = tmp_path / "kx.db"

@@ -1,17 +1,22 @@
 """A turn's search leaves the newest turns unindexed when the history holds them, and
-searches again, indexed first, when it does not (compaction/recall.py ``defer``,
-context/recalled.py ``settle_deferred``)."""
+searches again, indexed first, when it does not (recall/engine.py ``defer``;
+context/recalled.py: the assembler's plan names the mark, the session searches)."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kairox_core.compaction import recall as recall_module
-from kairox_core.compaction.recall import DEFER_MAX, recall_of
-from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig, RetrievalSection
+from kairox_core.config import (
+    CompactionSection,
+    KairoxConfig,
+    ProfileConfig,
+    RecallSection,
+    RetrievalSection,
+)
 from kairox_core.context.history import with_tokens
 from kairox_core.context.recalled import (
     SOURCE,
@@ -20,8 +25,11 @@ from kairox_core.context.recalled import (
     settle_deferred,
     turn_seq,
 )
+from kairox_core.engines import AssemblyRequest
 from kairox_core.events import AssistantMessageCompleted, UserMessageAdded
 from kairox_core.facade import Kairox
+from kairox_core.recall import engine as recall_module
+from kairox_core.recall.engine import DEFER_MAX, recall_of
 from kairox_core.retrieval.base import RetrievalHit
 
 TOPICS = (
@@ -42,7 +50,8 @@ def config(*, window: int = 1000, share: float = 0.4, recall_k: int = 6) -> Kair
             )
         },
         retrieval=RetrievalSection(backend="hashing", share=share),
-        compaction=CompactionSection(enabled=False, recall=True, recall_k=recall_k),
+        compaction=CompactionSection(enabled=False),
+        recall=RecallSection(k=recall_k),
     )
 
 
@@ -108,7 +117,7 @@ def test_the_context_is_the_one_indexing_first_gives(tmp_path: Path) -> None:
 
 def test_newest_turns_that_would_rank_only_free_their_slots(tmp_path: Path) -> None:
     """The unindexed turns are the best matches: catching up first, they take slots of
-    ``recall_k`` that the history makes useless; deferred, the next-best older turns
+    ``[recall] k`` that the history makes useless; deferred, the next-best older turns
     get them. Every turn recalled after catching up is recalled deferred too, in the
     same order, and at most as many more as there were unindexed turns (the
     documented difference)."""
@@ -203,6 +212,8 @@ def _hit(seq: int) -> RetrievalHit:
 
 
 def test_settle_keeps_the_hits_when_the_history_holds_every_unindexed_turn() -> None:
+    """Settling is pure: a mark whose turns are not all held is returned to be searched
+    (its hits stand meanwhile); once searched, its hits are replaced by the search's."""
     hits = [_hit(3), _hit(5)]
     calls: list[int] = []
 
@@ -212,14 +223,85 @@ def test_settle_keeps_the_hits_when_the_history_holds_every_unindexed_turn() -> 
 
     mark = deferred_mark(hits, (8, 9), exact)
     other = RetrievalHit("other", 0.5, "other", "o")
-    assert settle_deferred([*hits, mark, other], {7, 8, 9}) == [*hits, other]
-    assert calls == []
-    assert settle_deferred([*hits, mark, other], {9}) == [_hit(9), other]
-    assert calls == [1]
-    assert settle_deferred(hits, set()) == hits  # no mark: as it is
+    assert settle_deferred([*hits, mark, other], {7, 8, 9}) == ([*hits, other], ())
+    assert settle_deferred([*hits, mark, other], {9}) == ([*hits, other], (mark,))
+    assert calls == []  # settling searches nothing
+    assert mark.search() == [_hit(9)] and mark.search() == [_hit(9)]
+    assert calls == [1]  # once
+    assert settle_deferred([*hits, mark, other], {9}) == ([_hit(9), other], ())
+    assert settle_deferred(hits, set()) == (hits, ())  # no mark: as it is
     empty = deferred_mark([], (4,), exact)
-    assert settle_deferred([empty], {4}) == []
-    assert settle_deferred([other, empty], set()) == [other, _hit(9)]
+    assert settle_deferred([empty], {4}) == ([], ())
+    empty.search()
+    assert settle_deferred([other, empty], set()) == ([other, _hit(9)], ())
+
+
+async def test_the_session_searches_again_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search done again for an unindexed turn out of the history runs in a worker
+    thread, not on the event loop's, and never inside the assembler."""
+    filler = " ".join(["We also went over the weekend plans in some detail."] * 30)
+    kx = Kairox.open(tmp_path / "kx.db", config(share=0.9))
+    try:
+        session = kx.session()
+        history_of(kx, session, 20)
+        fact = "My locker code at the Vantaa gym is 4417-ZETA."
+        tail = say(kx, session, f"{fact} {filler}", "Noted the locker code.")
+        say(kx, session, "ok", "ok")
+        recall = recall_of(kx)
+        threads: list[threading.Thread] = []
+        turns = recall.turns
+
+        def watched(*args: Any, **kw: Any) -> list[RetrievalHit]:
+            if not kw.get("defer"):
+                threads.append(threading.current_thread())
+            return turns(*args, **kw)
+
+        monkeypatch.setattr(recall, "turns", watched)
+        ctx = await session.preview("what is my locker code at the gym?")
+        assert threads and threading.current_thread() not in threads
+        assert f"seq {tail[0]}" in recalled_seqs(ctx)
+    finally:
+        await kx.aclose()
+        kx.close()
+
+
+async def test_planning_calls_neither_the_recall_engine_nor_its_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engines' contributions in hand (a mark whose unindexed turn the history
+    lacks among them), planning runs with every recall and index entry point raising:
+    the plan names the mark instead of searching."""
+    filler = " ".join(["We also went over the weekend plans in some detail."] * 30)
+    kx = Kairox.open(tmp_path / "kx.db", config(share=0.9))
+    try:
+        session = kx.session()
+        history_of(kx, session, 20)
+        say(kx, session, f"My locker code at the Vantaa gym is 4417-ZETA. {filler}", "Noted.")
+        say(kx, session, "ok", "ok")
+        prompt = "what is my locker code at the gym?"
+        request = AssemblyRequest(prompt, session.profile, None)
+        contributions = await session._before_assembly(request)
+        recall, index = recall_of(kx), recall_of(kx).index(session)
+
+        def no_io(*_: Any, **__: Any) -> Any:
+            raise AssertionError("I/O while planning")
+
+        for name in ("turns", "catch_up", "index", "_search", "_index_range"):
+            monkeypatch.setattr(recall, name, no_io)
+        for name in ("search", "add_documents", "rebuild", "embed_documents"):
+            if hasattr(index, name):
+                monkeypatch.setattr(index, name, no_io)
+        assembler = session.assembler()
+        history = session._history.source(assembler.counter)
+        plan = assembler.plan(prompt, history=history, contributions=contributions)
+        (mark,) = plan.unsettled
+        with pytest.raises(AssertionError, match="I/O"):
+            mark.search()  # the caller's step: it would search (here: refused)
+    finally:
+        await kx.aclose()
+        kx.close()
 
 
 async def test_background_indexing_runs_once_after_the_last_turn(

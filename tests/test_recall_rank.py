@@ -1,4 +1,4 @@
-"""Reordering recalled turns: speaker and content priors, neighbours (recall_rank.py)."""
+"""Reordering recalled turns: speaker and content priors, neighbours (recall/rank.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from kairox_core.compaction.recall import recall_of
-from kairox_core.compaction.recall_rank import (
+from kairox_core.config import (
+    CompactionSection,
+    KairoxConfig,
+    ProfileConfig,
+    RecallSection,
+    RetrievalSection,
+)
+from kairox_core.context.recalled import turn_seq
+from kairox_core.facade import Kairox
+from kairox_core.recall.engine import recall_of
+from kairox_core.recall.rank import (
     RankSettings,
     arrange,
     content_words,
@@ -23,9 +32,6 @@ from kairox_core.compaction.recall_rank import (
     weigh_content,
     weigh_speakers,
 )
-from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig, RetrievalSection
-from kairox_core.context.recalled import turn_seq
-from kairox_core.facade import Kairox
 from kairox_core.retrieval.base import RetrievalHit
 
 
@@ -90,11 +96,11 @@ def test_weigh_speakers_puts_the_named_speakers_turns_first() -> None:
 
 
 def test_speaker_prior_is_a_typed_setting() -> None:
-    assert CompactionSection().recall_speaker_prior == 0.0
-    assert RankSettings.of(CompactionSection(recall_speaker_prior=1.5)).speaker_prior == 1.5
-    assert RankSettings.of(CompactionSection(recall_speaker_prior=1.5)).active
+    assert RecallSection().speaker_prior == 0.0
+    assert RankSettings.of(RecallSection(speaker_prior=1.5)).speaker_prior == 1.5
+    assert RankSettings.of(RecallSection(speaker_prior=1.5)).active
     with pytest.raises(ValidationError):
-        CompactionSection(recall_speaker_prior=-1.0)
+        RecallSection(speaker_prior=-1.0)
 
 
 def test_weigh_speakers_falls_back_to_the_speaker_metadata() -> None:
@@ -172,7 +178,8 @@ def kx_config(**ranking: float) -> KairoxConfig:
             )
         },
         retrieval=RetrievalSection(backend="hashing", workspace_index=False),
-        compaction=CompactionSection(keep_recent_exchanges=1, recall_k=12, **ranking),
+        compaction=CompactionSection(keep_recent_exchanges=1),
+        recall=RecallSection(k=12, **ranking),
     )
 
 
@@ -191,7 +198,7 @@ def test_recall_turns_brings_the_answer_after_a_hit(tmp_path: Path) -> None:
     unrelated turns the search alone put before it."""
     found: dict[bool, list[str]] = {}
     for on in (False, True):
-        cfg = kx_config(recall_neighbour_weight=1.0 if on else 0.0)
+        cfg = kx_config(neighbour_weight=1.0 if on else 0.0)
         with Kairox.open(tmp_path / f"{on}.db", cfg) as kx:
             session = kx.session(workspace="w")
             for user, reply in [*STORY, *FILLER]:
@@ -211,7 +218,7 @@ def test_recall_turns_brings_the_answer_after_a_hit(tmp_path: Path) -> None:
 
 
 def test_recall_turns_puts_the_named_speakers_turns_first(tmp_path: Path) -> None:
-    """``[compaction] recall_speaker_prior`` reaches ``Recall.turns``: asked about Ann,
+    """``[recall] speaker_prior`` reaches ``Recall.turns``: asked about Ann,
     the turns Ann said come before Ben's, which match the prompt's words better."""
     talk = [
         ("Ann: My weekend was hiking in the hills.", "Ben: My weekend was hiking by the sea."),
@@ -220,7 +227,7 @@ def test_recall_turns_puts_the_named_speakers_turns_first(tmp_path: Path) -> Non
     ]
     order: dict[float, list[str]] = {}
     for prior in (0.0, 3.0):
-        with Kairox.open(tmp_path / f"{prior}.db", kx_config(recall_speaker_prior=prior)) as kx:
+        with Kairox.open(tmp_path / f"{prior}.db", kx_config(speaker_prior=prior)) as kx:
             session = kx.session(workspace="w")
             for user, reply in talk:
                 session.run_turn_sync(user, reply)

@@ -14,11 +14,11 @@ import pytest
 from kairox_core import hookimpl
 from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.cli import main
-from kairox_core.compaction.recall import recall_of
 from kairox_core.config import (
     CompactionSection,
     KairoxConfig,
     ProfileConfig,
+    RecallSection,
     RetrievalSection,
     check_plugin_names,
     parse_config,
@@ -26,6 +26,7 @@ from kairox_core.config import (
 from kairox_core.errors import ConfigError, KairoxUserError
 from kairox_core.facade import Kairox
 from kairox_core.plugins import PluginHost
+from kairox_core.recall.engine import recall_of
 from kairox_core.retrieval.base import RetrievalHit
 from kairox_core.retrieval.composite import CompositeWorkspaceRetriever
 from kairox_core.retrieval.embeddings import load_embedding_backend
@@ -219,7 +220,8 @@ def _recall_config(reranker: Mapping[str, Any] | None) -> KairoxConfig:
             )
         },
         retrieval=RetrievalSection(backend="hashing", share=0.4, workspace_index=False),
-        compaction=CompactionSection(keep_recent_exchanges=2, target_tokens=60, recall_k=8),
+        compaction=CompactionSection(keep_recent_exchanges=2, target_tokens=60),
+        recall=RecallSection(k=8),
     )
 
 

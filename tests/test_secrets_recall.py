@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig, RetrievalSection
+from kairox_core.config import (
+    CompactionSection,
+    KairoxConfig,
+    ProfileConfig,
+    RecallSection,
+    RetrievalSection,
+)
 from kairox_core.facade import Kairox
 from kairox_core.redaction import redact
 
@@ -67,7 +73,8 @@ def test_no_planted_secret_reaches_a_prompt_after_compaction(tmp_path: Path) -> 
             )
         },
         retrieval=RetrievalSection(backend="hashing", share=0.6),
-        compaction=CompactionSection(keep_recent_exchanges=2, recall=True, recall_k=40),
+        compaction=CompactionSection(keep_recent_exchanges=2),
+        recall=RecallSection(k=40),
     )
     with Kairox.open(tmp_path / "kx.db", cfg) as kx:
         session = kx.session()

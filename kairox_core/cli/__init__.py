@@ -8,9 +8,10 @@ from typing import Any
 import click
 
 from kairox_core.cli.context import CliContext, FilePath, pass_cli
+from kairox_core.cli.db_cmd import db_group
 from kairox_core.errors import KairoxError, KairoxUserError
 
-__all__ = ["CliContext", "FilePath", "cli", "main", "pass_cli"]
+__all__ = ["CliContext", "FilePath", "cli", "db_group", "main", "pass_cli"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,11 @@ class CliContext:
         """The validated configuration, even if a plugin it names is not installed: for
         commands that report what is missing (``kb list``, ``config show``)."""
         if self._config is None:
-            self._config = load_config(self.config_path)
+            with warnings.catch_warnings():  # the notes below say the same, once, in words
+                warnings.simplefilter("ignore", FutureWarning)
+                self._config = load_config(self.config_path)
+            for note in self._config.notes:  # e.g. a deprecated key and its new name
+                click.echo(f"note: {self._config.source}: {note}", err=True)
         return self._config
 
     @property

@@ -453,3 +453,12 @@ class CachedHistory:
                 taken.reverse()
                 return taken, cache.units[j - 1] if j > 0 else None
             cache.extend_older(room - (sums[n] - sums[0]))
+
+
+def event_messages(event: Event) -> tuple[dict[str, Any], ...]:
+    """The chat messages a conversation event (a user or assistant message, a tool call
+    with its result) stands for in history, as the assembler renders them; none for any
+    other event."""
+    if event.type not in _KINDS:
+        return ()
+    return messages_for(event.type, event.payload())

@@ -1,6 +1,6 @@
 """Recalled turns in the retrieval block: one item, packed turn by turn.
 
-Recall (compaction/recall.py) returns one hit per past turn of the session, best first,
+Recall (kairox_core/recall/engine.py) returns one hit per past turn of the session, best first,
 with ``seq``, ``speaker`` and ``date`` in its metadata. The assembler skips the turns
 its history holds, then adds the rest one at a time (alternating with the workspace and
 knowledge-base hits) while the retrieval share has room. All chosen turns render as a
@@ -34,18 +34,27 @@ def turn_seq(hit: RetrievalHit) -> int | None:
 class DeferredTurns(RetrievalHit):
     """Not a turn: the mark of a search that skipped the session's newest turns, not
     indexed yet (``unindexed``: their seqs), because the history surely holds them
-    (the finished turn, searched by the next one right away). The assembler settles it
-    (``settle_deferred``) once it knows which turns its history holds: all of them
-    held, the mark goes and the hits stand; else ``exact()`` (index first, search
-    again) replaces the hits that came with the mark (``hits``). That search runs once:
-    ``settled`` keeps its hits for a reassembly and for the turn's taint check
-    (``recalled_turns``), which must see every recalled turn the context can hold."""
+    (the finished turn, searched by the next one right away). The assembler's plan
+    settles it (``settle_deferred``) once it knows which turns its history holds: all
+    of them held, the mark goes and the hits stand; else the plan names the mark and
+    its caller runs ``search()`` (``exact``: index first, search again; I/O, so off the
+    event loop) and plans again, the new hits replacing those that came with the mark
+    (``hits``). That search runs once: ``settled`` keeps its hits for a reassembly and
+    for the turn's taint check (``recalled_turns``), which must see every recalled turn
+    the context can hold."""
 
     unindexed: tuple[int, ...] = ()
     hits: tuple[RetrievalHit, ...] = ()
     exact: Callable[[], Sequence[RetrievalHit]] | None = None
     settled: list[RetrievalHit] = field(default_factory=list, compare=False, repr=False)
     searched: list[bool] = field(default_factory=list, compare=False, repr=False)
+
+    def search(self) -> list[RetrievalHit]:
+        """Do the search again, indexed first (once; the I/O runs on the caller's thread)."""
+        if not self.searched:
+            self.settled[:] = self.exact() if self.exact is not None else self.hits
+            self.searched.append(True)
+        return self.settled
 
 
 def deferred_mark(
@@ -59,30 +68,44 @@ def deferred_mark(
     )
 
 
-def settle_deferred(recalled: Sequence[RetrievalHit], held: Collection[int]) -> list[RetrievalHit]:
-    """``recalled`` without its marks; the hits of a mark whose unindexed turns are not
-    all in ``held`` (seqs of the history units surely in the context) are replaced by
-    that search done after indexing them. Without marks, ``recalled`` as it is."""
+def settle_deferred(
+    recalled: Sequence[RetrievalHit], held: Collection[int]
+) -> tuple[list[RetrievalHit], tuple[DeferredTurns, ...]]:
+    """``recalled`` without its marks, and the marks still to search. A mark whose
+    unindexed turns are all in ``held`` (seqs of the history units surely in the
+    context) goes, its hits stand; one whose search was done (``search``) has its hits
+    replaced by that search's; any other is returned, its hits left as they are (the
+    plan is not final until it is searched). Pure: nothing is searched here."""
     marks = [h for h in recalled if isinstance(h, DeferredTurns)]
     if not marks:
-        return list(recalled)
+        return list(recalled), ()
     out = [h for h in recalled if not isinstance(h, DeferredTurns)]
+    unsettled: list[DeferredTurns] = []
     for mark in marks:
         if mark.exact is None or all(s in held for s in mark.unindexed):
             continue
         if not mark.searched:
-            mark.settled[:] = mark.exact()
-            mark.searched.append(True)
+            unsettled.append(mark)
+            continue
         gone = {id(h) for h in mark.hits}
         at = next((i for i, h in enumerate(out) if id(h) in gone), len(out))
         out = [h for h in out if id(h) not in gone]
         out[at:at] = mark.settled
-    return out
+    return out, tuple(unsettled)
+
+
+async def search_deferred(marks: Sequence[DeferredTurns]) -> None:
+    """``search()`` each mark in a worker thread (indexing, embedding, SQLite), off the
+    event loop: what the session does for a plan's ``unsettled`` marks."""
+    from kairox_core.retrieval.threads import run_blocking
+
+    for mark in marks:
+        await run_blocking(mark.search, name="kairox-recall")
 
 
 def recalled_turns(recalled: Sequence[RetrievalHit]) -> list[RetrievalHit]:
     """Every recalled turn that can be in the context: ``recalled`` without its marks,
-    plus the hits of any mark the assembler searched again (``settle_deferred``)."""
+    plus the hits of any mark searched again (``DeferredTurns.search``)."""
     out: list[RetrievalHit] = []
     for h in recalled:
         if isinstance(h, DeferredTurns):
@@ -212,6 +235,7 @@ __all__ = [
     "line_of",
     "line_stamp",
     "render_turns",
+    "search_deferred",
     "settle_deferred",
     "turn_line",
     "turn_seq",

@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "kairox_core.cli.usage_cmd",
     "kairox_core.cli.serve_cmd",
     "kairox_core.cli.mcp_cmd",
+    "kairox_core.cli.db_cmd",
 )
 
 

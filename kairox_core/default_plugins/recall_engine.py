@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 def _recall(kx: Kairox) -> Engine:
-    from kairox_core.compaction.recall import Recall
+    from kairox_core.recall.engine import Recall
 
     return Recall(kx)
 

@@ -135,7 +135,11 @@ class SqliteFtsRetriever:
                 )
             try:
                 self._conn = connect(
-                    self.database, vec=False, readonly=True, busy_timeout=self.busy_timeout
+                    self.database,
+                    vec=False,
+                    readonly=True,
+                    busy_timeout=self.busy_timeout,
+                    translate=False,  # a knowledge base's failure is the retriever's
                 )
             except OperationalError as exc:
                 raise RetrieverConfigError(

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from itertools import count
 from typing import Any, TypeVar
 
-from kairox_core.store.connection import Connection, connect
+from kairox_core.store.connection import Connection, connect, rollback, storage_error
 from kairox_core.store.migrations import migrate
 from kairox_core.store.sql.dialect import SQLITE, Dialect
 
@@ -62,7 +62,7 @@ class Database:
             with _registry_lock:
                 known = _registry.get(id(target))
                 if known is None or known.conn is not target:
-                    known = cls(target, owned=False)
+                    known = cls(target, owned=False, path=getattr(target, "kx_path", None))
                     _registry[id(target)] = known
                 db = known
         else:
@@ -91,15 +91,17 @@ class Database:
             queued = len(self._after)
             try:
                 yield conn
-            except BaseException:
+            except BaseException as exc:
                 self._depth -= 1
                 if name is None:
-                    conn.execute("ROLLBACK")
+                    rollback(conn)
                     self._after.clear()
                 else:
-                    conn.execute(f"ROLLBACK TO {name}")
-                    conn.execute(f"RELEASE {name}")
+                    if conn.in_transaction:  # SQLite may have undone it all already
+                        conn.execute(f"ROLLBACK TO {name}")
+                        conn.execute(f"RELEASE {name}")
                     del self._after[queued:]  # what the undone block queued never happened
+                self._raise_translated(exc)
                 raise
             self._depth -= 1
             if name is not None:
@@ -107,13 +109,21 @@ class Database:
                 return
             try:
                 conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
+            except BaseException as exc:
+                rollback(conn)
                 self._after.clear()
+                self._raise_translated(exc)
                 raise
             callbacks, self._after = self._after, []
         for callback in callbacks:
             callback()
+
+    def _raise_translated(self, exc: BaseException) -> None:
+        """Raise the ``StorageError`` a SQLite error on this file means (a row read
+        inside the block can raise one the connection did not translate)."""
+        error = storage_error(exc, self.path or ":memory:")
+        if error is not None and error is not exc:
+            raise error from exc
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` after the current outermost transaction commits (now if none)."""
@@ -152,8 +162,10 @@ class _Held:
         self.db.lock.acquire()
         return self.db.conn
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         self.db.lock.release()
+        if exc is not None:  # fetching rows raises outside the connection's execute
+            self.db._raise_translated(exc)
 
 
 def lock_for(conn: Any) -> threading.RLock:

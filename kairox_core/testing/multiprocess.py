@@ -21,7 +21,13 @@ from typing import Any
 
 from kairox_core import hookimpl
 from kairox_core.compaction.base import CompactionOutput, CompactionRequest
-from kairox_core.config import CompactionSection, KairoxConfig, ProfileConfig, RetrievalSection
+from kairox_core.config import (
+    CompactionSection,
+    KairoxConfig,
+    ProfileConfig,
+    RecallSection,
+    RetrievalSection,
+)
 
 HANG_READY = "inside the compaction"  # what ``hang`` prints from inside the run
 FILLER = "we talked about the garden, the weather and what to plant next spring"
@@ -55,9 +61,9 @@ def config(strategy: str = "extractive", *, enabled: bool = True) -> KairoxConfi
             strategy=strategy,
             keep_recent_exchanges=1,
             target_tokens=40,
-            recall=True,
             enabled=enabled,
         ),
+        recall=RecallSection(enabled=True),
     )
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Query, Request
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
 from kairox_core.errors import KairoxUserError
@@ -207,15 +207,22 @@ async def message_attachment(
         "`compaction`, `error`, `done`."
     ),
 )
-async def run_turn(request: Request, session_id: str, prompt: Prompt) -> StreamingResponse:
+async def run_turn(request: Request, session_id: str, prompt: Prompt) -> Response:
     kx = kx_of(request)
     session = kx.get_session(session_id)
     engine = engine_for(kx, request.app.state.providers, session)
     session.system_prompt = request.app.state.system_prompt
     engine.staged = [uploaded(u) for u in prompt.attachments]  # a bad file: 400, no turn
 
+    events = stream_turn(engine, prompt.prompt)
+    first = await anext(events, None)  # the prompt is recorded before the first event
+    if first is not None and first[0] == "error" and "status" in first[1]:
+        return JSONResponse({"detail": first[1]["message"]}, status_code=first[1]["status"])
+
     async def body() -> Any:
-        async for name, data in stream_turn(engine, prompt.prompt):
+        if first is not None:
+            yield sse(*first)
+        async for name, data in events:
             yield sse(name, data)
 
     return StreamingResponse(

@@ -1,7 +1,8 @@
 """The ASGI app of ``kairox serve``: the API, the OpenAI endpoint and the web app.
 
 ``create_app(kx, ...)`` wraps one ``Kairox`` (the facade is the only path to data) in
-FastAPI, maps Kairox's user errors to 4xx answers with their message, serves the
+FastAPI, maps Kairox's user errors to 4xx answers with their message (a database that
+cannot be read or written to 503, a full disk to 507), serves the
 single-page app from ``kairox_core/web/static`` (nothing fetched at run time) and puts
 the security guard (security.py) in front of everything.
 """
@@ -18,7 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from kairox_core.errors import KairoxError, KairoxUserError
+from kairox_core.errors import KairoxError, KairoxUserError, StorageError
 from kairox_core.prompt import front_end_system_prompt
 from kairox_core.web import api, openai_api
 from kairox_core.web.security import DEFAULT_MAX_BODY, Guard
@@ -33,6 +34,8 @@ CSP = (
 
 
 def _status(exc: KairoxError) -> int:
+    if isinstance(exc, StorageError):
+        return exc.http_status  # 503 (damaged, read-only, locked, server away), 507 (full)
     name = type(exc).__name__
     if name.endswith(("NotFoundError", "UnknownSessionError")) or "NotFound" in name:
         return 404

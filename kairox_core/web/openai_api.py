@@ -152,9 +152,10 @@ ERROR_CODES = {"ContextBudgetExceeded": "context_length_exceeded"}
 
 
 def _turn_error(data: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """A turn that failed before any text: 400 when the request cannot fit, else 502."""
+    """A turn that failed before any text: 400 when the request cannot fit, the
+    database's status when it could not be recorded (503, 507), else 502."""
     code = ERROR_CODES.get(str(data.get("kind", "")))
-    status = 400 if code else 502
+    status = 400 if code else int(data.get("status", 502))
     return status, error_body(str(data["message"]), status, code=code)
 
 
@@ -225,7 +226,7 @@ async def chat_completions(request: Request, body: ChatRequest) -> Any:
                 proposals.append(data)
             elif name == "trace":
                 trace = data
-            elif name == "error" and not text:
+            elif name == "error" and (not text or "status" in data):  # not recorded: no 200
                 status, err = _turn_error(data)
                 return JSONResponse(err, status_code=status)
         return {

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from kairox_core.chat.engine import ChatEngine, TurnOutcome
-from kairox_core.errors import KairoxError
+from kairox_core.errors import KairoxError, StorageError
 from kairox_core.providers.base import ModelProvider
 from kairox_core.providers.resolve import build_provider, choose_provider
 from kairox_core.web.serialize import event_json, proposal_json
@@ -56,7 +56,8 @@ async def stream_turn(
 ) -> AsyncIterator[tuple[str, Any]]:
     """``(event, data)`` pairs: ``delta`` texts as they arrive (already cleaned), then
     ``trace``, ``proposal`` / ``accepted`` / ``compaction`` for what the turn recorded,
-    and ``done`` (or ``error``, whose ``kind`` names the error's class)."""
+    and ``done`` (or ``error``, whose ``kind`` names the error's class; an error of the
+    database also carries the HTTP ``status`` it means: the turn could not be recorded)."""
     queue: asyncio.Queue[str | None] = asyncio.Queue()
 
     async def run() -> TurnOutcome:
@@ -71,8 +72,11 @@ async def stream_turn(
             yield "delta", {"text": text}
         try:
             outcome = await task
-        except KairoxError as exc:  # the budget guard: nothing was recorded
-            yield "error", {"message": str(exc), "kind": type(exc).__name__}
+        except KairoxError as exc:  # the budget guard, the database: the turn is not recorded
+            error: dict[str, Any] = {"message": str(exc), "kind": type(exc).__name__}
+            if isinstance(exc, StorageError):
+                error["status"] = exc.http_status
+            yield "error", error
             return
     finally:
         if not task.done():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kairox_core.config import KairoxConfig
+from kairox_core import KairoxConfig
 
 
 def make_config(**extra: object) -> KairoxConfig:

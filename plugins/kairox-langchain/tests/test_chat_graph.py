@@ -15,8 +15,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.store.base import BaseStore
 
-from kairox_core import Kairox
-from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted
+from kairox_core import AssistantMessageCompleted, Kairox, ToolInvocationCompleted
 from kairox_langchain import KairoxChat, KairoxStore, UnsupportedMessageError
 
 

@@ -17,8 +17,7 @@ from langchain_core.messages import (
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
-from kairox_core import Kairox
-from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted
+from kairox_core import AssistantMessageCompleted, Kairox, ToolInvocationCompleted
 from kairox_langchain import KairoxChatMessageHistory, UnsupportedMessageError
 
 

@@ -9,8 +9,7 @@ from llama_index.core.agent.workflow import FunctionAgent, ReActAgent
 from llama_index.core.tools import FunctionTool
 from llama_index.llms.openai_like import OpenAILike
 
-from kairox_core import Kairox
-from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted, UserMessageAdded
+from kairox_core import AssistantMessageCompleted, Kairox, ToolInvocationCompleted, UserMessageAdded
 from kairox_core.testing.fake_openai import Action, FakeOpenAIServer
 from kairox_llamaindex import KairoxMemory
 

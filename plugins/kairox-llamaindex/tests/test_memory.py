@@ -14,8 +14,7 @@ from llama_index.core.base.llms.types import (
     ToolCallBlock,
 )
 
-from kairox_core import Kairox
-from kairox_core.events import UserMessageAdded
+from kairox_core import Kairox, UserMessageAdded
 from kairox_llamaindex import HistoryConflictError, KairoxMemory, UnsupportedMessageError
 
 

@@ -11,10 +11,8 @@ from typing import Any
 import pytest
 from llama_index.core.schema import NodeWithScore
 
-from kairox_core import Kairox, hookimpl
-from kairox_core.capabilities import RetrieverCapabilities
-from kairox_core.config import KairoxConfig
-from kairox_core.retrieval import RetrievalHit, RetrieverUnavailable
+from kairox_core import Kairox, KairoxConfig, hookimpl
+from kairox_core.retrieval import RetrievalHit, RetrieverCapabilities, RetrieverUnavailable
 from kairox_llamaindex import KairoxRetriever, KairoxSearchError
 
 TEA = "Green tea is brewed at 80 degrees for two minutes. Black tea wants boiling water."

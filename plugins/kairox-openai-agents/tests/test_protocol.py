@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any, cast
 
@@ -10,6 +11,7 @@ from agents import TResponseInputItem
 from agents.memory import Session, SessionSettings
 from oai_helpers import event_types, open_kairox
 
+from kairox_core.tokens import TokenCounter
 from kairox_openai_agents import KairoxSession, KairoxSessionError
 
 
@@ -182,7 +184,7 @@ def test_a_session_id_with_the_generation_separator_is_refused(tmp_path: Path) -
 
 
 async def test_a_resumed_session_in_another_workspace_is_a_clear_error(tmp_path: Path) -> None:
-    from kairox_core.errors import KairoxUserError
+    from kairox_core import KairoxUserError
 
     with open_kairox(tmp_path) as kx:
         KairoxSession(kx, "p11", workspace="alpha")
@@ -190,9 +192,13 @@ async def test_a_resumed_session_in_another_workspace_is_a_clear_error(tmp_path:
             KairoxSession(kx, "p11", workspace="beta")
 
 
-async def test_get_items_recalls_an_old_turn_for_the_latest_user_message(tmp_path: Path) -> None:
-    """Recall works through the SDK's get_items: a turn long gone from the window comes
-    back when the conversation returns to it (Kairox assembles for the latest message)."""
+async def test_get_items_fills_the_budget_with_older_turns_past_compaction(
+    tmp_path: Path,
+) -> None:
+    """With no question known yet, the room recall would take goes to older messages,
+    verbatim, newest first, back past what compaction summarised: a turn compaction took
+    out of the history comes back while the budget holds it, and the context never
+    opens on a reply whose user message did not fit."""
     with open_kairox(tmp_path, window=700) as kx:
         session = KairoxSession(kx, "p12")
 
@@ -203,16 +209,40 @@ async def test_get_items_recalls_an_old_turn_for_the_latest_user_message(tmp_pat
             )
 
         await exchange("The code for the blue door is 4417.", "Noted, the blue door code is 4417.")
-        for i in range(16):
-            await exchange(
-                f"Status of shipment {i}? " + "pallets " * 15, f"Shipment {i} is on time."
-            )
+        for i in range(14):
+            await exchange(f"Status of shipment {i}? " + "pallets " * 15, f"Shipment {i} is ok.")
+        assert [e for e in event_types(kx, "p12") if e == "CompactionSummary"]
 
-        def recalled(listed: list[TResponseInputItem]) -> list[str]:
+        preview = await asyncio.to_thread(session.kairox_session.preview_sync, "")
+        held = [str(m.get("content")) for m in preview.messages]
+        assert "Shipment 0 is ok." not in held  # compacted away
+        got = [str(i.get("content")) for i in await session.get_items()]
+        assert "Shipment 0 is ok." in got  # back, verbatim
+        assert got.index("Shipment 0 is ok.") < got.index("Shipment 13 is ok.")
+        assert "Shipment 13 is ok." in got  # the newest is there as well
+
+        for i in range(14, 40):
+            await exchange(f"Status of shipment {i}? " + "pallets " * 15, f"Shipment {i} is ok.")
+        listed = await session.get_items()
+        got = [str(i.get("content")) for i in listed]
+        assert "Shipment 0 is ok." not in got  # the budget no longer reaches it
+        first = next(i for i in listed if i.get("role") in ("user", "assistant"))
+        assert first.get("role") == "user"
+        counter = TokenCounter("o200k_base")
+        sent = [{"role": str(i.get("role")), "content": str(i.get("content"))} for i in listed]
+        assert counter.count_messages(sent) <= 700
+
+        # the summaries' room went to verbatim turns; keep_summaries keeps them instead
+        def summaries(listed: list[TResponseInputItem]) -> list[str]:
             texts = [str(i.get("content")) for i in listed]
-            return [t for t in texts if "[recalled turns of this conversation]" in t]
+            return [t for t in texts if t.startswith("<kairox:summaries>")]
 
-        assert not any("4417" in t for t in recalled(await session.get_items()))
-
-        await exchange("What was the code for the blue door?", "Let me check.")
-        assert any("blue door is 4417" in t for t in recalled(await session.get_items()))
+        preview = await asyncio.to_thread(session.kairox_session.preview_sync, "")
+        assert summaries(cast(list[TResponseInputItem], preview.messages))
+        assert not summaries(listed)
+        keeping = KairoxSession(kx, "p12", keep_summaries=True)
+        kept = await keeping.get_items()
+        assert summaries(kept)
+        assert len([i for i in kept if i.get("role") == "user"]) < len(
+            [i for i in listed if i.get("role") == "user"]
+        )

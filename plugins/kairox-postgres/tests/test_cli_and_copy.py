@@ -25,8 +25,8 @@ database = "{database}"
 [retrieval]
 workspace_index = false
 
-[compaction]
-recall = false
+[recall]
+enabled = false
 """
 
 
@@ -163,7 +163,7 @@ def test_copy_sqlite_to_postgres_and_back_loses_nothing(
     kairox_home: Path, tmp_path: Path, pg_server: PgTestServer, kairox: Callable[..., Result]
 ) -> None:
     config = KairoxConfig.model_validate(
-        {"retrieval": {"workspace_index": False}, "compaction": {"recall": False}}
+        {"retrieval": {"workspace_index": False}, "recall": {"enabled": False}}
     )
     source = tmp_path / "mine.db"
     with Kairox.open(source, config) as kx:

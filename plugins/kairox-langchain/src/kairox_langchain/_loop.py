@@ -1,15 +1,14 @@
 """Where this adapter runs Kairox's coroutines that hold clients (retrievers): always on
-Kairox's one background loop (kairox_core.sync, see DEVELOPERS.md "Sync twins run on
-one background loop"), from sync and async callers alike, so a client created by one
-call is never used from another loop."""
+Kairox's one background loop (``kairox_core.run_sync`` / ``run_async``, see DEVELOPERS.md
+"Sync twins run on one background loop"), from sync and async callers alike, so a
+client created by one call is never used from another loop."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from kairox_core.sync import background_loop, in_background_loop, run_sync
+from kairox_core import run_async, run_sync
 
 T = TypeVar("T")
 
@@ -21,6 +20,4 @@ def on_kairox_loop(coro: Coroutine[Any, Any, T]) -> T:
 
 async def aon_kairox_loop(coro: Coroutine[Any, Any, T]) -> T:
     """Await ``coro`` on Kairox's loop without blocking the caller's loop."""
-    if in_background_loop():
-        return await coro
-    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, background_loop()))
+    return await run_async(coro)

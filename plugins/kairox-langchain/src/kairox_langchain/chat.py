@@ -36,8 +36,7 @@ from kairox_langchain.errors import UnsupportedMessageError
 from kairox_langchain.messages import ContextConverter, message_text, tool_arguments
 
 if TYPE_CHECKING:
-    from kairox_core import Kairox
-    from kairox_core.session import Session, Turn, TurnResult
+    from kairox_core import Kairox, Session, Turn, TurnResult
 
 ChatInput: TypeAlias = "str | BaseMessage | Sequence[BaseMessage] | Mapping[str, Any]"
 ChatOutput: TypeAlias = "AIMessage | dict[str, list[AIMessage]]"
@@ -97,7 +96,7 @@ class KairoxChat(Runnable[ChatInput, ChatOutput]):
         profile: str | None = None,
         instructions: Sequence[str] = (),
     ) -> None:
-        from kairox_core.session import Session
+        from kairox_core import Session
 
         self.model = model
         self.instructions = tuple(instructions)

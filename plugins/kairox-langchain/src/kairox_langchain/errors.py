@@ -3,7 +3,7 @@ the CLI and the web app report them as what was wrong and how to fix it."""
 
 from __future__ import annotations
 
-from kairox_core.errors import KairoxUserError
+from kairox_core import KairoxUserError
 
 
 class UnsupportedMessageError(KairoxUserError):

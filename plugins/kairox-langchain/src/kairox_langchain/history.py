@@ -25,8 +25,7 @@ from kairox_langchain.messages import (
 )
 
 if TYPE_CHECKING:
-    from kairox_core import Kairox
-    from kairox_core.session import Session, Turn, TurnResult
+    from kairox_core import Kairox, Session, Turn, TurnResult
 
 _UNSUPPORTED_HINT = {
     "SystemMessage": "Kairox keeps the system prompt with the session: pass "
@@ -72,7 +71,7 @@ class KairoxChatMessageHistory(BaseChatMessageHistory):
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The whole conversation, oldest first, read from the event store (a turn in
         progress shows its user message and the tool calls recorded so far)."""
-        events = self.kx.events_store.read(self.session.id, types=HISTORY_EVENT_TYPES)
+        events = self.kx.events(self.session.id, types=HISTORY_EVENT_TYPES)
         return history_messages(events)
 
     # --- writing (sync: Kairox's synchronous twins) --------------------------------
@@ -102,7 +101,7 @@ class KairoxChatMessageHistory(BaseChatMessageHistory):
         and continue in a new session of the same workspace and profile."""
         self._drop_turn_sync()
         old = self.session
-        self.kx.approvals.archive_session(old.id, reason="KairoxChatMessageHistory.clear()")
+        old.archive_sync(reason="KairoxChatMessageHistory.clear()")
         self.session = self.kx.session(workspace=old.workspace_id, profile=old.profile)
 
     def close(self) -> None:
@@ -136,7 +135,7 @@ class KairoxChatMessageHistory(BaseChatMessageHistory):
             turn, self._turn = self._turn, None
             await turn.abort()
         old = self.session
-        self.kx.approvals.archive_session(old.id, reason="KairoxChatMessageHistory.clear()")
+        await old.archive(reason="KairoxChatMessageHistory.clear()")
         self.session = self.kx.session(workspace=old.workspace_id, profile=old.profile)
 
     # --- the turn state machine ----------------------------------------------------

@@ -15,7 +15,7 @@ from langchain_core.messages import (
     convert_to_messages,
 )
 
-from kairox_core.events import (
+from kairox_core import (
     AssistantMessageCompleted,
     Event,
     ToolInvocationCompleted,

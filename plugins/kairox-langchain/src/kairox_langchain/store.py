@@ -191,7 +191,7 @@ class KairoxStore(BaseStore):
         session_id = scope.session_id
         workspace_id = scope.workspace_id
         if scope.scope == "session":
-            info = self.kx.events_store.get_session(scope.session_id or "")
+            info = self.kx.session_info(scope.session_id or "")
             workspace_id = info.workspace_id if info is not None else None
         k = max(wanted, 1)
         while True:
@@ -279,7 +279,7 @@ class KairoxStore(BaseStore):
         return record
 
     def _chunk(self, scope: Scope, key: str) -> Any:
-        from kairox_core.errors import KairoxUserError
+        from kairox_core import KairoxUserError
 
         try:
             chunk = self.kx.longterm.get(key)

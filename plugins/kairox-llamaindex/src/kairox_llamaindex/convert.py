@@ -25,7 +25,7 @@ from llama_index.core.base.llms.types import (
     ToolCallBlock,
 )
 
-from kairox_core.errors import KairoxUserError
+from kairox_core import KairoxUserError
 
 
 class UnsupportedMessageError(KairoxUserError):

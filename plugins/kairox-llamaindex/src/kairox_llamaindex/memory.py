@@ -24,13 +24,19 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.memory import BaseMemory
 
-from kairox_core import Kairox
-from kairox_core.errors import KairoxUserError
-from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted, UserMessageAdded
+from kairox_core import (
+    AssistantMessageCompleted,
+    Kairox,
+    KairoxUserError,
+    Session,
+    ToolInvocationCompleted,
+    Turn,
+    TurnResult,
+    UserMessageAdded,
+    front_end_system_prompt,
+    run_sync,
+)
 from kairox_core.markers import extract_memory_markers
-from kairox_core.prompt import front_end_system_prompt
-from kairox_core.session import Session, Turn, TurnResult
-from kairox_core.sync import run_sync
 from kairox_llamaindex.convert import (
     ASSISTANT_ROLES,
     ToolCall,

@@ -20,11 +20,8 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from kairox_core import Kairox
-from kairox_core.errors import KairoxError
+from kairox_core import Kairox, KairoxError, Session, run_sync
 from kairox_core.retrieval import CompositeResult, CompositeWorkspaceRetriever, RetrievalHit
-from kairox_core.session import Session
-from kairox_core.sync import run_sync
 from kairox_llamaindex.tokenizer import use_offline_tokenizer
 
 log = logging.getLogger("kairox_llamaindex")

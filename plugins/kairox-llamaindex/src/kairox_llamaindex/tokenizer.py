@@ -16,7 +16,7 @@ from functools import partial
 import llama_index.core
 from llama_index.core.utils import set_global_tokenizer
 
-from kairox_core.tokens import get_encoding
+from kairox_core import get_encoding
 
 LLAMAINDEX_ENCODING = "cl100k_base"  # what encoding_for_model("gpt-3.5-turbo") names
 

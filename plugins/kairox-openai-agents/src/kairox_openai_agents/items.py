@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kairox_core.errors import KairoxUserError
+from kairox_core import KairoxUserError
 
 
 class KairoxSessionError(KairoxUserError):

@@ -4,11 +4,13 @@
 its items before each run and hands back what the run produced; here that becomes one
 Kairox turn per run:
 
-- ``get_items`` returns Kairox's assembled context (memories, packs, pinned facts,
-  compaction summaries, the long-term block, retrieval and recalled past turns, then
-  history under the token budget) as SDK input items. The SDK asks before it hands over
-  the new input, so Kairox assembles for the session's latest user message: recall and
-  the long-term block follow the conversation's topic, one turn behind.
+- ``get_items`` returns Kairox's assembled context as SDK input items. The SDK asks
+  before it hands over the new input, so there is no question yet: the context holds
+  the memories, packs, pinned facts, compaction summaries and history, and the room
+  recall and retrieval would take goes to older messages, verbatim, newest first, as
+  far back as the token budget reaches, past what compaction summarised (backfill.py).
+  Recall, retrieval and the long-term block on the question itself come with
+  ``RunConfig(call_model_input_filter=session.model_input_filter)``.
 - ``add_items`` records: a user message begins a turn, function calls and their outputs
   become Kairox tool events (untrusted text), and an assistant message that ends a
   batch with no call left open completes the turn, which routes its ``<memory>``
@@ -41,6 +43,7 @@ from agents.items import TResponseInputItem
 from agents.memory import SessionSettings
 from agents.run_config import CallModelData, ModelInputData
 
+from kairox_openai_agents.backfill import Backfill
 from kairox_openai_agents.items import (
     AssistantText,
     KairoxSessionError,
@@ -54,8 +57,7 @@ from kairox_openai_agents.items import (
 )
 
 if TYPE_CHECKING:
-    from kairox_core import Kairox
-    from kairox_core.session import Session, Turn, TurnResult
+    from kairox_core import Kairox, Session, Turn, TurnResult
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +71,8 @@ class KairoxSession:
     session is created on first use, or resumed). ``workspace``, ``profile`` and
     ``system_prompt`` are those of ``kx.session(...)``. ``skip_item_types`` lists SDK
     item types (``"reasoning"``, ...) you accept to drop instead of getting an error.
+    ``keep_summaries`` keeps compaction summaries in ``get_items``' context even when
+    older messages, verbatim, could use their room (backfill.py).
     ``last_turn`` is the last completed turn's ``TurnResult``: the reply with its
     markup removed (``.text``) and the memory proposals it made (``.proposals``).
     """
@@ -83,6 +87,7 @@ class KairoxSession:
         system_prompt: str | None = None,
         session_settings: SessionSettings | None = None,
         skip_item_types: Collection[str] = (),
+        keep_summaries: bool = False,
     ) -> None:
         if not session_id or GENERATION_SEP in session_id:
             raise KairoxSessionError(
@@ -101,7 +106,6 @@ class KairoxSession:
         self._calls: dict[str, ToolCall] = {}
         self._replied = False
         self._tool_results = 0
-        self._query: str | None = None  # the latest user message; None: not read yet
         self._last_piece: str | None = None  # the open turn's last user item's text
         self._kairox = kx.session(
             workspace=workspace,
@@ -109,6 +113,8 @@ class KairoxSession:
             session_id=self._generation_id(self._current_generation()),
             system_prompt=system_prompt,
         )
+        self._keep_summaries = keep_summaries
+        self._backfill = Backfill(kx, self._kairox.id, keep_summaries=keep_summaries)
 
     def __repr__(self) -> str:
         return f"KairoxSession({self.session_id!r}, kairox={self.kairox_session_id!r})"
@@ -159,7 +165,7 @@ class KairoxSession:
         """A ``RunConfig(call_model_input_filter=...)``: each model call of the run gets
         Kairox's context assembled for the input actually asked (recall, long-term
         block and retrieval on the question itself), then the run's own tool calls.
-        Without it, ``get_items`` assembles for the previous user message."""
+        Without it, the model gets ``get_items``' context, assembled with no question."""
         return await asyncio.to_thread(self._model_input, data.model_data)
 
     def _model_input(self, data: ModelInputData) -> ModelInputData:
@@ -184,22 +190,9 @@ class KairoxSession:
 
     def _context_items(self) -> list[dict[str, object]]:
         with self._lock:
-            query = self._latest_user_text()
-            context = self._kairox.preview_sync(query)
-        items = messages_to_items(context.messages)
-        if items and items[-1].get("role") == "user" and items[-1].get("content") == query:
-            items.pop()  # the query stands in for the prompt the SDK appends itself
-        return items
-
-    def _latest_user_text(self) -> str:
-        if self._query is None:  # once per object: read the session's trail
-            texts = [
-                str(getattr(e, "text", ""))
-                for e in self.kx.events(self.kairox_session_id)
-                if e.type == "UserMessageAdded"
-            ]
-            self._query = texts[-1] if texts else ""
-        return self._query
+            context = self._kairox.preview_sync("")
+            messages = self._backfill.fill(context)
+        return messages_to_items(messages[:-1])  # the SDK appends the prompt itself
 
     def _record(self, ops: Sequence[Op]) -> None:
         with self._lock:
@@ -254,7 +247,6 @@ class KairoxSession:
         pending.clear()
         self._close_turn()
         self._turn = self._kairox.begin_turn_sync(prompt)
-        self._query = prompt
 
     def _open_turn(self) -> Turn:
         assert self._turn is not None, "checked by _check"
@@ -318,7 +310,7 @@ class KairoxSession:
                 session_id=self._generation_id(n),
                 system_prompt=self._system_prompt,
             )
-            self._query = ""
+            self._backfill = Backfill(self.kx, self._kairox.id, keep_summaries=self._keep_summaries)
 
 
 def _is_user(item: object) -> bool:

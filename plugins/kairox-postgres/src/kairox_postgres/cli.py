@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kairox_core.cli import CliContext, pass_cli
+from kairox_core.cli import CliContext, db_group, pass_cli
 from kairox_core.errors import KairoxUserError
 
 
@@ -18,12 +18,7 @@ def _url(cli_ctx: CliContext, url: str | None) -> str:
     return target
 
 
-@click.group("db")
-def db() -> None:
-    """The database: schema migrations and copies between SQLite and PostgreSQL."""
-
-
-@db.command("migrate")
+@click.command("migrate")
 @click.argument("url", required=False)
 @pass_cli
 def migrate_cmd(cli_ctx: CliContext, url: str | None) -> None:
@@ -41,7 +36,7 @@ def migrate_cmd(cli_ctx: CliContext, url: str | None) -> None:
         click.echo(f"{component}: {state}")
 
 
-@db.command("copy")
+@click.command("copy")
 @click.argument("source")
 @click.argument("target")
 def copy_cmd(source: str, target: str) -> None:
@@ -52,3 +47,10 @@ def copy_cmd(source: str, target: str) -> None:
     report = copy_database(source, target)
     for line in report.lines():
         click.echo(line)
+
+
+def register(cli: click.Group) -> None:
+    """``db migrate`` and ``db copy`` in the core's ``kairox db`` group."""
+    group = db_group(cli)
+    group.add_command(migrate_cmd)
+    group.add_command(copy_cmd)

@@ -151,8 +151,8 @@ class _Sqlite:
             yield tuple(row)
 
     def insert(self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
-        if table == "events":
-            rows = [(*r[:5], _json_text(r[5])) for r in rows]
+        if table == "events":  # from PostgreSQL: a document; from SQLite: its text already
+            rows = [(*r[:5], r[5] if isinstance(r[5], str) else _json_text(r[5])) for r in rows]
         elif table == "memory_proposals":
             at = list(columns).index("tainted")
             rows = [(*r[:at], int(r[at]), *r[at + 1 :]) for r in rows]

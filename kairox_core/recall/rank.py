@@ -2,9 +2,9 @@
 
 Recall (recall.py) ranks each past turn on its own against the prompt, and the
 assembler fits them in that order. Three cheap, model-free adjustments act on the
-ranking (each off at weight 0; ``[compaction]`` keys):
+ranking (each off at weight 0; ``[recall]`` keys):
 
-- **Speaker** (``recall_speaker_prior``): when the prompt names some of the
+- **Speaker** (``speaker_prior``): when the prompt names some of the
   conversation's speakers but not all, their turns' scores are multiplied by ``1 +
   prior``. "What attributes describe John?" is answered by what John said: on LoCoMo,
   of the evidence turns of questions that name one speaker, 97% are that speaker's
@@ -12,13 +12,13 @@ ranking (each off at weight 0; ``[compaction]`` keys):
   transcript line (``"John: ..."``, a label of one to three capitalised words before
   the first colon) or else its ``speaker`` metadata (``user``, ``assistant``).
 
-- **Content** (``recall_content_prior``): a turn's score is scaled by ``1 + prior x
+- **Content** (``content_prior``): a turn's score is scaled by ``1 + prior x
   (c - 0.5)``, ``c`` its content words (not stop words, three letters or more) over
-  ``recall_content_words``, at most 1. "Sounds nice, spending time together is
+  ``content_words``, at most 1. "Sounds nice, spending time together is
   important!" matches every question about family a little; the turns that state
   facts have more words that are not filler (LoCoMo's evidence turns average 42 tokens,
   its turns 31), so among turns matching alike the one saying more comes first.
-- **Neighbours** (``recall_neighbour_weight``): evidence often spans adjacent turns
+- **Neighbours** (``neighbour_weight``): evidence often spans adjacent turns
   (a question and its answer, a story told over two replies). Each turn's score gets
   ``weight x`` the best score of the turn just before or after it in the conversation,
   so the neighbour of a strong hit can outrank a weak hit elsewhere; a neighbour that
@@ -47,6 +47,7 @@ from kairox_core.context.recalled import SOURCE, turn_seq
 from kairox_core.retrieval.base import RetrievalHit
 
 if TYPE_CHECKING:
+    from kairox_core.config import RecallSection
     from kairox_core.facade import Kairox
     from kairox_core.session import Session
 
@@ -69,7 +70,7 @@ STOP_WORDS = frozenset(_STOP.split())
 
 @dataclass(frozen=True)
 class RankSettings:
-    """The ``[compaction] recall_*`` ranking keys (see the module docstring)."""
+    """The ``[recall]`` ranking keys (see the module docstring)."""
 
     content_prior: float = 0.0
     content_words: int = 20
@@ -77,13 +78,13 @@ class RankSettings:
     speaker_prior: float = 0.0
 
     @classmethod
-    def of(cls, section: Any) -> RankSettings:
-        """From a ``CompactionSection`` (or anything with the same attributes)."""
+    def of(cls, section: RecallSection) -> RankSettings:
+        """From the ``[recall]`` section."""
         return cls(
-            content_prior=float(getattr(section, "recall_content_prior", 0.0)),
-            content_words=int(getattr(section, "recall_content_words", 20)),
-            neighbour_weight=float(getattr(section, "recall_neighbour_weight", 0.0)),
-            speaker_prior=float(getattr(section, "recall_speaker_prior", 0.0)),
+            content_prior=section.content_prior,
+            content_words=section.content_words,
+            neighbour_weight=section.neighbour_weight,
+            speaker_prior=section.speaker_prior,
         )
 
     @property
@@ -270,10 +271,10 @@ def arrange_recalled(
     prompt: str = "",
 ) -> list[RetrievalHit]:
     """``arrange`` for ``Recall.turns`` (``prompt``: the search's): the settings from
-    ``[compaction]``, neighbours
+    ``[recall]``, neighbours
     read from the event store (only turns below ``before_seq``) and made hits as recall
-    indexes them (``turn_document``, passed in: recall.py imports this module)."""
-    settings = RankSettings.of(kx.config.compaction)
+    indexes them (``turn_document``, passed in: engine.py imports this module)."""
+    settings = RankSettings.of(kx.config.recall)
     if not settings.active or not hits:
         return hits
     from kairox_core.store.event_store import CONVERSATION_TYPES
@@ -293,7 +294,7 @@ def arrange_recalled(
         hits,
         settings,
         neighbour_reader(read, to_hit),
-        limit=kx.config.compaction.recall_k,
+        limit=kx.config.recall.k,
         prompt=prompt,
     )
 

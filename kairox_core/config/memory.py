@@ -1,0 +1,26 @@
+"""``[memory]``: the memory store and the limits of the marker protocol."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from kairox_core.config.base import Strict
+
+# The memory store the core opens itself, on the event store's connection (no plugin).
+BUILTIN_MEMORY_STORE = "sqlite"
+BUILTIN_NAMES: dict[str, tuple[str, ...]] = {"memory_stores": (BUILTIN_MEMORY_STORE,)}
+
+
+class MemorySection(Strict):
+    """``[memory]``: the memory store backend and the limits of the marker protocol."""
+
+    store: str = BUILTIN_MEMORY_STORE  # or one registered by kairox_register_memory_stores
+    max_body_chars: int = Field(2000, gt=0)
+    # a reply is untrusted: markers past this many become invalid ("too many proposals")
+    max_proposals_per_turn: int = Field(20, ge=0)
+    max_memories_tokens_share: float = Field(0.5, gt=0, le=1)
+    # the model reads its own past replies with the memory tags it wrote (issue 28). Off
+    # by default: with it on, the default 0.5B model tagged questions, wrote bodies
+    # without the fact ("Remembering my bike lock code") and answered recall questions
+    # with made-up tags; docs/memory.md has the conversation.
+    history_tags: bool = False
