@@ -59,9 +59,12 @@ class StorageCapabilities:
     """What a storage backend (``Storage``) supports beyond the protocol.
 
     ``longterm``: its ``longterm`` property is a ``LongTermStore`` (chunks and personal
-    packs); a storage without it runs with long-term memory and packs switched off."""
+    packs); a storage without it runs with long-term memory and packs switched off.
+    ``check``: ``check() -> list[str]`` reports the database's health for ``kairox db
+    check``, one line each, a damaged part's line starting with "damaged"."""
 
     longterm: bool = False
+    check: bool = False
 
 
 @dataclass(frozen=True)
@@ -157,7 +160,7 @@ REQUIRES: dict[type, dict[str, tuple[str, ...]]] = {
             "embedded_chunks",
         ),
     },
-    StorageCapabilities: {"longterm": ("longterm",)},
+    StorageCapabilities: {"longterm": ("longterm",), "check": ("check",)},
     LongTermCapabilities: {"when_free": ("when_free",)},
     ProviderCapabilities: {"tools": ("stream", "complete")},
     RetrieverCapabilities: {"index_files": ("index",)},
@@ -246,6 +249,16 @@ class _HasIndexCaps(Protocol):
     def capabilities(self) -> IndexCapabilities: ...
 
 
+@runtime_checkable
+class HealthCheck(Protocol):
+    def check(self) -> list[str]: ...
+
+
+class _HasStorageCaps(Protocol):
+    @property
+    def capabilities(self) -> StorageCapabilities: ...
+
+
 class _HasLongTermCaps(Protocol):
     @property
     def capabilities(self) -> LongTermCapabilities: ...
@@ -267,6 +280,10 @@ def file_index(index: _HasIndexCaps) -> FileIndex | None:
     return cast(FileIndex, index) if index.capabilities.files else None
 
 
+def health_check(storage: _HasStorageCaps) -> HealthCheck | None:
+    return cast(HealthCheck, storage) if storage.capabilities.check else None
+
+
 def when_free(store: _HasLongTermCaps) -> WhenFree | None:
     return cast(WhenFree, store) if store.capabilities.when_free else None
 
@@ -277,6 +294,7 @@ __all__ = [
     "Declares",
     "EmptyProbe",
     "FileIndex",
+    "HealthCheck",
     "IndexCapabilities",
     "LongTermCapabilities",
     "ProviderCapabilities",
@@ -287,6 +305,7 @@ __all__ = [
     "ann_graph",
     "empty_probe",
     "file_index",
+    "health_check",
     "term_stats",
     "verify",
     "when_free",

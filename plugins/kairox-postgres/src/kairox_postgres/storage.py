@@ -32,7 +32,7 @@ class PostgresStorage:
 
     name = "postgresql"
 
-    capabilities = StorageCapabilities(longterm=True)
+    capabilities = StorageCapabilities(longterm=True, check=True)
 
     def __init__(self, url: str, *, migrate_schema: bool = True, max_connections: int = 8) -> None:
         self.db = PgDatabase(url, max_size=max_connections)
