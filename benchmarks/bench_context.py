@@ -22,11 +22,22 @@ timed in the same run:
 - Baseline: ``trim_messages(strategy="last", token_counter=<tiktoken o200k counter>)``
   over the same messages as LangChain messages, to the same budget.
 
-Goals (issues 4, 18): at 10k messages a Kairox turn in the default configuration at
-least 100x faster than the baseline, warm and cold; a turn at 100k messages within 2x of
-one at 1k. Prints a table and JSON.
+Every timing reports the warm turns' median, p90 and max (``turn_p90_ms``,
+``turn_max_ms``, ``p90_over_median``).
 
-    python benchmarks/bench_context.py [--sizes 1000,10000,100000] [--turns 7] [--json]
+The default configuration as users get it (issue 27): compaction on as well, its
+turn-end check inside the figure, over a session grown by real turns (``run_turn``
+turn by turn, so compaction summaries, recall's incremental index and its ANN graph
+are what a user's session has) and, in the same run, over the batch-built session of
+the same size (``default_config`` in the JSON; ``--grown-sizes``, 1k and 10k messages
+by default: growing 10k messages turn by turn takes minutes).
+
+Goals (issues 4, 18, 27): at 10k messages a Kairox turn in the default configuration at
+least 100x faster than the baseline, warm and cold; a turn at 100k messages within 2x of
+one at 1k; the p90 within 2x of the median, turns back to back. Prints tables and JSON.
+
+    python benchmarks/bench_context.py [--sizes 1000,10000,100000] [--turns 7]
+        [--grown-sizes 1000,10000] [--json]
 """
 
 from __future__ import annotations
@@ -284,6 +295,7 @@ def time_turns(
     }
     out: dict[str, Any] = {
         "turn_ms": round(med["total"] * 1000, 3),
+        **spread([r["total"] for r in runs]),
         "begin_ms": round(med["begin"] * 1000, 3),
         "stream_ms": round(med["stream"] * 1000, 3),
         "complete_ms": round(med["complete"] * 1000, 3),
@@ -297,6 +309,109 @@ def time_turns(
     if hooked:
         out["turn_with_turn_end_hooks_ms"] = round(statistics.median(hooked) * 1000, 3)
     return out
+
+
+def spread(seconds: list[float]) -> dict[str, float]:
+    """p90 and max of warm turns, and p90 over the median (the goal: within 2x)."""
+    ordered = sorted(seconds)
+    p90 = ordered[min(len(ordered) - 1, -(-9 * len(ordered) // 10) - 1)]
+    med = statistics.median(ordered)
+    return {
+        "turn_p90_ms": round(p90 * 1000, 3),
+        "turn_max_ms": round(ordered[-1] * 1000, 3),
+        "p90_over_median": round(p90 / med, 2) if med else float("nan"),
+    }
+
+
+def default_config() -> KairoxConfig:
+    """The configuration users get (compaction and recall on), at the bench window."""
+    return KairoxConfig.model_validate(
+        {"profiles": {"default": {"model": "gpt-4o", "context_window": WINDOW, "reserve": RESERVE}}}
+    )
+
+
+def grow_session(db: Path, n: int, system: str) -> tuple[str, int, float]:
+    """An ``n``-message session grown by real turns in the default configuration
+    (``run_turn``: each turn assembled, recorded, its markers routed, compaction's
+    turn-end check and recall's indexing run), as a user's session grows: (session id,
+    events, seconds). The same message mix as ``synthetic``."""
+    kx = Kairox.open(db, default_config())
+    session = kx.session(workspace="bench", system_prompt=system)
+    items = synthetic(n)
+    t0 = time.perf_counter()
+
+    async def grow() -> None:
+        turn: dict[str, Any] = {}
+        for kind, f in [*items, ("user", {})]:
+            if kind == "user" and turn:
+                await session.run_turn(
+                    turn["prompt"], turn.get("reply", ""), tool_results=turn.get("tools", [])
+                )
+                turn = {}
+            if kind == "user" and f:
+                turn["prompt"] = f["text"]
+            elif kind == "assistant":
+                turn["reply"] = f["text"]
+            elif kind == "tool":
+                turn.setdefault("tools", []).append(
+                    {k: f[k] for k in ("tool_call_id", "tool_name", "arguments", "result")}
+                )
+        await kx.aclose()
+
+    asyncio.run(grow())
+    seconds = time.perf_counter() - t0
+    kx = Kairox.open(db, default_config())
+    n_events = len(kx.events(session.id))
+    kx.close()
+    return session.id, n_events, seconds
+
+
+def time_default_turns(
+    db: Path, session_id: str, system: str, turns: int, *, seed: int
+) -> dict[str, Any]:
+    """Turns back to back in the default configuration, everything on (the turn-end
+    hooks inside the figure, as a user waits for them): cold first, then warm."""
+    kx = Kairox.open(db, default_config())
+    session = kx.session(session_id=session_id, system_prompt=system)
+    rng = random.Random(seed)
+
+    async def drive() -> tuple[dict[str, float], list[dict[str, float]]]:
+        first = await one_turn(session, "what is the deadline?", reply_deltas(rng))
+        runs = [
+            await one_turn(session, f"question {i}: {words(rng, 5, 40)}", reply_deltas(rng))
+            for i in range(turns)
+        ]
+        await kx.aclose()
+        return first, runs
+
+    first, runs = asyncio.run(drive())
+    return {
+        "turn_ms": round(statistics.median(r["total"] for r in runs) * 1000, 3),
+        **spread([r["total"] for r in runs]),
+        "begin_ms": round(statistics.median(r["begin"] for r in runs) * 1000, 3),
+        "complete_ms": round(statistics.median(r["complete"] for r in runs) * 1000, 3),
+        "first_turn_ms": round(first["total"] * 1000, 3),
+    }
+
+
+def bench_grown(n: int, turns: int, workdir: Path) -> dict[str, Any]:
+    """The default configuration over a session grown by real turns, next to the same
+    configuration over the batch-built session of the same size (same run)."""
+    system = "You are a helpful assistant for the bench project."
+    grown_db = workdir / f"grown-{n}.db"
+    sid, n_events, seconds = grow_session(grown_db, n, system)
+    grown = time_default_turns(grown_db, sid, system, turns, seed=n + 2)
+    batch_db = workdir / f"batch-default-{n}.db"
+    batch_sid, _, _, _ = build_session(batch_db, n, system)
+    batch = time_default_turns(batch_db, batch_sid, system, turns, seed=n + 2)
+    return {
+        "messages": n,
+        "grown_events": n_events,
+        "grow_seconds": round(seconds, 1),
+        "grown": grown,
+        "batch_built": batch,
+        "grown_over_batch": round(grown["turn_ms"] / batch["turn_ms"], 2),
+    }
 
 
 def bench_size(n: int, turns: int, baseline_repeats: int, workdir: Path) -> dict[str, Any]:
@@ -340,10 +455,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--baseline-repeats", type=int, default=3, help="trim_messages calls per size (0: skip)"
     )
+    parser.add_argument(
+        "--grown-sizes",
+        default="1000,10000",
+        help="sizes also grown by real turns and timed in the default configuration "
+        "(compaction on), next to the batch-built session ('' to skip)",
+    )
     parser.add_argument("--json", action="store_true", help="print only JSON")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    grown_sizes = [int(s) for s in args.grown_sizes.split(",") if s]
     results = []
+    grown = []
     with tempfile.TemporaryDirectory() as tmp:
         # One-time process start-up (imports, encodings, index tables) outside the figures.
         bench_size(50, 1, 0, Path(tmp))
@@ -352,8 +475,17 @@ def main(argv: list[str] | None = None) -> int:
             results.append(bench_size(n, args.turns, repeats, Path(tmp)))
             if not args.json:
                 print(f"  {n} messages done", file=sys.stderr)
+        for n in grown_sizes:
+            grown.append(bench_grown(n, args.turns, Path(tmp)))
+            if not args.json:
+                print(f"  {n} messages grown by turns done", file=sys.stderr)
     by_n = {r["messages"]: r for r in results}
-    summary: dict[str, Any] = {"window": WINDOW, "reserve": RESERVE, "sizes": results}
+    summary: dict[str, Any] = {
+        "window": WINDOW,
+        "reserve": RESERVE,
+        "sizes": results,
+        "default_config": grown,
+    }
     if 10_000 in by_n and "speedup_vs_trim_messages" in by_n[10_000]:
         s = by_n[10_000]["speedup_vs_trim_messages"]
         cold = by_n[10_000]["speedup_cold_vs_trim_messages"]
@@ -380,6 +512,8 @@ def main(argv: list[str] | None = None) -> int:
             "trim_messages ms",
             "speedup",
             "cold speedup",
+            "p90",
+            "max",
             "recall off ms",
         ):
             table.add_column(col, justify="right")
@@ -395,9 +529,28 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r.get('trim_messages_ms', float('nan')):.0f}",
                 f"{r.get('speedup_vs_trim_messages', float('nan')):.1f}x",
                 f"{r.get('speedup_cold_vs_trim_messages', float('nan')):.1f}x",
+                f"{r['turn_p90_ms']:.2f}",
+                f"{r['turn_max_ms']:.2f}",
                 f"{r['recall_off_turn_ms']:.2f}",
             )
         Console(stderr=True).print(table)
+        if grown:
+            table = Table(title="default configuration (compaction on), turn-end hooks included")
+            for col in ("messages", "session", "turn ms", "p90", "max", "p90/median", "cold"):
+                table.add_column(col, justify="right")
+            for g in grown:
+                for label in ("grown", "batch_built"):
+                    r = g[label]
+                    table.add_row(
+                        f"{g['messages']:,}",
+                        label.replace("_", " "),
+                        f"{r['turn_ms']:.2f}",
+                        f"{r['turn_p90_ms']:.2f}",
+                        f"{r['turn_max_ms']:.2f}",
+                        f"{r['p90_over_median']:.2f}",
+                        f"{r['first_turn_ms']:.2f}",
+                    )
+            Console(stderr=True).print(table)
     print(json.dumps(summary, indent=2))
     return 0
 

@@ -173,6 +173,10 @@ class UserMessageAdded(Event):
     attachments: tuple[dict[str, Any], ...] = ()
     tokens: int | None = None  # cached count of the rendered message, see ContextAssembler
     token_counter: str | None = None  # the counting scheme of ``tokens`` (encoding+margin)
+    # the process that ran the turn: a turn without a reply whose writer is gone was
+    # interrupted (kairox_core/turn_status.py)
+    writer_pid: int | None = None
+    writer_host: str | None = None
 
 
 @register_event

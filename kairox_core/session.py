@@ -20,6 +20,7 @@ retriever client live on the loop that first used them).
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -60,6 +61,7 @@ from kairox_core.markers import InvalidMarker, MarkerStreamParser, MemoryMarker,
 from kairox_core.memory.records import Proposal
 from kairox_core.retrieval.base import RetrievalHit
 from kairox_core.retrieval.composite import CompositeWorkspaceRetriever
+from kairox_core.store.leases import HOST
 from kairox_core.sync import run_sync
 
 if TYPE_CHECKING:
@@ -294,6 +296,8 @@ class Session:
                     turn_id=turn_id,
                     text=prompt,
                     attachments=atts,
+                    writer_pid=os.getpid(),  # an interrupted turn is told by its writer
+                    writer_host=HOST,
                 ),
                 counter,
             )

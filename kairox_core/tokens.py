@@ -141,15 +141,24 @@ class TokenCounter:
     """
 
     def __init__(
-        self, encoding: str = DEFAULT_ENCODING, *, margin: float = 0.0, cache_size: int = 65536
+        self,
+        encoding: str = DEFAULT_ENCODING,
+        *,
+        margin: float = 0.0,
+        cache_size: int = 65536,
+        cache_chars: int = 2_000_000,
     ) -> None:
         if margin < 0:
             raise ValueError("margin must be >= 0")
         self.encoding_name = encoding
         self.margin = margin
         self._encoding = get_encoding(encoding)
+        # bounded by entries and by the characters they hold: the texts are the key, and
+        # a long-running server counts new ones every turn
         self._cache: OrderedDict[str, int] = OrderedDict()
         self._cache_size = cache_size
+        self._cache_chars = cache_chars
+        self._held_chars = 0
 
     @classmethod
     def for_model(
@@ -181,9 +190,14 @@ class TokenCounter:
         """Cache ``n`` as ``text``'s count: one just encoded, or one made earlier for
         this very text under this encoding and stored beside it
         (``ProfileCounter.known_raw_count`` checks both before it calls this)."""
+        if text not in self._cache:
+            self._held_chars += len(text)
         self._cache[text] = n
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        while self._cache and (
+            len(self._cache) > self._cache_size or self._held_chars > self._cache_chars
+        ):
+            old, _ = self._cache.popitem(last=False)
+            self._held_chars -= len(old)
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` (special-token look-alikes as plain text); a large text

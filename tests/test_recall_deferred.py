@@ -335,3 +335,37 @@ async def test_background_indexing_runs_once_after_the_last_turn(
         kx.close()
     with Kairox.open(tmp_path / "kx.db", config()) as again:
         assert chunks(again, again.session(session_id=session.id)) == 2 + 6
+
+
+async def test_background_indexing_never_starts_beside_a_turn_in_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn slower than the delay (busy cores): the last turn's background indexing
+    wakes while the next turn holds the session and leaves the work to that turn's own
+    task, instead of taking turns at the GIL with it in a second thread."""
+    monkeypatch.setattr(recall_module, "BACKGROUND_DELAY", 0.0)  # wakes at the next step
+    kx = Kairox.open(tmp_path / "kx.db", config())
+    try:
+        session = kx.session()
+        recall = recall_of(kx)
+        calls: list[int] = []
+        catch_up = recall.catch_up
+
+        def counted(s: Any) -> int:
+            calls.append(catch_up(s))
+            return calls[-1]
+
+        monkeypatch.setattr(recall, "catch_up", counted)
+        await session.run_turn("The spare key is under the blue flowerpot.", "Blue pot.")
+        recall._catch_up(session)  # the first turn's search had nothing indexed to defer to
+        await session.run_turn("and the garden?", "Tomatoes.")  # its search defers
+        (task,) = [t for t in recall._pending if not t.done()]
+        calls.clear()
+        turn = await session.begin_turn("and the shed?")  # its awaits let the task wake
+        assert session.busy
+        assert await task == 0 and calls == []  # woke beside the turn: left the work
+        await turn.complete("Paint it.")
+        await kx.aclose()  # the third turn's task indexes the second and the third
+        assert calls == [4]
+    finally:
+        kx.close()

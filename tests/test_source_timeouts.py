@@ -42,15 +42,19 @@ class HangingKB:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        # this test's release: a call that only starts once the test is over (queued
+        # behind a blocked loop) returns at once instead of hanging in the next test
+        self.release = RELEASE
 
     def _query(self) -> list[RetrievalHit]:
+        kind = type(self)  # each kind counts its own calls
         with HANGING_LOCK:
-            HangingKB.hanging += 1
+            kind.hanging += 1
         try:
-            RELEASE.wait(self.hang)
+            self.release.wait(self.hang)
         finally:
             with HANGING_LOCK:
-                HangingKB.hanging -= 1
+                kind.hanging -= 1
         return [RetrievalHit("too late", 1.0, self.name, "late")]
 
     async def retrieve(
@@ -98,25 +102,58 @@ class PoliteKB:
         return None
 
 
+class LoopBlockingKB(HangingKB):
+    """A plugin's source that blocks its event loop (``time.sleep`` in async code)
+    until released: on the turn's loop it would hold the turn for as long."""
+
+    hanging = 0
+
+    async def retrieve(
+        self, query: str, k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[RetrievalHit]:
+        return self._query()  # RELEASE.wait on the loop itself
+
+
+class StubbornKB(HangingKB):
+    """A plugin's source that swallows cancellation and keeps waiting: ``wait_for``
+    on the turn's loop would wait for it to finish."""
+
+    hanging = 0
+    cancels_ignored = 0
+
+    async def retrieve(
+        self, query: str, k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[RetrievalHit]:
+        answer = asyncio.ensure_future(run_blocking(self._query))
+        while True:
+            try:
+                return await asyncio.shield(answer)
+            except asyncio.CancelledError:
+                StubbornKB.cancels_ignored += 1  # and keeps waiting for its answer
+
+
 class HangingPlugin:
     @hookimpl
     def kairox_register_retrievers(self, register: Any) -> None:
         register("hanging", lambda kb: HangingKB(kb.id))
+        register("loop_blocking", lambda kb: LoopBlockingKB(kb.id))
+        register("stubborn", lambda kb: StubbornKB(kb.id))
 
 
 @pytest.fixture(autouse=True)
 def _release_hung_threads() -> Iterator[None]:
-    RELEASE.clear()
+    global RELEASE
+    RELEASE = threading.Event()  # sources made by this test wait on this one
     yield
     RELEASE.set()
 
 
-def hanging_config() -> KairoxConfig:
+def hanging_config(kind: str = "hanging") -> KairoxConfig:
     return KairoxConfig.model_validate(
         {
             "profiles": {"default": {"model": "gpt-4o", "context_window": 6000, "reserve": 500}},
             "retrieval": {"workspace_index": False},
-            "knowledge_bases": {"stuck": {"kind": "hanging", "timeout": 1}},
+            "knowledge_bases": {"stuck": {"kind": kind, "timeout": 1}},
         }
     )
 
@@ -133,6 +170,28 @@ def test_a_hanging_knowledge_base_costs_a_turn_its_timeout(
     notes = turn.trace.layer("retrieval").notes
     assert any("stuck failed: timed out after 1s" in n for n in notes), notes
     assert still_hanging == 1, "the turn waited for the hanging source"
+
+
+@pytest.mark.parametrize("kind", ["loop_blocking", "stubborn"])
+def test_a_source_that_blocks_its_loop_or_ignores_cancellation_costs_a_turn_its_timeout(
+    kairox_home: Path, tmp_path: Path, register_plugin: Any, kind: str
+) -> None:
+    register_plugin(HangingPlugin(), "hanging-kb")
+    source = {"loop_blocking": LoopBlockingKB, "stubborn": StubbornKB}[kind]
+    with Kairox.open(tmp_path / "kx.db", hanging_config(kind)) as kx:
+        session = kx.session()
+        turn = session.begin_turn_sync("what is in the stuck knowledge base?")
+        still_hanging = source.hanging
+        turn.complete_sync("I could not read it.")
+        # the session is usable while the source still hangs in its own thread
+        again = session.begin_turn_sync("and now?")
+        hanging_after_second = source.hanging
+        again.abort_sync()
+    assert still_hanging == 1, "the turn waited for the source"
+    assert hanging_after_second >= 1, "the second turn waited for the source"
+    for t in (turn, again):
+        notes = t.trace.layer("retrieval").notes
+        assert any("source stuck failed: timed out after 1s" in n for n in notes), notes
 
 
 @pytest.mark.slow

@@ -43,6 +43,7 @@ from kairox_core.events import (
 )
 from kairox_core.summary_lines import line_of
 from kairox_core.toolloop import ToolStep
+from kairox_core.turn_status import INTERRUPTED_NOTE, interrupted_turns
 
 CONVERSATION = (UserMessageAdded, AssistantMessageCompleted, ToolInvocationCompleted)
 
@@ -150,7 +151,10 @@ class ChatApp(App[str]):
         pending = {p.id for p in e.kx.approvals.pending(session_id=e.session_id)}
         summaries = stream_summaries(e.kx, e.session)
         drawn: set[int] = set()
-        for event in self.engine.history():
+        history = self.engine.history()
+        # a turn whose process died mid-reply: a note under its last event
+        interrupted = {t.last_seq for t in interrupted_turns(history)}
+        for event in history:
             seq = event.seq or 0
             covering = next(
                 (s for s in summaries if s.item.first_seq <= seq <= s.item.last_seq), None
@@ -172,6 +176,8 @@ class ChatApp(App[str]):
                 self.note(f"tool {event.tool_name} → {event.result[:200]}", "note")
             elif isinstance(event, MemoryProposed) and event.proposal_id in pending:
                 self.chat.mount(MemoryCard(event))  # still undecided: decide it here
+            if seq in interrupted:
+                self.note(INTERRUPTED_NOTE, "note")
         if shown and resumed:
             self.note(f"resumed: {shown} earlier prompts above")
         self.update_waiting_note()

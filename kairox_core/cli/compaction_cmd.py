@@ -105,7 +105,7 @@ def describe_attachment(att: Any) -> str:
 def _describe(event: Any) -> str:
     """The interesting fields of an event, one line."""
     payload = event.payload()
-    for noisy in ("tokens", "token_counter", "raw"):
+    for noisy in ("tokens", "token_counter", "raw", "writer_pid", "writer_host"):
         payload.pop(noisy, None)
     parts = []
     for key, value in payload.items():
@@ -139,12 +139,26 @@ def events_command(
 
     The trail keeps the originals verbatim, secrets included: summaries, recalled turns
     and the long-term block are redacted before they reach a prompt, the events are not.
-    Treat the database and this output as you would the secrets themselves."""
+    Treat the database and this output as you would the secrets themselves.
+
+    A turn whose reply was never recorded (its process was killed mid-reply) is shown
+    as TurnInterrupted after its last event: derived when read, not stored."""
+    from kairox_core.turn_status import INTERRUPTED_TYPE, interrupted_turns
+
     with _session(cli_ctx, session_id) as session:
-        events = session.kx.events_store.read(session_id, types=list(types) if types else None)
+        every = session.kx.events_store.read(session_id)
+    shown = {e.seq for e in every if not types or e.type in types}
+    # derived, never stored: shown after the turn's last event
+    interrupted = {
+        t.last_seq: t for t in interrupted_turns(every) if not types or INTERRUPTED_TYPE in types
+    }
     if as_json:
-        for event in events:
-            click.echo(json.dumps(event.to_dict(), ensure_ascii=False))
+        for event in every:
+            if event.seq in shown:
+                click.echo(json.dumps(event.to_dict(), ensure_ascii=False))
+            if event.seq in interrupted:
+                line = interrupted[event.seq].to_dict(session_id, event.created_at)
+                click.echo(json.dumps(line, ensure_ascii=False))
         return
     from rich.console import Console
     from rich.table import Table
@@ -154,10 +168,21 @@ def events_command(
     table.add_column("time")
     table.add_column("type", style="bold")
     table.add_column("details", overflow="fold")
-    for event in events:
+    for event in every:
         when = dt.datetime.fromtimestamp(event.created_at).strftime("%Y-%m-%d %H:%M:%S")
-        table.add_row(str(event.seq), when, event.type, _describe(event))
+        if event.seq in shown:
+            table.add_row(str(event.seq), when, event.type, _describe(event))
+        if event.seq in interrupted:
+            turn = interrupted[event.seq]
+            details = f"turn_id={turn.turn_id}  {INTERRUPTED_NOTE_CLI}"
+            table.add_row("-", when, f"[red]{INTERRUPTED_TYPE}[/red]", details)
     Console().print(table)
+
+
+INTERRUPTED_NOTE_CLI = (
+    "interrupted — no reply was recorded (derived when read: the process that ran "
+    "the turn is gone or went on to another turn)"
+)
 
 
 @click.command("pin")

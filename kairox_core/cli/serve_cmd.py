@@ -68,9 +68,29 @@ def check_bind(host: str, token: str | None, *, env: str) -> None:
     type=click.IntRange(1024, 64 * 1_048_576),
     help="Largest request body accepted, in bytes.",
 )
+@click.option(
+    "--header-timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0.001),
+    help="Seconds a client has to send a request's headers before its connection is closed.",
+)
+@click.option(
+    "--body-timeout",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(min=0.001),
+    help="Seconds a client has to send a request's body after its headers.",
+)
 @pass_cli
 def serve_command(
-    cli_ctx: CliContext, host: str, port: int, token: str | None, max_body: int
+    cli_ctx: CliContext,
+    host: str,
+    port: int,
+    token: str | None,
+    max_body: int,
+    header_timeout: float,
+    body_timeout: float,
 ) -> None:
     """Serve the HTTP API (/api, schema at /openapi.json), an OpenAI-compatible
     POST /v1/chat/completions and the web app (/) over one Kairox database.
@@ -79,7 +99,8 @@ def serve_command(
     or a loopback IP address) a token is required. Without a token only the Host names
     127.0.0.1, localhost, [::1] and --host itself, with the port, are answered (DNS
     rebinding). State-changing requests need the X-Kairox-CSRF: 1 header (the web app
-    sends it)."""
+    sends it). A client that sends its headers or its body too slowly is cut off
+    (--header-timeout, --body-timeout)."""
     from kairox_core.web import require_web
 
     secret = resolve_token(token)
@@ -89,6 +110,7 @@ def serve_command(
 
     from kairox_core.facade import Kairox
     from kairox_core.web.app import create_app
+    from kairox_core.web.timeouts import timed_protocol
 
     config = cli_ctx.config
     kx = Kairox.open(cli_ctx.database, config=config)
@@ -96,7 +118,14 @@ def serve_command(
         app = create_app(kx, token=secret, host=host, port=port, max_body=max_body)
         shown = f"[{host}]" if ":" in host else host
         click.echo(f"kairox: serving {cli_ctx.database} on http://{shown}:{port}/", err=True)
-        uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="on",
+            http=timed_protocol(header_timeout, body_timeout),
+        )
     finally:
         kx.close()
 

@@ -29,8 +29,12 @@ class ScriptedOptions(BaseModel):
     chunk_chars: int = Field(4, gt=0)
 
 
+KEEP_CALLS = 32  # recent calls kept in ``calls``: a long-running demo server stays flat
+
+
 class ScriptedProvider:
-    """Answers each call with the next reply (or ``reply_fn(messages)``)."""
+    """Answers each call with the next reply (or ``reply_fn(messages)``). ``calls`` holds
+    the messages of the last ``KEEP_CALLS`` calls, oldest first (for tests)."""
 
     capabilities = ProviderCapabilities()
 
@@ -65,6 +69,8 @@ class ScriptedProvider:
 
     def _next(self, messages: Sequence[Message]) -> str:
         self.calls.append([dict(m) for m in messages])
+        if len(self.calls) > KEEP_CALLS:
+            del self.calls[0]
         return self._fn(messages) if self._fn is not None else next(self._cycle)
 
     async def stream(

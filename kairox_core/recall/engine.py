@@ -200,6 +200,12 @@ class Recall(Engine):
             return 0  # next search (any process) indexes the turn
         if self._latest.get(session.id, seq) > seq:
             return 0  # a later turn followed within the delay: its own task indexes both
+        if session.busy and not wake.done():
+            # a turn (or compaction) began since: indexing beside it, in a second thread,
+            # would take turns at the GIL with it (on busy cores a turn outlasts the
+            # delay, and a third of them ran several times slower); its own task, or the
+            # next search, indexes this turn too
+            return 0
         low, last = self._indexed.get(session.id, (1, 0))
         if low == 0 and last >= seq:  # a search since has indexed it all, the turn included
             return 0

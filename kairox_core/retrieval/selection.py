@@ -8,6 +8,7 @@ from typing import Any
 from kairox_core.capabilities import verify
 from kairox_core.retrieval.base import WorkspaceRetriever
 from kairox_core.retrieval.composite import CompositeWorkspaceRetriever, RetrieverSource
+from kairox_core.retrieval.isolation import IsolatedRetriever, is_third_party
 
 
 def build_knowledge_base(kb: Any) -> WorkspaceRetriever:
@@ -38,7 +39,8 @@ def retriever_for_profile(
 
     Only knowledge bases whose ``profiles`` list the profile or one of its aliases
     (or list none) are included, plus the workspace index unless
-    ``[retrieval] workspace_index = false``; the profile's ``reranker`` (if any)
+    ``[retrieval] workspace_index = false``; a third-party knowledge base runs on a
+    loop of its own (isolation.py), so it cannot hold the turn; the profile's ``reranker`` (if any)
     reorders the fused top ``rerank_top_n``. ``database_path`` may also be an open
     connection, or a ``Storage`` (its own retrieval index is used).
     """
@@ -74,9 +76,10 @@ def retriever_for_profile(
         for kb in config.knowledge_bases_for(name):
             timeout = kb.timeout if "timeout" in kb.model_fields_set else r.timeout
             kb = kb.model_copy(update={"timeout": timeout})  # the factory sees the one in force
-            sources.append(
-                RetrieverSource(build_knowledge_base(kb), "knowledge_base", kb.weight, timeout)
-            )
+            retriever = build_knowledge_base(kb)
+            if is_third_party(retriever):  # its blocking or hanging cannot hold the turn
+                retriever = IsolatedRetriever(retriever)
+            sources.append(RetrieverSource(retriever, "knowledge_base", kb.weight, timeout))
     except BaseException:
         if index is not None:  # do not leak an opened index when a later source fails
             index.close()

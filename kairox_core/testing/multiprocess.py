@@ -6,8 +6,11 @@ so compaction and recall's catch-up run on most turns, then prints one JSON line
 ``{"ok": n, "failed": [...]}``. ``... hang DB SESSION READY`` compacts the session
 with the ``hang`` strategy, which creates the file READY from inside the run, prints
 ``inside the compaction`` and then sleeps, so a test can SIGKILL the process in the
-middle of a compaction (reading the line blocks until then, no polling). A storage
-plugin's suite can reuse both with its own database URL.
+middle of a compaction (reading the line blocks until then, no polling).
+``... interrupt DB SESSION`` answers one turn, then begins another, streams part of
+its reply, prints ``inside the reply`` and sleeps: killed there, the second turn has
+a prompt and no reply (an interrupted turn). A storage plugin's suite can reuse them
+with its own database URL.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from kairox_core.config import (
 )
 
 HANG_READY = "inside the compaction"  # what ``hang`` prints from inside the run
+REPLY_READY = "inside the reply"  # what ``interrupt`` prints in the middle of a reply
+INTERRUPTED_PROMPT = "and what should we plant by the fence?"
 FILLER = "we talked about the garden, the weather and what to plant next spring"
 
 
@@ -96,12 +101,27 @@ def hang(db: str, session_id: str, ready: str) -> None:
     kx.compact(session_id)  # killed inside the strategy
 
 
+def interrupt(db: str, session_id: str) -> None:
+    from kairox_core.facade import Kairox
+
+    kx = Kairox.open(db, config())
+    session = kx.session(workspace="w", session_id=session_id)
+    session.run_turn_sync(f"first question: {FILLER}", "first answer.")
+    turn = session.begin_turn_sync(INTERRUPTED_PROMPT)
+    turn.feed("Sunflowers would")
+    print(REPLY_READY, flush=True)
+    time.sleep(3600)  # killed here, mid-reply
+
+
 def main(argv: list[str]) -> int:
     if argv[0] == "turns":
         print(json.dumps(run_turns(argv[1], argv[2], int(argv[3]), argv[4])), flush=True)
         return 0
     if argv[0] == "hang":
         hang(argv[1], argv[2], argv[3])
+        return 0
+    if argv[0] == "interrupt":
+        interrupt(argv[1], argv[2])
         return 0
     raise SystemExit(f"unknown command {argv[0]!r}")
 

@@ -22,6 +22,7 @@ from kairox_core.inputs import MAX_INT64
 from kairox_core.longterm.service import MAX_SEARCH_K
 from kairox_core.memory.records import MemoryNotFoundError
 from kairox_core.summary_lines import line_of, numbered_lines
+from kairox_core.turn_status import INTERRUPTED_NOTE, interrupted_turns
 from kairox_core.usage import usage
 from kairox_core.web.serialize import event_json, memory_json, plain, proposal_json
 from kairox_core.web.turns import engine_for, sse, stream_turn
@@ -159,11 +160,25 @@ async def session_events(
     return [event_json(e) for e in events if e.type != "ModelTokenDelta"]
 
 
-@router.get("/sessions/{session_id}/messages", summary="The conversation, as people see it")
+@router.get(
+    "/sessions/{session_id}/messages",
+    summary="The conversation, as people see it (`interrupted` on a turn with no reply)",
+)
 async def session_messages(request: Request, session_id: str) -> list[dict[str, Any]]:
     kx = kx_of(request)
     kx.get_session(session_id)
-    return [event_json(e) for e in kx.events_store.read(session_id) if isinstance(e, CONVERSATION)]
+    events = kx.events_store.read(session_id)
+    out = [event_json(e) for e in events if isinstance(e, CONVERSATION)]
+    # a turn whose reply was never recorded (its process died): its last message says so
+    unfinished = {t.turn_id for t in interrupted_turns(events)}
+    last_of: dict[str, dict[str, Any]] = {}
+    for item in out:
+        turn_id = item["payload"].get("turn_id")
+        if turn_id in unfinished:
+            last_of[turn_id] = item
+    for item in last_of.values():
+        item["interrupted"] = INTERRUPTED_NOTE
+    return out
 
 
 @router.get(

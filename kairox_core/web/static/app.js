@@ -203,6 +203,8 @@ async function loadChat() {
       }
     }
     else if (e.type === "ToolInvocationCompleted") bubble("tool", `${e.payload.tool_name}: ${e.payload.result}`);
+    // a turn whose process died mid-reply: said under its last message
+    if (e.interrupted) $("#messages").append(el("div", { class: "note interrupted" }, e.interrupted));
   }
   for (const p of pending.filter((p) => p.session_id === sessionId && !shown.has(p.id))) $("#messages").append(proposalCard(p));
   $("#messages").scrollTop = $("#messages").scrollHeight;
