@@ -122,10 +122,10 @@ class Kairox:
     # --- engines ---------------------------------------------------------------------
 
     def _build_engines(self) -> tuple[Engine, ...]:
-        from kairox_core.plugins import get_plugins
+        from kairox_core.plugins import ENGINES, get_plugins
 
         self._engine_names: dict[str, Engine] = {}
-        for name, registration in get_plugins().registry("engines").items():
+        for name, registration in get_plugins().registry(ENGINES).items():
             engine = registration.factory(self.engine_context)
             if not isinstance(engine, Engine):
                 raise PluginError(
@@ -347,13 +347,18 @@ class Kairox:
 def open_storage(target: str | os.PathLike[str]) -> Storage:
     """The storage for ``target``: a URL's scheme names the registered backend
     (``postgresql://`` -> ``postgresql``), anything else is a path for ``sqlite``."""
-    from kairox_core.plugins import get_plugins
+    from kairox_core.capabilities import verify
+    from kairox_core.plugins import STORAGE, get_plugins
 
     text = os.fspath(target)
     scheme = text.split("://", 1)[0].lower() if "://" in text else "sqlite"
     name = {"postgres": "postgresql", "postgresql+psycopg": "postgresql"}.get(scheme, scheme)
-    registration = get_plugins().get("storage", name, context="database")
+    registration = get_plugins().get(STORAGE, name, context="database")
     storage: Storage = registration.factory(text if "://" in text else str(Path(text).expanduser()))
+    what = f"storage backend '{name}'"
+    verify(storage, what)
+    if storage.capabilities.longterm:
+        verify(storage.longterm, f"{what}'s long-term store")
     return storage
 
 

@@ -22,10 +22,12 @@ if TYPE_CHECKING:
     import click
     from pydantic import BaseModel
 
+    from kairox_core.compaction.base import CompactionStrategy
     from kairox_core.events import Event
     from kairox_core.memory.base import MemoryStore
     from kairox_core.providers.base import ModelProvider
-    from kairox_core.retrieval.base import EmbeddingBackend, WorkspaceRetriever
+    from kairox_core.retrieval.base import EmbeddingBackend, Reranker, WorkspaceRetriever
+    from kairox_core.store.protocol import Storage
 
 hookspec = pluggy.HookspecMarker("kairox")
 hookimpl = pluggy.HookimplMarker("kairox")
@@ -41,14 +43,42 @@ class Registrar(Protocol[F_contra]):
     ) -> None: ...
 
 
+class CompactionStrategyFactory(Protocol):
+    """``factory(config=KairoxConfig, profile=str | None)`` -> the strategy ``[compaction]
+    strategy`` names (``config`` is left open here: the configuration module imports the
+    plugin host, so naming it would close an import circle)."""
+
+    def __call__(self, *, config: Any, profile: str | None) -> CompactionStrategy: ...
+
+
+# What each registry's factories are. Where a registration may carry an options model,
+# the factory takes either the section's keys or ``options=<Model>``, so its parameters
+# are left open (``...``) and only what it returns is fixed.
 # factory(path) -> MemoryStore
-MemoryStoreRegistrar = Registrar[Callable[[str], "MemoryStore"]]
+MemoryStoreFactory = Callable[[str], "MemoryStore"]
 # factory(**backend_options) -> EmbeddingBackend; factory(options=Model) with a model
-EmbeddingBackendRegistrar = Registrar[Callable[..., "EmbeddingBackend"]]
+EmbeddingBackendFactory = Callable[..., "EmbeddingBackend"]
 # factory(kb: KnowledgeBaseConfig[, options=Model]) -> WorkspaceRetriever
-RetrieverRegistrar = Registrar[Callable[..., "WorkspaceRetriever"]]
+RetrieverFactory = Callable[..., "WorkspaceRetriever"]
 # factory(config: ProviderConfig[, options=Model]) -> ModelProvider
-ModelProviderRegistrar = Registrar[Callable[..., "ModelProvider"]]
+ModelProviderFactory = Callable[..., "ModelProvider"]
+# factory(ctx: EngineContext) -> Engine. Typed loosely on purpose: this module sits below
+# the seams and the engines, and naming them here would import upwards; the facade checks
+# that each product is an ``Engine`` when it builds it.
+EngineFactory = Callable[[Any], object]
+# factory(target: str) -> Storage (a path or a URL)
+StorageFactory = Callable[[str], "Storage"]
+# factory(**reranker_options) -> Reranker
+RerankerFactory = Callable[..., "Reranker"]
+
+MemoryStoreRegistrar = Registrar[MemoryStoreFactory]
+EmbeddingBackendRegistrar = Registrar[EmbeddingBackendFactory]
+RetrieverRegistrar = Registrar[RetrieverFactory]
+ModelProviderRegistrar = Registrar[ModelProviderFactory]
+CompactionStrategyRegistrar = Registrar[CompactionStrategyFactory]
+EngineRegistrar = Registrar[EngineFactory]
+StorageRegistrar = Registrar[StorageFactory]
+RerankerRegistrar = Registrar[RerankerFactory]
 # any of the above, for a plugin that does not care which
 Register = Registrar[Callable[..., Any]]
 
@@ -84,16 +114,18 @@ def kairox_register_retrievers(register: RetrieverRegistrar) -> None:
     section; ``kb.options`` holds the kind-specific keys and ``kb.secret(name)``
     resolves ``$env:`` values. With ``register(kind, factory, options=Model)`` the core
     validates those keys with ``Model`` and calls ``factory(kb, options=<Model>)``. One
-    factory per kind.
+    factory per kind. The retriever declares ``capabilities`` (``RetrieverCapabilities``:
+    ``index_files`` for ``kairox kb index``), checked when it is built.
     """
 
 
 @hookspec
-def kairox_register_compaction_strategies(register: Register) -> None:
+def kairox_register_compaction_strategies(register: CompactionStrategyRegistrar) -> None:
     """Register compaction strategies.
 
-    ``register(name, factory)`` where ``factory(**options) -> CompactionStrategy``,
-    selected by ``[compaction] strategy``. ``extractive`` and ``model`` are built in.
+    ``register(name, factory)`` where ``factory(config=KairoxConfig, profile=str | None)
+    -> CompactionStrategy``, selected by ``[compaction] strategy``. ``extractive`` and
+    ``model`` are built in.
     """
 
 
@@ -106,7 +138,9 @@ def kairox_register_model_providers(register: ModelProviderRegistrar) -> None:
     names the registered provider. With ``register(kind, factory, options=Model)`` the
     core validates the section's keys (all but ``kind`` and ``model``) with ``Model``
     and calls ``factory(config, options=<Model>)``. ``openai`` (any OpenAI-compatible
-    endpoint) is built in.
+    endpoint) is built in. The provider declares ``capabilities``
+    (``ProviderCapabilities``: ``tools`` when ``stream``/``complete`` take ``tools=``),
+    checked when it is built.
     """
 
 
@@ -130,7 +164,7 @@ def kairox_on_event(event: Event) -> None:
 
 
 @hookspec
-def kairox_register_engines(register: Register) -> None:
+def kairox_register_engines(register: EngineRegistrar) -> None:
     """Register engines: objects a session calls at fixed points of every turn.
 
     ``register(name, factory)`` where ``factory(ctx: EngineContext) -> Engine``
@@ -138,12 +172,13 @@ def kairox_register_engines(register: Register) -> None:
     of the ``Kairox``, never the ``Kairox`` itself): ``before_assembly`` (contribute context),
     ``after_turn`` and ``on_compacted``; subclass ``Engine`` for do-nothing defaults.
     Built once per ``Kairox``, in registration order. The built-in ``compaction``
-    (which also serves ``session.compact()``) and ``recall`` engines are registered here.
+    (which also serves ``session.compact()``), ``recall`` and ``longterm`` engines are
+    registered here.
     """
 
 
 @hookspec
-def kairox_register_storage(register: Register) -> None:
+def kairox_register_storage(register: StorageRegistrar) -> None:
     """Register storage backends: a whole database for events, memories, proposals and
     the retrieval index.
 
@@ -151,12 +186,15 @@ def kairox_register_storage(register: Register) -> None:
     (``kairox_core.store.protocol``); ``Kairox.open`` picks the backend by the target's
     URL scheme (``postgresql://...`` -> ``postgresql``; a plain path -> ``sqlite``). The
     built-in ``sqlite`` storage is registered here. A backend passes
-    ``kairox_core.testing.storage_contract.StorageContract``.
+    ``kairox_core.testing.storage_contract.StorageContract`` and declares what it supports
+    beyond the protocol in ``capabilities`` (``StorageCapabilities``; its indexes
+    ``IndexCapabilities``, its long-term store ``LongTermCapabilities``), checked when
+    ``Kairox.open`` builds it (``kairox_core.capabilities``).
     """
 
 
 @hookspec
-def kairox_register_rerankers(register: Register) -> None:
+def kairox_register_rerankers(register: RerankerRegistrar) -> None:
     """Register rerankers: a second, stronger ranking of the fused top-N hits.
 
     ``register(name, factory)`` where ``factory(**options) -> Reranker`` (``name`` and

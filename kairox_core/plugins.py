@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import pluggy
 from pydantic import BaseModel
@@ -27,8 +27,38 @@ from kairox_core.errors import DuplicateRegistrationError, PluginError, UnknownN
 
 if TYPE_CHECKING:
     from kairox_core.events import Event
+    from kairox_core.hookspecs import (
+        CompactionStrategyFactory,
+        EmbeddingBackendFactory,
+        EngineFactory,
+        MemoryStoreFactory,
+        ModelProviderFactory,
+        RerankerFactory,
+        RetrieverFactory,
+        StorageFactory,
+    )
 
 ENTRY_POINT_GROUP = "kairox"
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+@dataclass(frozen=True)
+class Category(Generic[F]):
+    """One registry, typed with its factories' signature: ``host.get(STORAGE, name)`` is
+    a ``Registration[StorageFactory]``, so calling its factory is type-checked."""
+
+    key: str
+
+
+MEMORY_STORES: Category[MemoryStoreFactory] = Category("memory_stores")
+EMBEDDING_BACKENDS: Category[EmbeddingBackendFactory] = Category("embedding_backends")
+RETRIEVERS: Category[RetrieverFactory] = Category("retrievers")
+COMPACTION_STRATEGIES: Category[CompactionStrategyFactory] = Category("compaction_strategies")
+MODEL_PROVIDERS: Category[ModelProviderFactory] = Category("model_providers")
+ENGINES: Category[EngineFactory] = Category("engines")
+STORAGE: Category[StorageFactory] = Category("storage")
+RERANKERS: Category[RerankerFactory] = Category("rerankers")
 
 # What each registry is called, and the hook that fills it.
 CATEGORIES: dict[str, str] = {
@@ -79,13 +109,13 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
-class Registration:
+class Registration(Generic[F]):
     """One name registered by one plugin; ``options`` is its pydantic options model, if
     any (the core validates the section with it and passes the factory ``options=``)."""
 
     category: str
     name: str
-    factory: Callable[..., Any]
+    factory: F
     plugin: str
     distribution: str
     options: type[BaseModel] | None = None
@@ -138,7 +168,7 @@ class PluginHost:
         self.pm.add_hookspecs(hookspecs)
         self.infos: dict[str, PluginInfo] = {}
         self.strict = _env_flag("KAIROX_STRICT_PLUGINS")
-        self._registries: dict[str, dict[str, Registration]] | None = None
+        self._registries: dict[str, dict[str, Registration[Any]]] | None = None
         self._lock = threading.RLock()
         if _env_flag("KAIROX_TRACE_PLUGINS"):
             self.pm.add_hookcall_monitoring(self._trace_before, self._trace_after)
@@ -233,8 +263,8 @@ class PluginHost:
 
     # --- registries --------------------------------------------------------------
 
-    def _collect(self) -> dict[str, dict[str, Registration]]:
-        registries: dict[str, dict[str, Registration]] = {c: {} for c in CATEGORIES}
+    def _collect(self) -> dict[str, dict[str, Registration[Any]]]:
+        registries: dict[str, dict[str, Registration[Any]]] = {c: {} for c in CATEGORIES}
         for info in self.infos.values():
             info.registers = {}
         for category, hook_name in CATEGORIES.items():
@@ -244,12 +274,17 @@ class PluginHost:
 
                 def register(
                     name: str,
-                    factory: Callable[..., Any],
+                    factory: Callable[..., object],
                     *,
                     options: type[BaseModel] | None = None,
                     _category: str = category,
                     _info: PluginInfo = info,
                 ) -> None:
+                    if not callable(factory):
+                        raise PluginError(
+                            f"{CATEGORY_NOUN[_category]} '{name}': the factory must be "
+                            f"callable, got {type(factory).__name__}"
+                        )
                     if options is not None and not (
                         isinstance(options, type) and issubclass(options, BaseModel)
                     ):
@@ -286,15 +321,31 @@ class PluginHost:
                     info.error = f"{hook_name} failed: {type(exc).__name__}: {exc}"
         return registries
 
-    def registry(self, category: str) -> dict[str, Registration]:
+    @overload
+    def registry(self, category: Category[F]) -> dict[str, Registration[F]]: ...
+    @overload
+    def registry(self, category: str) -> dict[str, Registration[Any]]: ...
+    def registry(self, category: Category[Any] | str) -> dict[str, Registration[Any]]:
+        """A category's registrations by name (typed when given a ``Category``)."""
+        key = category.key if isinstance(category, Category) else category
         with self._lock:
             if self._registries is None:
                 self._registries = self._collect()
-            return self._registries[category]
+            return self._registries[key]
 
-    def names(self, category: str) -> list[str]:
+    def names(self, category: Category[Any] | str) -> list[str]:
         return sorted(self.registry(category))
 
+    @overload
+    def get(
+        self,
+        category: Category[F],
+        name: str,
+        *,
+        context: str | None = None,
+        builtin: Iterable[str] = (),
+    ) -> Registration[F]: ...
+    @overload
     def get(
         self,
         category: str,
@@ -302,7 +353,15 @@ class PluginHost:
         *,
         context: str | None = None,
         builtin: Iterable[str] = (),
-    ) -> Registration:
+    ) -> Registration[Any]: ...
+    def get(
+        self,
+        category: Category[Any] | str,
+        name: str,
+        *,
+        context: str | None = None,
+        builtin: Iterable[str] = (),
+    ) -> Registration[Any]:
         """The registration for ``name``, or an error saying what to install.
 
         ``builtin`` names are served by the core without a plugin; they are only listed
@@ -311,10 +370,11 @@ class PluginHost:
         reg = self.registry(category).get(name)
         if reg is not None:
             return reg
-        noun = CATEGORY_NOUN[category]
+        key = category.key if isinstance(category, Category) else category
+        noun = CATEGORY_NOUN[key]
         where = f"{context}: " if context else ""
-        dist = KNOWN_DISTRIBUTIONS.get((category, name))
-        available = ", ".join(sorted({*builtin, *self.names(category)})) or "none"
+        dist = KNOWN_DISTRIBUTIONS.get((key, name))
+        available = ", ".join(sorted({*builtin, *self.names(key)})) or "none"
         if dist:
             fix = f"install the plugin that provides it: pip install {dist}"
         else:

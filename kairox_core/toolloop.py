@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kairox_core.capabilities import verify
 from kairox_core.context.errors import ContextBudgetExceeded
 from kairox_core.context.trace import LayerTrace, TraceItem
 from kairox_core.errors import KairoxError
@@ -125,12 +125,10 @@ class ToolLoopResult:
 
 
 def accepts_tools(provider: ModelProvider) -> bool:
-    """Whether the provider's ``stream`` takes ``tools=`` (a ``ToolCallingProvider``);
-    checked on the signature, since a runtime protocol check ignores parameters."""
-    try:
-        return "tools" in inspect.signature(provider.stream).parameters
-    except (TypeError, ValueError):
-        return False
+    """Whether the provider declares ``tools`` (a ``ToolCallingProvider``; the claim is
+    checked once per class: kairox_core/capabilities.py). A provider handed in directly,
+    not built through the registry, is checked here: a clear error, not an AttributeError."""
+    return verify(provider, f"model provider {provider.name!r}").capabilities.tools
 
 
 async def tool_limitation(provider: ModelProvider) -> str | None:

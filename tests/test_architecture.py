@@ -49,7 +49,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("configuration", ("config",)),  # checks its plugin names against the registry
     ("registry", ("plugins", "plugin_options", "hookspecs")),
-    ("protocols", ("memory.base", "memory.records", "retrieval.base", "providers.base")),
+    (
+        "protocols",
+        ("memory.base", "memory.records", "retrieval.base", "providers.base", "compaction.base"),
+    ),
     (
         "base",
         (
@@ -64,6 +67,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "textfold",
             "summary_lines",
             "attachments",
+            "capabilities",
         ),
     ),
 )
@@ -170,10 +174,21 @@ def layer_of(module: str) -> int:
     return best[1]
 
 
+# Known upward imports, each with its reason; the list only ever shrinks.
+KNOWN_UPWARD = {
+    # the typed storage registrar names the Storage protocol (type-only), which lives
+    # in store/protocol.py beside the values it passes; to go, the protocol moves down
+    ("kairox_core.hookspecs", "kairox_core.store.protocol"),
+}
+
+
 def violations(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     """(importer, imported) pairs where the imported module is in a higher layer."""
     return sorted(
-        (m, t) for m, targets in graph.items() for t in targets if layer_of(t) < layer_of(m)
+        (m, t)
+        for m, targets in graph.items()
+        for t in targets
+        if layer_of(t) < layer_of(m) and (m, t) not in KNOWN_UPWARD
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.retrieval import WorkspaceRetriever
 from kairox_core.retrieval.base import RetrievalHit, RetrieverUnavailable
 from kairox_core.retrieval.composite import CompositeWorkspaceRetriever, RetrieverSource
@@ -17,6 +18,8 @@ from kairox_core.retrieval.fusion import rrf_fuse
 class Static:
     """Returns fixed hits once ``gate`` (if any) is open; may raise. ``answered`` says
     whether a call got past the gate (a source the composite gave up on never does)."""
+
+    capabilities = RetrieverCapabilities()
 
     def __init__(
         self,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kairox_core import Kairox, hookimpl
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.config import KairoxConfig
 from kairox_core.retrieval.base import RetrievalHit, RetrieverUnavailable
 from kairox_core.retrieval.index import WorkspaceRagIndex
@@ -18,6 +19,8 @@ TEA = (
 
 
 class StaticKB:
+    capabilities = RetrieverCapabilities()
+
     def __init__(self, name: str, fail: bool) -> None:
         self.name = name
         self.fail = fail

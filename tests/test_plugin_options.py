@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from kairox_core import hookimpl
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.cli import main
 from kairox_core.config import KnowledgeBaseConfig, check_plugin_names, parse_config
 from kairox_core.errors import ConfigError
@@ -28,6 +29,8 @@ class NotesOptions(BaseModel):
 
 
 class NotesRetriever:
+    capabilities = RetrieverCapabilities()
+
     def __init__(self, kb: KnowledgeBaseConfig, options: NotesOptions) -> None:
         self.name = kb.id
         self.options = options

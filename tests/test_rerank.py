@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kairox_core import hookimpl
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.cli import main
 from kairox_core.config import (
     CompactionSection,
@@ -139,6 +140,8 @@ def test_a_reranker_returning_the_wrong_number_of_scores_is_an_error() -> None:
 
 
 class Static:
+    capabilities = RetrieverCapabilities()
+
     def __init__(self, name: str, texts: Sequence[str]) -> None:
         self.name = name
         self.found = hits(*texts, source=name)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from kairox_core import Kairox, hookimpl
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.config import KairoxConfig, KnowledgeBaseConfig
 from kairox_core.plugins import get_plugins
 from kairox_core.retrieval.base import RetrievalHit
@@ -33,6 +34,8 @@ class HangingKB:
     """A knowledge base whose blocking call (in a worker thread) never answers in time.
     ``hanging`` counts the calls still blocked: a turn that returns while it is non-zero
     did not wait for the source."""
+
+    capabilities = RetrieverCapabilities()
 
     hang: float | None = HANG_SECONDS  # None (the CLI test's child): until RELEASE
     hanging = 0
@@ -66,6 +69,8 @@ class HangingKB:
 class BlockingKB:
     """A knowledge base that does its blocking work on the event loop itself."""
 
+    capabilities = RetrieverCapabilities()
+
     def __init__(self, name: str, seconds: float) -> None:
         self.name = name
         self.seconds = seconds
@@ -82,6 +87,8 @@ class BlockingKB:
 
 class PoliteKB:
     """Answers after yielding to the loop (as a network call would), blocking nothing."""
+
+    capabilities = RetrieverCapabilities()
 
     name = "polite"
 

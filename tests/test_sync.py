@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from kairox_core import Kairox
+from kairox_core.capabilities import ProviderCapabilities
 from kairox_core.chat.engine import ChatEngine
 from kairox_core.config import KairoxConfig
 from kairox_core.errors import KairoxError
@@ -121,6 +122,7 @@ async def test_a_cancelled_turn_releases_the_session(kx: Kairox) -> None:
 
 
 class SlowProvider:
+    capabilities = ProviderCapabilities()
     name = "slow"
     model = "slow-1"
 

@@ -8,10 +8,11 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kairox_core.capabilities import ProviderCapabilities
 from kairox_core.chat.engine import ChatEngine
 from kairox_core.chat.plain import PlainChat
 from kairox_core.config import parse_config
-from kairox_core.providers.base import ChatChunk, Message, ToolCall
+from kairox_core.providers.base import ChatChunk, ChatResult, Message, ToolCall, collect
 from kairox_core.providers.scripted import ScriptedProvider
 from kairox_core.toolloop import Tool, tool_limitation
 from kairox_core.web.turns import stream_turn
@@ -38,6 +39,8 @@ class Box:
 class LocalModel(ScriptedProvider):
     """A tool-calling provider whose model may not call tools (a local chat template)."""
 
+    capabilities = ProviderCapabilities(tools=True)
+
     def __init__(self, reason: str | None, replies: Sequence[str] = ("Done.",)) -> None:
         super().__init__(replies)
         self.reason = reason
@@ -46,7 +49,7 @@ class LocalModel(ScriptedProvider):
     async def tool_limitation(self) -> str | None:
         return self.reason
 
-    async def stream(  # type: ignore[override]
+    async def stream(
         self,
         messages: Sequence[Message],
         *,
@@ -61,6 +64,19 @@ class LocalModel(ScriptedProvider):
             return
         async for chunk in super().stream(messages, max_tokens=max_tokens):
             yield chunk
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: Any = None,
+    ) -> ChatResult:
+        return await collect(
+            self.stream(messages, max_tokens=max_tokens, tools=tools), model=self.model
+        )
 
 
 REASON = "the local model tiny cannot call tools (its chat template has no tool calls)"

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from kairox_core.capabilities import health_check
 from kairox_core.cli.context import CliContext, pass_cli
 
 
@@ -36,8 +37,8 @@ def check_cmd(cli_ctx: CliContext, target: str | None) -> None:
 
         storage = open_storage(where)  # unreachable, refused: a StorageError, exit 2
         try:
-            check = getattr(storage, "check", None)
-            lines = list(check()) if callable(check) else [f"ok: {storage.location}: opened"]
+            health = health_check(storage)  # declared: StorageCapabilities(check=True)
+            lines = health.check() if health is not None else [f"ok: {storage.location}: opened"]
         finally:
             storage.close()
         ok = all(not line.startswith("damaged") for line in lines)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import click
 from rich.console import Console
@@ -15,9 +14,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from kairox_core.capabilities import FileIndex, file_index, term_stats, verify
 from kairox_core.cli.context import CliContext, FilePath, pass_cli
 from kairox_core.errors import KairoxUserError
-from kairox_core.retrieval.base import IndexableRetriever, IndexReport, RetrievalHit
+from kairox_core.retrieval.base import IndexReport, RetrievalHit, indexable
 from kairox_core.retrieval.composite import SourceReport
 from kairox_core.sync import run_sync
 
@@ -131,23 +131,6 @@ def _hit_dict(hit: RetrievalHit) -> dict[str, Any]:
 # --- kairox index -------------------------------------------------------------------
 
 
-class _FileIndex(Protocol):
-    """What ``kairox index`` needs of a space's index: ``WorkspaceRagIndex`` (SQLite) and
-    a storage backend's own (``PgWorkspaceIndex``) both have it."""
-
-    embedded_chunks: int
-    backend: Any
-
-    def add_file(self, path: str | os.PathLike[str]) -> str: ...
-    def check_backend(self) -> None: ...
-    def rebuild(self, *, progress: Callable[[int, int], None] | None = ...) -> int: ...
-    def documents(self, *, origin: str | None = ...) -> Sequence[Any]: ...
-    def delete_many(self, doc_ids: Iterable[str]) -> int: ...
-    def optimize(self) -> None: ...
-    def chunk_count(self) -> int: ...
-    def close(self) -> None: ...
-
-
 def run_index(
     cli_ctx: CliContext, paths: Sequence[str], workspace: str | None, rebuild: bool
 ) -> tuple[IndexReport, int]:
@@ -160,14 +143,17 @@ def run_index(
     report = IndexReport()
     database = cli_ctx.database
     storage = None
-    index: _FileIndex
+    index: FileIndex
     if cli_ctx.database_is_url:  # a storage URL: its backend's own index of the space
         from kairox_core.facade import open_storage
 
         storage = open_storage(database)
-        found: Any = storage.workspace_index(config, ws)
-        if not all(hasattr(found, name) for name in ("add_file", "documents", "optimize")):
-            found.close()
+        space = verify(
+            storage.workspace_index(config, ws), f"the {storage.name} storage's workspace index"
+        )
+        found = file_index(space)
+        if found is None:
+            space.close()
             storage.close()
             raise KairoxUserError(
                 f"kairox index: the '{storage.name}' storage's index cannot index files; "
@@ -211,9 +197,9 @@ def run_index(
             report.chunks += index.embedded_chunks - before
             if report.added + report.updated + report.removed > 100:
                 index.optimize()
-            refresh = getattr(index, "refresh_term_stats", None)  # SQLite's keyword counts
-            if callable(refresh) and report.added + report.updated + report.removed:
-                refresh()  # stored again once the index has grown by a quarter
+            stats = term_stats(index)  # SQLite's keyword counts, stored again once the
+            if stats is not None and report.added + report.updated + report.removed:
+                stats.refresh_term_stats()  # index has grown by a quarter
         total = index.chunk_count()
     finally:
         index.close()
@@ -408,12 +394,12 @@ def _kb(cli_ctx: CliContext, kb_id: str) -> Any:
 def kb_list(cli_ctx: CliContext, as_json: bool) -> None:
     """List configured knowledge bases: id, kind, enabled, profiles, providing plugin."""
     from kairox_core.errors import UnknownNameError
-    from kairox_core.plugins import get_plugins
+    from kairox_core.plugins import RETRIEVERS, get_plugins
 
     rows: list[dict[str, Any]] = []
     for kb_id, kb in sorted(cli_ctx.config_unchecked.knowledge_bases.items()):
         try:
-            reg = get_plugins().get("retrievers", kb.kind)
+            reg = get_plugins().get(RETRIEVERS, kb.kind)
             provider = f"{reg.plugin} ({reg.distribution})"
         except UnknownNameError as exc:
             provider = f"missing: {exc}"
@@ -480,8 +466,10 @@ def kb_index(cli_ctx: CliContext, kb_id: str, paths: tuple[str, ...], as_json: b
     from kairox_core.retrieval.selection import build_knowledge_base
 
     kb = _kb(cli_ctx, kb_id)
-    retriever = build_knowledge_base(kb)
-    if not isinstance(retriever, IndexableRetriever):
+    built = build_knowledge_base(kb)
+    retriever = indexable(built)
+    if retriever is None:
+        run_sync(built.close())
         raise KairoxUserError(
             f"knowledge base '{kb_id}' (kind '{kb.kind}') cannot be built by "
             f"kairox; index it with its own tools"
@@ -496,7 +484,7 @@ def kb_index(cli_ctx: CliContext, kb_id: str, paths: tuple[str, ...], as_json: b
                 ),
             )
     finally:
-        run_sync(retriever.close())
+        run_sync(built.close())
     for error in (*report.skipped_outside, *report.errors):
         click.echo(f"skipped: {error}", err=True)
     # a knowledge base may or may not embed (sqlite_fts and tantivy do not)

@@ -42,10 +42,10 @@ class StrategyOutcome:
 def build_strategy(config: KairoxConfig, session: Session | None = None) -> CompactionStrategy:
     """The strategy object ``[compaction] strategy`` names (through the plugin hook),
     checked against the ``CompactionStrategy`` protocol."""
-    from kairox_core.plugins import get_plugins
+    from kairox_core.plugins import COMPACTION_STRATEGIES, get_plugins
 
     registration = get_plugins().get(
-        "compaction_strategies", config.compaction.strategy, context="compaction.strategy"
+        COMPACTION_STRATEGIES, config.compaction.strategy, context="compaction.strategy"
     )
     profile = session.profile if session is not None else None
     strategy = registration.factory(config=config, profile=profile)

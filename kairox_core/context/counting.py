@@ -80,7 +80,7 @@ class ProfileCounter:
         when it was made for this very text under this encoding, else counted. A count
         taken goes into the cache, where ``raw_count_lines`` finds it: recall stores
         each turn's line count when it indexes the turn, so the ~30 lines a turn
-        recalls for the first time are not encoded on the turn (~0.8 ms at 10k)."""
+        recalls for the first time are not encoded on the turn."""
         if isinstance(stamp, str):
             encoding, _, rest = stamp.partition(":")
             digest, _, n = rest.partition(":")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kairox_core.hookspecs import Register, hookimpl
+from kairox_core.hookspecs import EngineRegistrar, hookimpl
 
 if TYPE_CHECKING:
     from kairox_core.engine_context import EngineContext
@@ -19,5 +19,5 @@ def _longterm(ctx: EngineContext) -> Engine:
 
 
 @hookimpl
-def kairox_register_engines(register: Register) -> None:
+def kairox_register_engines(register: EngineRegistrar) -> None:
     register("longterm", _longterm)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kairox_core.hookspecs import Register, hookimpl
+from kairox_core.hookspecs import EngineRegistrar, hookimpl
 
 if TYPE_CHECKING:
     from kairox_core.engine_context import EngineContext
@@ -18,5 +18,5 @@ def _recall(ctx: EngineContext) -> Engine:
 
 
 @hookimpl
-def kairox_register_engines(register: Register) -> None:
+def kairox_register_engines(register: EngineRegistrar) -> None:
     register("recall", _recall)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kairox_core.hookspecs import Register, hookimpl
+from kairox_core.hookspecs import StorageRegistrar, hookimpl
 
 if TYPE_CHECKING:
     from kairox_core.store.protocol import Storage
@@ -17,5 +17,5 @@ def _open(target: str) -> Storage:
 
 
 @hookimpl
-def kairox_register_storage(register: Register) -> None:
+def kairox_register_storage(register: StorageRegistrar) -> None:
     register("sqlite", _open)

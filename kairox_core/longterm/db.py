@@ -1,8 +1,9 @@
 """The ``LongTermStore`` of a storage: its ``longterm`` (store.py).
 
-Both built-in backends have one (SQLite, and PostgreSQL from kairox-postgres); a
-third-party storage without it runs without long-term memory and packs, and a use
-gets a clear error instead of an attribute error deep inside a query.
+Both built-in backends declare one (``StorageCapabilities(longterm=True)``: SQLite,
+and PostgreSQL from kairox-postgres); a third-party storage that does not runs without
+long-term memory and packs, and a use gets a clear error instead of an attribute error
+deep inside a query.
 """
 
 from __future__ import annotations
@@ -18,15 +19,14 @@ if TYPE_CHECKING:
 
 def has_store(storage: Storage) -> bool:
     """Whether ``storage`` keeps long-term chunks and packs."""
-    return isinstance(getattr(storage, "longterm", None), LongTermStore)
+    return storage.capabilities.longterm
 
 
 def longterm_store(storage: Storage) -> LongTermStore:
     """``storage``'s long-term store (chunks and personal packs, beside the events)."""
-    store = getattr(storage, "longterm", None)
-    if not isinstance(store, LongTermStore):
+    if not storage.capabilities.longterm:
         raise KairoxUserError(
             f"long-term memory and context packs are not on the {storage.name} storage "
-            f"({type(storage).__name__} has no `longterm` store)"
+            f"({type(storage).__name__} does not declare the `longterm` capability)"
         )
-    return store
+    return storage.longterm

@@ -19,10 +19,11 @@ import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from kairox_core.capabilities import when_free
 from kairox_core.context.longterm import LongTermContext, LongTermItem, LongTermRecall, PackItem
 from kairox_core.engines import AssemblyRequest, Contribution, Engine
 from kairox_core.longterm.db import has_store
-from kairox_core.retrieval.threads import if_free, run_blocking
+from kairox_core.retrieval.threads import run_blocking
 
 if TYPE_CHECKING:
     from kairox_core.engine_context import EngineContext
@@ -82,8 +83,8 @@ class LongTermEngine(Engine):
         """The active packs and the chunks for ``request.prompt``, as one ``longterm``
         contribution: the assembler counts the packs with the mandatory parts and fits
         the chunks within ``[longterm] share`` (embedding and k-NN run off the loop, on a
-        reused daemon thread: the loop's default executor starts one on a new loop's first
-        turn, ~0.5 ms of a cold turn)."""
+        reused daemon thread: the loop's default executor would start a thread on a new
+        loop's first turn, a cost a cold turn would pay)."""
         if self._surely_nothing(session, request.profile):
             found = LongTermContext()  # what context_for gives then, without the thread hop
         else:
@@ -95,13 +96,14 @@ class LongTermEngine(Engine):
         return (Contribution(engine=self.name, layer="longterm", longterm=found),)
 
     def _surely_nothing(self, session: Session, profile: str | None) -> bool:
-        """No pack active and a SQLite store that never held a chunk (most chats), found
-        on the event loop without waiting: two index probes, run only if the database's
-        lock is free at once (else, or on another storage, the usual thread hop)."""
-        from kairox_core.longterm.sqlite_store import SqliteLongTermStore
-
-        store = getattr(self.ctx.storage, "longterm", None)
-        if not isinstance(store, SqliteLongTermStore) or not self.ctx.config.longterm.enabled:
+        """No pack active and a store that never held a chunk (most chats), found on the
+        event loop without waiting: two index probes, run only if the store declares
+        ``when_free`` and its database is free at once (else the usual thread hop)."""
+        if not has_store(self.ctx.storage) or not self.ctx.config.longterm.enabled:
+            return False
+        store = self.ctx.storage.longterm
+        probe = when_free(store)
+        if probe is None:
             return False
 
         def nothing() -> bool:
@@ -109,7 +111,7 @@ class LongTermEngine(Engine):
                 session.workspace_id, profile or session.profile
             )
 
-        return if_free(store.db.lock, nothing) is True
+        return probe.when_free(nothing) is True
 
 
 def _item(hit: ChunkHit) -> LongTermItem:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
+from kairox_core.capabilities import LongTermCapabilities
 from kairox_core.errors import KairoxUserError
 from kairox_core.longterm.chunks import Chunk
 from kairox_core.longterm.store import Embed, StoredChunk
@@ -78,11 +79,19 @@ class SqliteLongTermStore(SqlLongTermStore[Database]):
     """Long-term chunks and personal packs in the shared ``Database`` (tables created
     on construction: call it outside any transaction)."""
 
+    capabilities = LongTermCapabilities(when_free=True)
+
     def __init__(self, db: Database) -> None:
         super().__init__(db)
         with db.lock:
             migrate(db.conn, CHUNKS_COMPONENT, CHUNKS_MIGRATIONS)
             migrate(db.conn, PACKS_COMPONENT, PACKS_MIGRATIONS)
+
+    def when_free(self, probe: Callable[[], bool]) -> bool | None:
+        """``probe()`` if the database's lock is free at once, else None (no wait)."""
+        from kairox_core.retrieval.threads import if_free
+
+        return if_free(self.db.lock, probe)
 
     # --- the vector space ------------------------------------------------------------
 

@@ -21,6 +21,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from kairox_core.capabilities import LongTermCapabilities
+
 Embed = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 """Vectors for texts (an embedding backend's ``embed_documents``), for re-embedding."""
 
@@ -84,6 +86,11 @@ class StoredChunk:
 @runtime_checkable
 class LongTermStore(Protocol):
     """Rows of long-term chunks and personal packs on one storage backend."""
+
+    @property
+    def capabilities(self) -> LongTermCapabilities:
+        """What it supports beyond this protocol (``when_free``: a probe without waiting)."""
+        ...
 
     def atomic(self) -> AbstractContextManager[Any]:
         """The storage's transaction (nests)."""

@@ -25,8 +25,9 @@ def _tokens(text: str) -> list[str]:
 
 
 # The untrusted texts of a turn are mostly the same as the last turn's (recalled turns
-# and retrieval hits come back turn after turn): folding and splitting them cost a
-# turn with a memory marker ~1-5 ms, so their word tuples and n-gram sets are cached.
+# and retrieval hits come back turn after turn): folding and splitting them again would
+# be paid by every turn with a memory marker, so their word tuples and n-gram sets are
+# cached (the figure: docs/results.md).
 @functools.lru_cache(maxsize=4096)
 def _folded(text: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(fold(text)))

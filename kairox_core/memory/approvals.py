@@ -51,6 +51,7 @@ from kairox_core.memory.records import (
     owner_of,
     parse_scope,
 )
+from kairox_core.store.database import DatabaseStore
 from kairox_core.store.event_store import EventStore
 from kairox_core.store.proposal_store import SqliteProposalStore
 from kairox_core.store.protocol import EventLog, ProposalStore
@@ -98,8 +99,13 @@ class ApprovalService:
         self.memories = memory_store
         self.max_body_chars = max_body_chars
         self.clock = clock
-        db = getattr(event_store, "db", None)
-        self._shared = getattr(memory_store, "db", None) is db if shared is None else shared
+        if shared is None:  # both stores on one SQLite Database: one transaction
+            shared = (
+                isinstance(event_store, DatabaseStore)
+                and isinstance(memory_store, DatabaseStore)
+                and memory_store.db is event_store.db
+            )
+        self._shared = shared
         self._own: SqliteProposalStore | None = None
         if proposals is None:
             if not isinstance(event_store, EventStore):

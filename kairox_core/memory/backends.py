@@ -19,11 +19,10 @@ def open_memory_store(name: str, db: Database | str) -> MemoryStore:
         from kairox_core.store.memory_store import SqliteMemoryStore
 
         return SqliteMemoryStore(db)
-    from kairox_core.plugins import get_plugins
+    from kairox_core.plugins import MEMORY_STORES, get_plugins
 
     registration = get_plugins().get(
-        "memory_stores", name, context="[memory] store", builtin=BUILTIN_NAMES["memory_stores"]
+        MEMORY_STORES, name, context="[memory] store", builtin=BUILTIN_NAMES["memory_stores"]
     )
     target = db if isinstance(db, str) else db.path or ":memory:"
-    store: MemoryStore = registration.factory(target)
-    return store
+    return registration.factory(target)

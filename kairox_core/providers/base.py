@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from kairox_core.capabilities import ProviderCapabilities
 from kairox_core.errors import KairoxError, KairoxUserError
 
 Message = Mapping[str, Any]  # OpenAI chat format: {"role": ..., "content": ...}
@@ -80,6 +81,11 @@ class ModelProvider(Protocol):
 
     name: str
     model: str
+
+    @property
+    def capabilities(self) -> ProviderCapabilities:
+        """What it supports beyond this protocol (``tools``: a ``ToolCallingProvider``)."""
+        ...
 
     def stream(
         self,

@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from kairox_core.capabilities import ProviderCapabilities
 from kairox_core.config import ProviderConfig, resolve_secret
 from kairox_core.errors import ConfigError
 from kairox_core.providers.base import (
@@ -61,6 +62,8 @@ class OpenAIOptions(BaseModel):
 
 class OpenAICompatProvider:
     """A chat model behind an OpenAI-compatible ``/chat/completions`` endpoint."""
+
+    capabilities = ProviderCapabilities(tools=True)
 
     def __init__(
         self,

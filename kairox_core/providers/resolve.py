@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kairox_core.capabilities import verify
 from kairox_core.config import KairoxConfig, ProfileConfig, ProviderConfig
 from kairox_core.errors import ConfigError, KairoxUserError
 from kairox_core.providers.base import ModelProvider
@@ -45,9 +46,9 @@ class ProviderChoice:
 
 
 def _registered_kinds() -> list[str]:
-    from kairox_core.plugins import get_plugins
+    from kairox_core.plugins import MODEL_PROVIDERS, get_plugins
 
-    return get_plugins().names("model_providers")
+    return get_plugins().names(MODEL_PROVIDERS)
 
 
 def _section(config: KairoxConfig, provider_id: str, *, key: str) -> ProviderConfig:
@@ -133,11 +134,11 @@ def choose_provider(
 
 def build_provider(section: ProviderConfig) -> ModelProvider:
     """Call the factory registered for ``section.kind``."""
-    from kairox_core.plugins import get_plugins
+    from kairox_core.plugins import MODEL_PROVIDERS, get_plugins
 
     name = section.id or section.kind
     registration = get_plugins().get(
-        "model_providers", section.kind, context=f"providers.{name}.kind"
+        MODEL_PROVIDERS, section.kind, context=f"providers.{name}.kind"
     )
     provider: ModelProvider
     if registration.options is None:
@@ -147,7 +148,7 @@ def build_provider(section: ProviderConfig) -> ModelProvider:
 
         options = validate_options(registration.options, section.options, key=provider_key(section))
         provider = registration.factory(section, options=options)
-    return provider
+    return verify(provider, f"model provider '{section.kind}'")
 
 
 def provider_for(

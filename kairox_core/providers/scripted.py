@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kairox_core.capabilities import ProviderCapabilities
 from kairox_core.config import ProviderConfig
 from kairox_core.providers.base import ChatChunk, ChatResult, Message, TokenUsage, collect
 from kairox_core.providers.options import parse_options
@@ -34,6 +35,8 @@ KEEP_CALLS = 32  # recent calls kept in ``calls``: a long-running demo server st
 class ScriptedProvider:
     """Answers each call with the next reply (or ``reply_fn(messages)``). ``calls`` holds
     the messages of the last ``KEEP_CALLS`` calls, oldest first (for tests)."""
+
+    capabilities = ProviderCapabilities()
 
     def __init__(
         self,

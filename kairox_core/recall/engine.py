@@ -48,6 +48,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kairox_core.capabilities import ann_graph, term_stats
 from kairox_core.compaction.base import history_items
 from kairox_core.context.recalled import (
     DOC_TYPE,
@@ -184,9 +185,9 @@ class Recall(Engine):
         The work starts ``BACKGROUND_DELAY`` later (at once on ``aclose``), and only for
         the session's latest turn: a turn that follows right away (an agent's loop)
         searches without it (the history holds it: ``DeferredTurns``) and its own task
-        indexes both. Run beside that turn, in a second thread, it made the turn several
-        times slower: the two threads took turns at the GIL, every SQLite call paying
-        its 5 ms switch interval."""
+        indexes both. Run beside that turn, in a second thread, it slowed the turn: the
+        two threads took turns at the GIL, every SQLite call waiting out the
+        interpreter's switch interval (``sys.getswitchinterval()``)."""
         if not self.enabled:
             return
         self._latest[session.id] = max(self._latest.get(session.id, 0), result.assistant_seq)
@@ -222,9 +223,9 @@ class Recall(Engine):
         awaits it; the next search's catch-up retries, indexing is idempotent)."""
         try:
             changed = self.catch_up(session)
-            refresh = getattr(self.index(session), "refresh_term_stats", None)
-            if changed and callable(refresh):  # the keyword counts, once grown by a quarter
-                refresh()
+            stats = term_stats(self.index(session))
+            if changed and stats is not None:  # the keyword counts, once grown by a quarter
+                stats.refresh_term_stats()
             return changed
         except StorageError as exc:  # the database's state, said without a traceback
             log.warning("recall: background indexing failed, retried next turn: %s", exc)
@@ -301,10 +302,11 @@ class Recall(Engine):
             if top > 0:
                 self.ctx.events.set_indexed_stretch(session.id, 0, top)
             index = self.index(session)
-            for name in ("refresh_term_stats", "build_ann"):  # the keyword counts, a large
-                step = getattr(index, name, None)  # space's ANN graph: now, not in a search
-                if callable(step):
-                    step()
+            stats, graph = term_stats(index), ann_graph(index)
+            if stats is not None:  # the keyword counts, and a large space's ANN graph:
+                stats.refresh_term_stats()  # now, not inside a search
+            if graph is not None:
+                graph.build_ann()
             return changed
 
     def _catch_up(self, session: Session) -> int:
@@ -457,7 +459,7 @@ class Recall(Engine):
             if before_seq is None or seq < before_seq:
                 # a turn indexed before redaction (no "redacted" mark) is redacted now
                 text = hit.text if hit.metadata.get("redacted") is True else _redacted(hit.text)
-                # built directly: ``dataclasses.replace`` cost ~8 us a hit, 32 every turn
+                # built directly: ``dataclasses.replace`` re-validates every field, per hit
                 hits.append(
                     RetrievalHit(text, hit.score, SOURCE, hit.doc_id, hit.metadata, hit.chunk_id)
                 )
@@ -468,7 +470,7 @@ class Recall(Engine):
 @functools.lru_cache(maxsize=4096)
 def _redacted(text: str) -> str:
     """``redact`` for a recalled turn, remembered: the same turns come back turn after
-    turn, and redaction (a dozen regexes) cost ~25 ms for 32 hits."""
+    turn, and redaction runs a dozen regexes over each."""
     return redact(text)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.retrieval.base import (
     EmbeddingBackend,
     IndexableRetriever,
@@ -75,6 +76,7 @@ __all__ = [
     "Reranker",
     "RetrievalHit",
     "RetrieverAuthError",
+    "RetrieverCapabilities",
     "RetrieverConfigError",
     "RetrieverError",
     "RetrieverSource",

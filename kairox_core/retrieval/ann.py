@@ -1,8 +1,8 @@
 """An approximate nearest-neighbour index over one space's vectors: a cache of SQLite.
 
-sqlite-vec's ``vec0`` KNN is an exact scan of the space: 5 ms at 10k vectors of 384
-dimensions here, 66 ms at 100k, paid by every recall search. Above ``ANN_MIN`` vectors
-a space is searched in an HNSW graph (usearch) instead, 1-3 ms in a turn at any size.
+sqlite-vec's ``vec0`` KNN is an exact scan of the space: its cost grows with the
+space, paid by every recall search. Above ``ANN_MIN`` vectors a space is searched in
+an HNSW graph (usearch) instead, whose cost barely grows with the space.
 Up to ``EXACT_MAX`` vectors the graph's own (f16, memory-mapped) vectors are scanned
 whole rather than walked: as fast or faster there, and exact.
 
@@ -22,11 +22,11 @@ unreadable file is rebuilt in the background while searches scan exactly. usearc
 (with numpy) is optional: without it every search is the exact scan.
 
 Graph settings (connectivity 32, search expansion 256) were chosen on SciFact with
-the hashing backend: recall@10 0.99 and recall@100 0.97 against the exact scan
-(``benchmarks/bench_ann.py``); connectivity 16 / expansion 128 gave 0.88 and 0.80.
-The graph keeps its vectors as f16 (SQLite keeps the f32 truth): recall@10 0.982 on
-SciFact against 0.984 with f32, 0.998 against 0.999 on LoCoMo, in half the memory, so
-a search that misses the CPU caches (every turn's) is ~0.3 ms faster; i8 lost 0.1.
+the hashing backend against the exact scan (``benchmarks/bench_ann.py``): the smaller
+connectivity 16 / expansion 128 lost much of the recall. The graph keeps its vectors as
+f16 (SQLite keeps the f32 truth): about the recall of f32 in half the memory, so a
+search that misses the CPU caches (every turn's) reads less; i8 lost recall. The
+figures: docs/results.md.
 """
 
 from __future__ import annotations
@@ -56,9 +56,8 @@ CONNECTIVITY = 32
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 256  # raised to the number of results asked for, when more
 # A graph of at most this many vectors is scanned whole instead of walked: a walk with
-# expansion 256 reads most of such a graph anyway. In a 10k-message session's turns
-# (~9,200 vectors) the scan took 1.1-1.3 ms against the walk's 1.6-1.8; at ~18,000,
-# 1.9 against 2.3; at ~37,000 the walk won (2.7 against 3.4). And the scan is exact.
+# expansion 256 reads most of such a graph anyway: the scan was faster up to about
+# this size and the walk beyond it (docs/results.md). And the scan is exact.
 EXACT_MAX = 16_384
 
 LOG_SCHEMA = """
@@ -239,8 +238,8 @@ class AnnSpace:
             else:
                 _put(vectors, int(chunk), blob)
         if len(added) <= POINT_READS:
-            # vec0 scans the whole space for ``rowid IN (...)`` (1.5-7 ms at 10k vectors)
-            # but reads one row for ``rowid = ?`` (~15 us): a few are read one by one
+            # vec0 scans the whole space for ``rowid IN (...)`` but reads one row for
+            # ``rowid = ?``: a few are read one by one
             sql = f"SELECT rowid, embedding FROM {self.table} WHERE rowid = ?"
             for chunk in added:
                 row = self.conn.execute(sql, (chunk,)).fetchone()
@@ -526,7 +525,7 @@ def _new_index(dim: int) -> Any:
     return Index(
         ndim=dim,
         metric="cos",
-        dtype="f16",  # half the memory a search walks: f32 was ~0.3 ms slower a turn
+        dtype="f16",  # half the memory a search walks (docs/results.md)
         connectivity=CONNECTIVITY,
         expansion_add=EXPANSION_ADD,
         expansion_search=EXPANSION_SEARCH,

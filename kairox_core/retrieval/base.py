@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.errors import KairoxError
 
 
@@ -55,11 +56,26 @@ class WorkspaceRetriever(Protocol):
 
     name: str
 
+    @property
+    def capabilities(self) -> RetrieverCapabilities:
+        """What it supports beyond this protocol (``index_files``: an
+        ``IndexableRetriever``)."""
+        ...
+
     async def retrieve(
         self, query: str, k: int, filters: Mapping[str, Any] | None = None
     ) -> list[RetrievalHit]: ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores passages against a query; higher is better. Implementations batch."""
+
+    name: str
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]: ...
 
 
 class RetrieverError(KairoxError):
@@ -137,3 +153,8 @@ class IndexableRetriever(Protocol):
     def index(
         self, paths: Sequence[str], *, progress: IndexProgress | None = None
     ) -> IndexReport: ...
+
+
+def indexable(retriever: WorkspaceRetriever) -> IndexableRetriever | None:
+    """``retriever`` as an ``IndexableRetriever`` when it declares ``index_files``."""
+    return cast(IndexableRetriever, retriever) if retriever.capabilities.index_files else None

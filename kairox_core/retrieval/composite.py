@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.retrieval.base import RetrievalHit, WorkspaceRetriever
 from kairox_core.retrieval.fusion import RRF_K, rrf_fuse
 from kairox_core.retrieval.rerank import DEFAULT_TOP_N, Reranker, rerank
@@ -115,6 +116,8 @@ class CompositeWorkspaceRetriever:
     """
 
     name = "composite"
+
+    capabilities = RetrieverCapabilities()
 
     def __init__(
         self,

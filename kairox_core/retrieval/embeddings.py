@@ -3,8 +3,8 @@
 ``HashingEmbedding`` needs no model and no dependency: word unigrams and bigrams and
 character n-grams are hashed (``zlib.crc32``, stable across processes, unlike
 ``hash()``) into a signed vector, which is L2-normalised. A batch is summed with
-numpy (one ``bincount``): in pure Python it cost ~0.3 ms a text, paid each turn by
-recall's indexing of the last turn and by every query. It is the embedded default,
+numpy (one ``bincount``) rather than in Python, since it is paid each turn by recall's
+indexing of the last turn and by every query. It is the embedded default,
 so a fresh install searches by meaning-ish similarity with nothing downloaded.
 """
 
@@ -189,7 +189,7 @@ def load_embedding_backend(
     ``embedding_options``, say).
     One backend per (factory, options) per process (``warm``): a model loads once.
     """
-    from kairox_core.plugins import get_plugins
+    from kairox_core.plugins import EMBEDDING_BACKENDS, get_plugins
     from kairox_core.retrieval.warm import options_key as warm_key
     from kairox_core.retrieval.warm import warm
 
@@ -198,7 +198,7 @@ def load_embedding_backend(
     else:
         name = config_or_name.backend
         opts = {**dict(config_or_name.backend_options), **dict(options or {})}
-    reg = get_plugins().get("embedding_backends", name, context="retrieval.backend")
+    reg = get_plugins().get(EMBEDDING_BACKENDS, name, context="retrieval.backend")
     try:
         if reg.options is None:
             backend = warm(

@@ -4,8 +4,7 @@
 embed, batch, report statuses, fuse and build hits alike; only their SQL differs. The
 dialect-free parts live here so the two cannot drift: a document hashed differently
 would be re-embedded after ``kairox db copy``, a vector mixed differently would rank
-differently. (index.py still has private copies of most of these; ``tests/
-test_index_common.py`` holds them equal until it imports them from here.)
+differently. Both indexes import them from here.
 """
 
 from __future__ import annotations
@@ -74,7 +73,7 @@ def metadata_json(metadata: Mapping[str, Any]) -> str:
 
 def mean_vector(vectors: Sequence[Sequence[float]]) -> list[float]:
     """The normalised sum of normalised vectors (cosine-equivalent to the mean).
-    Element-wise in numpy (it was ~0.2 ms a chunk in Python, paid each turn); each
+    Element-wise in numpy (it is paid for every chunk with context, each turn); each
     norm's sum of squares stays Python's ``sum`` in order, so the floats are the ones
     the pure-Python loop gave (tests/test_mean_vector.py)."""
     import numpy as np  # (not at import: a search-only process may never write)
@@ -127,11 +126,18 @@ def fuse_rankings(
     return [(best_chunk[doc], doc, score) for doc, score in top]
 
 
-def collapse(fetch: Callable[[int], Ranked], k: int, *, max_limit: int | None = None) -> Ranked:
+def collapse(
+    fetch: Callable[[int], Ranked],
+    k: int,
+    *,
+    max_limit: int | None = None,
+    first: int | None = None,
+) -> Ranked:
     """Best chunk per document from a ranked chunk list, over-fetching (``fetch(limit)``
     gives the top ``limit`` chunks) until ``k`` documents are found, the chunks run out
-    or ``max_limit`` is reached."""
-    limit = k * 2 + 4
+    or ``max_limit`` is reached (``first``: the first fetch's size, ``2k + 4`` unless
+    given)."""
+    limit = first or k * 2 + 4
     if max_limit is not None:
         limit = min(limit, max_limit)
     while True:

@@ -22,6 +22,7 @@ import threading
 from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.retrieval.base import RetrievalHit, WorkspaceRetriever
 
 T = TypeVar("T")
@@ -52,6 +53,11 @@ class IsolatedRetriever:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
         self._running = 0  # calls not finished on the source's loop (a stuck one stays)
+
+    @property
+    def capabilities(self) -> RetrieverCapabilities:
+        """The wrapped retriever's declaration (it was checked when it was built)."""
+        return self.retriever.capabilities
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.retriever, attr)

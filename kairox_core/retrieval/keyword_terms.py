@@ -1,8 +1,8 @@
 """Which words of a prompt the keyword search reads: the ones that can rank.
 
 FTS5 reads the whole doclist of every term in a query and scores every row it
-matches, so a long prompt of common words over a long session cost ~60 ms at 10k
-turns. Yet its bm25 gives a term found in half the rows or more an idf of 1e-6
+matches, so a long prompt of common words costs in proportion to the session's
+length. Yet its bm25 gives a term found in half the rows or more an idf of 1e-6
 (``idf <= 0`` is clamped): such a term barely changes a ranking and costs the most.
 So before a keyword query the index looks up each term's document frequency. A
 weightless term (in half the rows or more) in more than ``WEIGHTLESS_ROWS`` rows is
@@ -14,10 +14,9 @@ words are, not by the length of the prompt or of the session. An index of at mos
 
 Dropping a weightless term changes no score (its share of bm25 is ~0); it only leaves
 out of the ranking's tail the rows that match nothing else. Weightless terms used to
-be kept below 2,048 rows: at 1k turns a prompt of common words cost ~4 ms of bm25,
-twice the whole ``trim_messages``. Dropping them there moved LoCoMo (conversations
-of 300-700 turns) by one evidence turn either way (MiniLM 0.869 -> 0.873 at 4,000
-tokens, 0.782 -> 0.780 at 2,000; mpnet with the speaker prior 0.923 -> 0.925).
+be kept below 2,048 rows, where their bm25 cost more than the whole ``trim_messages``
+baseline; dropping them there moved LoCoMo's evidence recall by about one turn either
+way (the figures: docs/results.md).
 
 Frequencies are the ones bm25 itself uses: global to the FTS table, per stem (the
 table's own tokenizer stems a word through a small temporary FTS5 table). Counting a
@@ -26,8 +25,8 @@ once the table has grown by a quarter since (a word found nowhere is counted eve
 time: it may be the one the last turn just added); a cached count can only be stale
 near the 50% line, where a term's idf is ~0 either side of it.
 
-A common word's doclist is long, so counting it cost ~0.1 ms a word at 10k rows,
-paid by every prompt's new words and by a fresh connection's every word. So the
+A common word's doclist is long, so counting it is slow on a long session, paid by
+every prompt's new words and by a fresh connection's every word. So the
 indexer's bulk and background runs store the counts of the common terms (in more
 than ``WEIGHTLESS_ROWS`` rows) in ``rag_term_stats`` (``refresh_stats``: one pass over the
 table's vocabulary, again once it has grown by a quarter). While they are that fresh,
@@ -137,7 +136,7 @@ class TermSelector:
         ``weightless_floor()`` rows) when they are missing or the table has grown by a
         quarter since (``force``: now); whether it did. For
         the writers' bulk and background runs, inside no transaction: it writes one,
-        and it reads the whole vocabulary (~6 ms at 10k rows of common words)."""
+        and it reads the whole vocabulary."""
         floor = weightless_floor()
         with self._lock:
             rows = self._rows()

@@ -13,21 +13,13 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from kairox_core.errors import KairoxUserError
+from kairox_core.retrieval.base import Reranker as Reranker  # its home before base.py
 from kairox_core.retrieval.base import RetrievalHit
 
 DEFAULT_TOP_N = 20
-
-
-@runtime_checkable
-class Reranker(Protocol):
-    """Scores passages against a query; higher is better. Implementations batch."""
-
-    name: str
-
-    def score(self, query: str, texts: Sequence[str]) -> list[float]: ...
 
 
 def rerank(
@@ -59,11 +51,11 @@ def rerank(
 
 def load_reranker(name: str, options: Mapping[str, Any] | None = None) -> Reranker:
     """A registered reranker built with ``options``; one per (factory, options) per process."""
-    from kairox_core.plugins import get_plugins
+    from kairox_core.plugins import RERANKERS, get_plugins
     from kairox_core.retrieval.warm import options_key, warm
 
     opts = dict(options or {})
-    reg = get_plugins().get("rerankers", name, context="profiles.<name>.reranker")
+    reg = get_plugins().get(RERANKERS, name, context="profiles.<name>.reranker")
     try:
         reranker = warm(
             ("rerankers", name, reg.factory, options_key(opts)), lambda: reg.factory(**opts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from kairox_core.capabilities import verify
 from kairox_core.retrieval.base import WorkspaceRetriever
 from kairox_core.retrieval.composite import CompositeWorkspaceRetriever, RetrieverSource
 from kairox_core.retrieval.isolation import IsolatedRetriever, is_third_party
@@ -14,16 +15,16 @@ def build_knowledge_base(kb: Any) -> WorkspaceRetriever:
     """The retriever for one ``[knowledge_bases.<id>]``; an unknown kind names its plugin,
     and keys its options model rejects are a ``ConfigError``."""
     from kairox_core.plugin_options import knowledge_base_key, validate_options
-    from kairox_core.plugins import get_plugins
+    from kairox_core.plugins import RETRIEVERS, get_plugins
 
-    reg = get_plugins().get("retrievers", kb.kind, context=f"knowledge_bases.{kb.id}.kind")
+    reg = get_plugins().get(RETRIEVERS, kb.kind, context=f"knowledge_bases.{kb.id}.kind")
     retriever: WorkspaceRetriever
     if reg.options is None:
         retriever = reg.factory(kb)
     else:
         options = validate_options(reg.options, kb.options, key=knowledge_base_key(kb))
         retriever = reg.factory(kb, options=options)
-    return retriever
+    return verify(retriever, f"knowledge-base kind '{kb.kind}'")
 
 
 def retriever_for_profile(
@@ -45,16 +46,20 @@ def retriever_for_profile(
     """
     from kairox_core.retrieval.index import WorkspaceRagIndex
     from kairox_core.retrieval.rerank import reranker_for_profile
-    from kairox_core.store.protocol import Storage
+    from kairox_core.store.protocol import Storage, WorkspaceIndex
 
     r = config.retrieval
     name = profile or config.kairox.default_profile
     reranker, top_n = reranker_for_profile(config, name)
     sources: list[RetrieverSource] = []
+    index: WorkspaceIndex | None = None
     try:
         if r.workspace_index:
             index = (
-                database_path.workspace_index(config, workspace_id, backend=backend)
+                verify(
+                    database_path.workspace_index(config, workspace_id, backend=backend),
+                    f"the {database_path.name} storage's workspace index",
+                )
                 if isinstance(database_path, Storage)
                 else WorkspaceRagIndex.from_config(
                     config, database_path, workspace_id, backend=backend
@@ -76,10 +81,8 @@ def retriever_for_profile(
                 retriever = IsolatedRetriever(retriever)
             sources.append(RetrieverSource(retriever, "knowledge_base", kb.weight, timeout))
     except BaseException:
-        for src in sources:  # do not leak an opened index when a later source fails
-            close = getattr(getattr(src.retriever, "index", None), "close", None)
-            if close is not None:
-                close()
+        if index is not None:  # do not leak an opened index when a later source fails
+            index.close()
         raise
     return CompositeWorkspaceRetriever(
         sources, rrf_k=r.rrf_k, reranker=reranker, rerank_top_n=top_n

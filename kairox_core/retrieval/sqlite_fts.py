@@ -20,8 +20,9 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.retrieval.base import (
     IndexProgress,
     IndexReport,
@@ -34,6 +35,9 @@ from kairox_core.retrieval.fts import fts_match_expression
 from kairox_core.retrieval.sqlite_fts_options import SqliteFtsOptions
 from kairox_core.retrieval.threads import run_blocking
 from kairox_core.store.connection import OperationalError, connect, transaction
+
+if TYPE_CHECKING:
+    from kairox_core.config import KnowledgeBaseConfig
 
 # A query waits this share of the source's timeout for a lock held by a writer (not
 # the store's 30 s): the turn has given up by then anyway, and the error says why.
@@ -49,6 +53,8 @@ class SqliteFtsRetriever:
 
     kind = "sqlite_fts"
 
+    capabilities = RetrieverCapabilities(index_files=True)
+
     def __init__(self, name: str, options: SqliteFtsOptions, *, timeout: float = 10.0) -> None:
         self.name = name
         self.options = options
@@ -58,13 +64,15 @@ class SqliteFtsRetriever:
         self._closing = False  # close() came while a query held the lock
 
     @classmethod
-    def from_config(cls, kb: Any, options: SqliteFtsOptions | None = None) -> SqliteFtsRetriever:
+    def from_config(
+        cls, kb: KnowledgeBaseConfig, options: SqliteFtsOptions | None = None
+    ) -> SqliteFtsRetriever:
         """Build from a ``KnowledgeBaseConfig``; ``options`` as validated by the core."""
         if options is None:
             from kairox_core.plugin_options import knowledge_base_key, validate_options
 
             options = validate_options(SqliteFtsOptions, kb.options, key=knowledge_base_key(kb))
-        return cls(kb.id, options, timeout=float(getattr(kb, "timeout", 10.0)))
+        return cls(kb.id, options, timeout=kb.timeout)
 
     @property
     def database(self) -> Path:

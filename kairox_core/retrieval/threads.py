@@ -5,9 +5,10 @@ the loop shuts down (``asyncio.run``) and again at interpreter exit: a knowledge
 hanging in a worker thread then holds the turn and the CLI long after the composite's
 timeout gave up on it. ``run_blocking`` runs the call in a daemon thread that nothing
 joins; a result that arrives after the caller stopped waiting (or after its loop
-closed) is dropped. The daemon threads are reused: starting one per call cost a turn
-0.1 ms, and up to 2 ms on a loaded machine (``Thread.start`` waits until the new thread
-runs). A call that hangs keeps its thread; the next call gets another.
+closed) is dropped. The daemon threads are reused: starting one per call would cost
+every turn a thread start, which grows with the machine's load (``Thread.start`` waits
+until the new thread runs). A call that hangs keeps its thread; the next call gets
+another.
 
 A source can also block the event loop itself (synchronous work inside ``retrieve``):
 no timeout fires then, and every other source waits too. ``LoopClock`` drives a

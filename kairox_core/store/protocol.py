@@ -19,6 +19,11 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from kairox_core.capabilities import (
+    IndexCapabilities,
+    LongTermCapabilities,
+    StorageCapabilities,
+)
 from kairox_core.events import Event
 from kairox_core.longterm.chunks import Chunk as LongTermChunk
 from kairox_core.longterm.store import (
@@ -39,7 +44,8 @@ if TYPE_CHECKING:
     import threading
 
     from kairox_core.retrieval.base import EmbeddingBackend, RetrievalHit
-    from kairox_core.retrieval.index import DocumentInput, WorkspaceIndexRetriever
+    from kairox_core.retrieval.documents import DocumentInput
+    from kairox_core.retrieval.index_search import WorkspaceIndexRetriever
 
 
 @runtime_checkable
@@ -128,6 +134,11 @@ class WorkspaceIndex(Protocol):
     ``rebuild``. ``lock`` guards the index's connection (re-entrant)."""
 
     @property
+    def capabilities(self) -> IndexCapabilities:
+        """What it supports beyond this protocol (term stats, ANN, files...)."""
+        ...
+
+    @property
     def lock(self) -> threading.RLock: ...
     def add_documents(
         self, docs: Iterable[DocumentInput], *, batch_size: int = 64
@@ -151,6 +162,11 @@ class Storage(Protocol):
     location: str  # for messages: a path, or a URL without its password
 
     @property
+    def capabilities(self) -> StorageCapabilities:
+        """What it supports beyond this protocol (``longterm``: a long-term store)."""
+        ...
+
+    @property
     def events(self) -> EventLog: ...
     @property
     def memories(self) -> MemoryStore: ...
@@ -160,7 +176,8 @@ class Storage(Protocol):
     def leases(self) -> LeaseStore: ...
     @property
     def longterm(self) -> LongTermStore:
-        """Long-term chunks and personal packs (kairox_core/longterm/store.py)."""
+        """Long-term chunks and personal packs (kairox_core/longterm/store.py); read only
+        when ``capabilities.longterm`` is declared."""
         ...
 
     def atomic(self) -> AbstractContextManager[Any]:
@@ -181,8 +198,10 @@ __all__ = [
     "Claim",
     "Embed",
     "EventLog",
+    "IndexCapabilities",
     "Lease",
     "LeaseStore",
+    "LongTermCapabilities",
     "LongTermChunk",
     "LongTermStore",
     "MemoryRecord",
@@ -195,6 +214,7 @@ __all__ = [
     "Row",
     "SessionInfo",
     "Storage",
+    "StorageCapabilities",
     "StoredChunk",
     "WorkspaceIndex",
     "chunk_filters",

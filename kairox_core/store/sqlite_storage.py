@@ -14,6 +14,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from kairox_core.capabilities import StorageCapabilities
 from kairox_core.store.database import Database, DatabaseStore
 from kairox_core.store.event_store import EventStore
 from kairox_core.store.memory_store import SqliteMemoryStore
@@ -60,6 +61,8 @@ class SqliteStorage:
     """``Storage`` over one SQLite file (or an open ``Database``)."""
 
     name = "sqlite"
+
+    capabilities = StorageCapabilities(longterm=True)
 
     def __init__(self, target: str | os.PathLike[str] | Database) -> None:
         if isinstance(target, str) and target.startswith("sqlite:///"):

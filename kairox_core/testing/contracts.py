@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from kairox_core.capabilities import verify
 from kairox_core.retrieval.base import (
     EmbeddingBackend,
     RetrievalHit,
@@ -122,6 +123,15 @@ class RetrieverContract:
                 await retriever.close()
 
         return list(run(go()))
+
+    def test_declared_capabilities_hold(self, tmp_path: Path) -> None:
+        """What the retriever declares (``RetrieverCapabilities``), it implements: the
+        check the core makes when it builds a knowledge base."""
+        retriever = self.make_retriever(CONTRACT_DOCS, tmp_path)
+        try:
+            verify(retriever, f"retriever '{retriever.name}'")
+        finally:
+            run(retriever.close())
 
     def test_probes_rank_the_obvious_document_first(self, tmp_path: Path) -> None:
         for query, expected in CONTRACT_PROBES.items():

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from kairox_core.capabilities import verify
 from kairox_core.providers.base import (
     ChatChunk,
     ChatResult,
@@ -79,6 +80,15 @@ class ModelProviderContract:
         assert isinstance(provider.name, str) and provider.name
         assert isinstance(provider.model, str) and provider.model
         _run(provider.close())
+
+    def test_declared_capabilities_hold(self) -> None:
+        """What the provider declares (``ProviderCapabilities``: ``tools`` only when
+        ``stream`` and ``complete`` take ``tools=``), it implements."""
+        provider = self.make_provider(CONTRACT_REPLY)
+        try:
+            verify(provider, f"model provider '{provider.name}'")
+        finally:
+            _run(provider.close())
 
     def test_stream_gives_the_reply_in_pieces_then_finish_and_usage(self) -> None:
         chunks = self._stream(self.make_provider(CONTRACT_REPLY))

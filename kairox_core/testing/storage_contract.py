@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from kairox_core.capabilities import verify
 from kairox_core.config import KairoxConfig
 from kairox_core.events import (
     AssistantMessageCompleted,
@@ -94,6 +95,18 @@ class StorageContract:
         assert isinstance(storage.events, EventLog)
         assert isinstance(storage.proposals, ProposalStore)
         assert storage.name and storage.location
+
+    def test_declared_capabilities_hold(self, storage: Storage) -> None:
+        """What the storage, its long-term store and its index declare, they implement
+        (kairox_core/capabilities.py: the check ``Kairox.open`` makes)."""
+        verify(storage, f"storage '{storage.name}'")
+        if storage.capabilities.longterm:
+            verify(storage.longterm, f"storage '{storage.name}''s long-term store")
+        index = storage.workspace_index(KairoxConfig(), "capabilities")
+        try:
+            verify(index, f"storage '{storage.name}''s workspace index")
+        finally:
+            index.close()
 
     def test_seqs_are_per_session_and_reads_filter(self, storage: Storage) -> None:
         log = storage.events

@@ -14,6 +14,7 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests
 from lc_helpers import make_config
 
 from kairox_core import Kairox, hookimpl
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.retrieval import (
     RetrievalHit,
     RetrieverError,
@@ -81,6 +82,8 @@ FILTERS_SEEN: list[Any] = []
 
 
 class StaticKB:
+    capabilities = RetrieverCapabilities()
+
     def __init__(self, name: str, fail: bool) -> None:
         self.name = name
         self.fail = fail

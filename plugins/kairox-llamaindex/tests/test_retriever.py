@@ -12,7 +12,7 @@ import pytest
 from llama_index.core.schema import NodeWithScore
 
 from kairox_core import Kairox, KairoxConfig, hookimpl
-from kairox_core.retrieval import RetrievalHit, RetrieverUnavailable
+from kairox_core.retrieval import RetrievalHit, RetrieverCapabilities, RetrieverUnavailable
 from kairox_llamaindex import KairoxRetriever, KairoxSearchError
 
 TEA = "Green tea is brewed at 80 degrees for two minutes. Black tea wants boiling water."
@@ -20,6 +20,8 @@ TEA = "Green tea is brewed at 80 degrees for two minutes. Black tea wants boilin
 
 class StaticKB:
     """A knowledge base with one fixed passage, or one that is down."""
+
+    capabilities = RetrieverCapabilities()
 
     def __init__(self, name: str, fail: bool, seen: list[Any]) -> None:
         self.name, self.fail, self.seen = name, fail, seen

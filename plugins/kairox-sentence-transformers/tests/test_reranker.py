@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.errors import KairoxUserError
 from kairox_core.retrieval.base import RetrievalHit
 from kairox_core.retrieval.composite import CompositeWorkspaceRetriever
@@ -78,6 +79,7 @@ def test_the_plugin_registers_it_and_reranking_follows_its_scores(tiny: Path) ->
     ]
 
     class Source:
+        capabilities = RetrieverCapabilities()
         name = "workspace"
 
         async def retrieve(self, query: str, k: int, filters: object = None) -> list[RetrievalHit]:

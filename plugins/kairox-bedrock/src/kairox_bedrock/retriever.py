@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kairox_bedrock import errors, mapping
 from kairox_bedrock.options import BedrockOptions
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.retrieval.base import RetrievalHit, RetrieverError, RetrieverTimeout
 
 if TYPE_CHECKING:
@@ -27,6 +28,8 @@ T = TypeVar("T")
 
 class BedrockRetriever:
     """Queries an Amazon Bedrock knowledge base with ``bedrock-agent-runtime`` ``Retrieve``."""
+
+    capabilities = RetrieverCapabilities()
 
     def __init__(
         self,

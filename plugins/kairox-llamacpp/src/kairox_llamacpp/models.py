@@ -107,9 +107,9 @@ SMOLLM2 = LocalModel(
 
 # The default is the first one installed, chosen by benchmarks/protocol.py against the
 # goal (>= 4/5 memory tags right, no tag where none was asked, recall answered, visible
-# streaming on 2 cores): the 0.5B met it (4/5, 0 false, ~13 tokens/s on a loaded
-# machine); the 1.5B writes every tag right but also stored answers to questions, at
-# a quarter of the speed and 2.6x the memory. A profile can still name it.
+# streaming on 2 cores): the 0.5B met it; the 1.5B writes every tag right but also
+# stored answers to questions, slower and in more memory (the figures:
+# docs/results.md). A profile can still name it.
 CATALOG: tuple[LocalModel, ...] = (QWEN_05B, QWEN_15B, SMOLLM2)
 DEFAULT_MODEL = QWEN_05B
 DEFAULT_MODEL_NAME = DEFAULT_MODEL.name

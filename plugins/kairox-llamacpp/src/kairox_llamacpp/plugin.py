@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kairox_core.hookspecs import Register, hookimpl
+from kairox_core.hookspecs import ModelProviderRegistrar, hookimpl
 
 
 def _create(config: Any) -> Any:
@@ -14,7 +14,7 @@ def _create(config: Any) -> Any:
 
 
 @hookimpl
-def kairox_register_model_providers(register: Register) -> None:
+def kairox_register_model_providers(register: ModelProviderRegistrar) -> None:
     register("llamacpp", _create)
 
 

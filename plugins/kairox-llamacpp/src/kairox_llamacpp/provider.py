@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kairox_core.capabilities import ProviderCapabilities
 from kairox_core.config import ProviderConfig
 from kairox_core.providers.base import (
     ChatChunk,
@@ -86,7 +87,7 @@ _servers_lock = threading.Lock()
 
 def _import_xllamacpp(name: str) -> Any:
     # libgomp reads this when llama.cpp loads: its default (spinning worker threads)
-    # collapsed generation to under 1.5 tokens/s on a busy 2-core machine.
+    # collapsed generation on a busy 2-core machine (docs/results.md).
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import xllamacpp
@@ -164,6 +165,9 @@ def running_servers() -> int:
 
 class LlamaCppProvider:
     """A chat model in a GGUF file, served by an in-process llama.cpp server."""
+
+    # tools=: offered when the loaded model's chat template calls them (tool_limitation)
+    capabilities = ProviderCapabilities(tools=True)
 
     def __init__(
         self,

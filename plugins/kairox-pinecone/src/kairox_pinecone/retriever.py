@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.retrieval.base import (
     EmbeddingBackend,
     RetrievalHit,
@@ -33,6 +34,8 @@ MAX_TOP_K = 10_000  # Pinecone's limit for top_k
 
 class PineconeRetriever:
     """Queries one namespace of a Pinecone index."""
+
+    capabilities = RetrieverCapabilities()
 
     def __init__(
         self,

@@ -126,6 +126,7 @@ class CopyError(KairoxUserError):
 class _Side(Protocol):
     label: str
     longterm: LongTermStore
+    sqlite: bool  # which SQL the retrieval index's copy speaks (copy_index.py)
 
     def rows(self, table: str, columns: Sequence[str], order: str) -> Iterator[tuple[Any, ...]]: ...
     def insert(self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None: ...
@@ -135,6 +136,8 @@ class _Side(Protocol):
 
 
 class _Sqlite:
+    sqlite = True
+
     def __init__(self, path: str) -> None:
         self.storage = SqliteStorage(path.removeprefix("sqlite:///"))
         self.label = self.storage.location
@@ -180,6 +183,8 @@ class _Sqlite:
 
 
 class _Postgres:
+    sqlite = False
+
     def __init__(self, url: str) -> None:
         self.storage = PostgresStorage(url, max_connections=2)
         self.label = self.storage.location

@@ -48,7 +48,7 @@ _CHUNK_COLUMNS = (
 
 
 def _is_sqlite(side: Any) -> bool:
-    return hasattr(side, "conn")
+    return bool(side.sqlite)  # each side of a copy says which it is (copy.py)
 
 
 def _sqlite_has_index(conn: Any) -> bool:

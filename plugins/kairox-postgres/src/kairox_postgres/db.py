@@ -207,7 +207,7 @@ class PgDatabase:
 
     def _give_back(self, conn: psycopg.Connection[Any], pooled: bool) -> None:
         if pooled:
-            conn._kx_returned = time.monotonic()  # type: ignore[attr-defined]
+            conn._kx_returned = time.monotonic()  # type: ignore[attr-defined, unused-ignore]
             self.pool.putconn(conn)  # a broken one is discarded, a transaction rolled back
         else:
             conn.close()

@@ -64,11 +64,12 @@ from kairox_core.store.indexing import (
     weightless_floor,
     with_context,
 )
+from kairox_core.store.protocol import IndexCapabilities
 from kairox_postgres.db import PgDatabase
 
 # hnsw.ef_search: twice the rows a query asks for (on SciFact with the hashing backend,
-# 1x lost 0.011 of hybrid nDCG@10 against the exact scan, 2x 0.002), pgvector's default
-# 40 at least and its ceiling 1000 at most
+# 1x lost hybrid nDCG@10 against the exact scan where 2x kept it: docs/results.md),
+# pgvector's default 40 at least and its ceiling 1000 at most
 HNSW_EF_FACTOR = 2
 HNSW_EF_MIN = 40
 HNSW_EF_MAX = 1000
@@ -135,6 +136,8 @@ def _vector_text(vector: Sequence[float]) -> str:
 
 class PgWorkspaceIndex:
     """One space's index (a workspace, or a session's recall) on the shared database."""
+
+    capabilities = IndexCapabilities(files=True)
 
     def __init__(
         self,

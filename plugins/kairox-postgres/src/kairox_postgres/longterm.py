@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 
 from kairox_core.errors import KairoxUserError
-from kairox_core.store.protocol import Embed, StoredChunk
+from kairox_core.store.protocol import Embed, LongTermCapabilities, StoredChunk
 from kairox_core.store.protocol import LongTermChunk as Chunk
 from kairox_core.store.sql import CHUNK_COLUMNS, SqlLongTermStore, chunk_from_row
 from kairox_postgres.db import PgDatabase
@@ -56,6 +56,8 @@ class PgLongTermStore(SqlLongTermStore[PgDatabase]):
     ``longterm`` and ``packs`` components of schema.py)."""
 
     # --- the vector space ------------------------------------------------------------
+
+    capabilities = LongTermCapabilities()
 
     def use_space(self, backend: str, dimension: int, embed: Embed) -> int:
         wanted = (backend, int(dimension))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kairox_core.hookspecs import Register, hookimpl
+from kairox_core.hookspecs import StorageRegistrar, hookimpl
 
 if TYPE_CHECKING:
     from kairox_core.store.protocol import Storage
@@ -23,7 +23,7 @@ def _open(target: str) -> Storage:
 
 
 @hookimpl
-def kairox_register_storage(register: Register) -> None:
+def kairox_register_storage(register: StorageRegistrar) -> None:
     register("postgresql", _open)
 
 

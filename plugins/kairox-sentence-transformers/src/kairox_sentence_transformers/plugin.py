@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kairox_core.hookspecs import Register, hookimpl
+from kairox_core.hookspecs import EmbeddingBackendRegistrar, RerankerRegistrar, hookimpl
 
 if TYPE_CHECKING:
     from kairox_sentence_transformers.backend import SentenceTransformerEmbedding
@@ -20,7 +20,7 @@ def make_backend(**options: Any) -> SentenceTransformerEmbedding:
 
 
 @hookimpl
-def kairox_register_embedding_backends(register: Register) -> None:
+def kairox_register_embedding_backends(register: EmbeddingBackendRegistrar) -> None:
     register("sentence-transformers", make_backend)
 
 
@@ -32,5 +32,5 @@ def make_reranker(**options: Any) -> CrossEncoderReranker:
 
 
 @hookimpl
-def kairox_register_rerankers(register: Register) -> None:
+def kairox_register_rerankers(register: RerankerRegistrar) -> None:
     register("cross-encoder", make_reranker)

@@ -14,6 +14,7 @@ from typing import Any
 
 import tantivy
 
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.config import KnowledgeBaseConfig
 from kairox_core.retrieval.base import (
     IndexProgress,
@@ -33,6 +34,8 @@ from kairox_tantivy.store import FieldInfo, create_index, open_index, read_schem
 
 class TantivyRetriever:
     """BM25 (title boosted over body) with snippets and term filters on stored fields."""
+
+    capabilities = RetrieverCapabilities(index_files=True)
 
     def __init__(self, kb: KnowledgeBaseConfig, options: TantivyOptions | None = None) -> None:
         self.kb = kb

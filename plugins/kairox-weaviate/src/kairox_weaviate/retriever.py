@@ -22,6 +22,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from kairox_core.capabilities import RetrieverCapabilities
 from kairox_core.config import KnowledgeBaseConfig, resolve_secret
 from kairox_core.errors import KairoxUserError
 from kairox_core.retrieval.base import (
@@ -38,6 +39,8 @@ from kairox_weaviate.options import WeaviateOptions
 
 class WeaviateRetriever:
     """Hybrid (default), BM25 or near-vector search over one Weaviate collection."""
+
+    capabilities = RetrieverCapabilities()
 
     def __init__(self, kb: KnowledgeBaseConfig, options: WeaviateOptions | None = None) -> None:
         self.name = kb.id or "weaviate"
