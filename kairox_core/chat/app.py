@@ -298,10 +298,8 @@ class ChatApp(App[str]):
             )
         for line in outcome.tool_notes:
             self.trace_panel.add_line(line, "yellow")
-        for bad in outcome.invalid:
-            self.trace_panel.add_line(
-                f"invalid marker ignored: {getattr(bad, 'reason', bad)}", "yellow"
-            )
+        for line in dict.fromkeys(bad.describe() for bad in outcome.invalid):
+            self.trace_panel.add_line(line, "yellow")  # a misspelt tag and its closer: once
         for accepted in outcome.accepted:
             self.note(f"session memory noted [{accepted.key or '-'}]: {accepted.body}")
             self.trace_panel.add_line(describe_event(accepted), "green")

@@ -157,8 +157,8 @@ class PlainChat:
             self.say(f"error: {outcome.error}")
         for line in outcome.tool_notes:
             self.say(line)
-        for bad in outcome.invalid:
-            self.say(f"invalid memory marker ignored: {getattr(bad, 'reason', bad)}")
+        for line in dict.fromkeys(bad.describe() for bad in outcome.invalid):
+            self.say(line)  # a misspelt tag and its closer say it once
         if outcome.unsaved:
             self.say(outcome.unsaved)
         for accepted in outcome.accepted:

@@ -21,6 +21,24 @@ TAG_WS = " \t\r\n\f"
 _TWS = r"[ \t\r\n\f]"
 CLOSER_MAX_WS = 16  # ``</memory   >``: bounded so a streaming parser's carry stays small
 CLOSER_MAX_LEN = len("</memory>") + CLOSER_MAX_WS
+# ``<memories ...>``/``</memories>``: a misspelling small models write (and then imitate
+# from their history). Each tag alone is removed and reported, never proposed; the text
+# between them stays visible (it is usually the answer). Bounded, no '<', '>' or DEFUSE
+# inside, so a streaming parser's carry stays small and a join defused by the cleaner
+# never reads as one.
+MISSPELT_ATTRS_MAX = 200
+MISSPELT = re.compile(
+    r"<(?i:memories)(?:"
+    + _TWS
+    + r"[^<>\u2060]{0,"
+    + str(MISSPELT_ATTRS_MAX)
+    + r"})?>|</(?i:memories)"
+    + _TWS
+    + "{0,"
+    + str(CLOSER_MAX_WS)
+    + "}>"
+)
+TOKEN_MAX_LEN = len("<memories") + 1 + MISSPELT_ATTRS_MAX + 1  # the longest tag or closer
 
 # A tag starts with ``<memory`` (any case) followed by whitespace, ``/`` or ``>``.
 CANDIDATE = re.compile(r"<(?i:memory)(?=[ \t\r\n\f/>])")
@@ -28,11 +46,13 @@ CANDIDATE = re.compile(r"<(?i:memory)(?=[ \t\r\n\f/>])")
 PARTIAL_CANDIDATE = re.compile(r"<(?i:m(?:e(?:m(?:o(?:r(?:y)?)?)?)?)?)?\Z")
 # A tag start or closer still growing at the end of a stream buffer.
 PARTIAL_TAG = re.compile(
-    r"<(?:(?i:m(?:e(?:m(?:o(?:r(?:y)?)?)?)?)?)?"
-    r"|/(?i:m(?:e(?:m(?:o(?:r(?:y[ \t\r\n\f]{0,16})?)?)?)?)?)?)\Z"
+    r"<(?:(?i:m(?:e(?:m(?:o(?:r(?:y|i(?:e(?:s(?:[ \t\r\n\f][^<>\u2060]{0,200})?)?)?)?)?)?)?)?)?"
+    r"|/(?i:m(?:e(?:m(?:o(?:r(?:y[ \t\r\n\f]{0,16}|i(?:e(?:s[ \t\r\n\f]{0,16})?)?)?)?)?)?)?)?)\Z"
 )
 NESTED = re.compile(r"<(?i:memory)[ \t\r\n\f/>]")
 CLOSER = re.compile(r"</(?i:memory)" + _TWS + "{0," + str(CLOSER_MAX_WS) + "}>")
+# A tag removed on its own, outside any element: a stray closer or a misspelt tag.
+LONE_TAG = re.compile(CLOSER.pattern + "|" + MISSPELT.pattern)
 # The opening tag alone (to its first '>'); the body is found with CLOSER after it.
 OPEN_TAG = re.compile(r"<(?i:memory)(?=[ \t\r\n\f/>])([^>]*)>")
 _ATTR = re.compile(
@@ -44,14 +64,15 @@ KEY_RE = _KEY_RE  # one rule for a memory key, on every surface (kairox_core/inp
 # so released or joined text shown to the user (and stored) never parses as a marker.
 DEFUSE = "\u2060"  # WORD JOINER
 _MAYBE_LEFT = re.compile(r"<[mM/]").search
-_DEFUSABLE = re.compile(r"<(?=(?i:memory)[ \t\r\n\f/>]|/(?i:memory))")
+_DEFUSABLE = re.compile(r"<(?=(?i:memory)[ \t\r\n\f/>]|/(?i:memory)|/?(?i:memories))")
 # A tag start or a closer still growing: '<' then a prefix of 'memory' and its
 # delimiter, or '</' then a prefix of 'memory', blanks and '>'.
 _GROWING = re.compile(
-    r"<(?:(?i:m(?:e(?:m(?:o(?:r(?:y[ \t\r\n\f/>]?)?)?)?)?)?)?"
-    r"|/(?i:m(?:e(?:m(?:o(?:r(?:y[ \t\r\n\f]{0,16}>?)?)?)?)?)?)?)"
+    r"<(?:(?i:m(?:e(?:m(?:o(?:r(?:y[ \t\r\n\f/>]?"
+    r"|i(?:e(?:s(?:[ \t\r\n\f][^<>\u2060]{0,200})?>?)?)?)?)?)?)?)?)?"
+    r"|/(?i:m(?:e(?:m(?:o(?:r(?:y[ \t\r\n\f]{0,16}>?|i(?:e(?:s[ \t\r\n\f]{0,16}>?)?)?)?)?)?)?)?)?)"
 )
-GROWING_MAX = 26  # the longest left part that may still grow (a closer with blanks)
+GROWING_MAX = TOKEN_MAX_LEN  # the longest left part that may still grow (a misspelt tag)
 
 
 class MemoryScope(str, Enum):
@@ -80,6 +101,7 @@ class InvalidReason(str, Enum):
     UNTERMINATED = "unterminated"
     TOO_MANY = "too many proposals"
     STRAY_CLOSER = "stray closing tag"
+    MISSPELLED = "misspelled tag"
 
     def __str__(self) -> str:
         return self.value
@@ -102,6 +124,12 @@ class InvalidMarker:
     reason: str
     raw: str
     detail: str = ""
+
+    def describe(self) -> str:
+        """One honest line for the person (chat, trace panel)."""
+        if self.reason == InvalidReason.MISSPELLED:
+            return "the model wrote a malformed memory tag (<memories>); nothing was saved"
+        return f"invalid memory marker ignored: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -283,6 +311,17 @@ def tags_spent(raw: str) -> InvalidMarker:
 
 def stray(raw: str) -> InvalidMarker:
     return InvalidMarker(InvalidReason.STRAY_CLOSER, raw, "a </memory> that closes nothing")
+
+
+def misspelt(raw: str) -> InvalidMarker:
+    return InvalidMarker(
+        InvalidReason.MISSPELLED, raw, "<memories> is not a marker; write <memory>"
+    )
+
+
+def removed_token(raw: str) -> InvalidMarker:
+    """A tag removed on its own: a stray ``</memory>`` or a misspelt tag."""
+    return stray(raw) if CLOSER.fullmatch(raw) else misspelt(raw)
 
 
 def too_many(raw: str, cap: int) -> InvalidMarker:

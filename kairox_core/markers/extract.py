@@ -27,6 +27,7 @@ from kairox_core.markers._grammar import (
     CLOSER,
     DEFAULT_MAX_BODY_CHARS,
     DEFUSE,
+    LONE_TAG,
     MAX_TAGS,
     OPEN_TAG,
     SCOPES,
@@ -43,7 +44,7 @@ from kairox_core.markers._grammar import (
     defuse,
     judge,
     new_marker,
-    stray,
+    removed_token,
     tags_spent,
     too_many,
 )
@@ -104,8 +105,8 @@ def extract_memory_markers(
         if next_tag < q:
             m_tag = cand(text, q)
             next_tag = m_tag.start() if m_tag is not None else n
-        if next_sc < q:  # only before the next tag (a closer cannot hold a '<')
-            m_sc = CLOSER.search(text, q, next_tag)
+        if next_sc < q:  # only before the next tag (a lone tag cannot hold a '<')
+            m_sc = LONE_TAG.search(text, q, next_tag)
             next_sc = m_sc.start() if m_sc is not None else next_tag
         if next_bt < q:
             m = _BT3.search(text, q)  # a literal-prefix regex search beats str.find here
@@ -159,9 +160,9 @@ def extract_memory_markers(
             if covered > 0:  # the tag is inside an inline code span
                 q = pos = covered
                 continue
-        if i == next_sc and m_sc is not None:  # a closer outside any element: removed
+        if i == next_sc and m_sc is not None:  # a lone tag outside any element: removed
             end = m_sc.end()
-            invalid.append(stray(m_sc.group()))
+            invalid.append(removed_token(m_sc.group()))
             ml = text.find("\n", i, end) >= 0
             if i > done:
                 cut(text, done, i, ml)

@@ -28,9 +28,11 @@ from kairox_core.markers._grammar import (
     CLOSER_MAX_LEN,
     DEFAULT_MAX_BODY_CHARS,
     DEFUSE,
+    LONE_TAG,
     MAX_TAGS,
     PARTIAL_TAG,
     TAG_WS,
+    TOKEN_MAX_LEN,
     InvalidMarker,
     InvalidReason,
     MemoryMarker,
@@ -38,7 +40,7 @@ from kairox_core.markers._grammar import (
     check_cap,
     check_limit,
     defuse,
-    stray,
+    removed_token,
     tags_spent,
     too_many,
 )
@@ -47,8 +49,9 @@ from kairox_core.markers.extract import BT_LINE
 _NORMAL, _FENCE, _ELEMENT, _REST = 0, 1, 2, 3  # _REST: past MAX_TAGS, all text
 _SPECIAL = re.compile(r"[<`~]")
 _REFEED = 8192
-_GROWS = re.compile(r"<(?:/?(?i:m(?:e(?:m(?:o(?:r(?:y)?)?)?)?)?)?)\Z")  # may grow into a defusable
-_TAG_OR_CLOSER = re.compile(CANDIDATE.pattern + "|" + CLOSER.pattern)
+# may grow into a defusable
+_GROWS = re.compile(r"<(?:/?(?i:m(?:e(?:m(?:o(?:r(?:y|i(?:e(?:s)?)?)?)?)?)?)?)?)\Z")
+_TAG_OR_CLOSER = re.compile(CANDIDATE.pattern + "|" + LONE_TAG.pattern)
 _FENCE_CACHE: dict[tuple[str, int], tuple[re.Pattern[str], re.Pattern[str]]] = {}
 
 
@@ -265,7 +268,7 @@ class MarkerStreamParser:
             return
         hold = len(s)
         if not final:
-            lt = s.rfind("<", max(0, hold - 8))
+            lt = s.rfind("<", max(0, hold - 10))
             if lt >= 0 and _GROWS.match(s, lt):
                 hold = lt
                 self._pend = s[hold:]
@@ -343,7 +346,7 @@ class MarkerStreamParser:
                     if m is not None:
                         hold = m.start()
                     else:
-                        lt = s.rfind("<", max(q, n - CLOSER_MAX_LEN))
+                        lt = s.rfind("<", max(q, n - TOKEN_MAX_LEN))
                         if lt >= 0 and PARTIAL_TAG.match(s, lt):
                             hold = lt
                     break
@@ -353,12 +356,12 @@ class MarkerStreamParser:
             i = m.start()
             ch = s[i]
             if ch == "<":
-                if n - i < CLOSER_MAX_LEN and not final and PARTIAL_TAG.match(s, i):
+                if n - i < TOKEN_MAX_LEN and not final and PARTIAL_TAG.match(s, i):
                     hold = i
                     break
                 closer = None
                 if CANDIDATE.match(s, i) is None:
-                    closer = CLOSER.match(s, i)
+                    closer = LONE_TAG.match(s, i)
                     if closer is None:
                         q = i + 1
                         continue
@@ -379,11 +382,11 @@ class MarkerStreamParser:
                 if covered > 0:
                     q = res = covered
                     continue
-                if closer is not None:  # outside any element: removed (a stray closer)
+                if closer is not None:  # outside any element: removed (stray or misspelt)
                     if i > done:
                         c.text(s[done:i])
                     raw = closer.group()
-                    self.invalid.append(stray(raw))
+                    self.invalid.append(removed_token(raw))
                     c.marker("\n" in raw)
                     self._after_element()
                     return s[closer.end() :] or None
