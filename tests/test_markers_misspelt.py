@@ -161,3 +161,17 @@ async def test_plain_chat_says_it_once(tmp_path: Path, kairox_home: Path) -> Non
     said = "the model wrote a malformed memory tag (<memories>); nothing was saved"
     assert err.getvalue().count(said) == 1
     await engine.close()
+
+
+async def test_the_web_says_it_once(tmp_path: Path, kairox_home: Path) -> None:
+    from kairox_core.web.turns import stream_turn
+
+    engine = engine_for(tmp_path, [f"{OPEN}409.</memories>"])
+    events = [(name, data) async for name, data in stream_turn(engine, "17 * 23?")]
+    done = dict(events)["done"]
+    assert done["text"] == "409." and done["invalid"] == ["misspelled tag"] * 2
+    assert done["notes"] == [
+        "the model wrote a malformed memory tag (<memories>); nothing was saved"
+    ]
+    assert "proposal" not in dict(events)
+    await engine.close()

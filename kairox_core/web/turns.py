@@ -103,5 +103,7 @@ async def stream_turn(
             "unsaved": outcome.unsaved,
             "turn_id": outcome.turn_id,
             "invalid": [getattr(i, "reason", str(i)) for i in outcome.invalid],
+            # what the person is told about them, once each
+            "notes": list(dict.fromkeys(i.describe() for i in outcome.invalid)),
         },
     )

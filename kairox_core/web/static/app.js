@@ -361,6 +361,7 @@ async function send(prompt) {
         keepTrace(data.turn_id, trace);
         if (data.acknowledgement && !answer.body.textContent) answer.body.textContent = data.acknowledgement;
         if (data.unsaved) answer.node.append(el("div", { class: "error unsaved" }, data.unsaved));
+        for (const line of data.notes || []) answer.node.append(el("div", { class: "note" }, line));
         answer.node.classList.add("done");
       }
     }
