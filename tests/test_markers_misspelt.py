@@ -175,3 +175,26 @@ async def test_the_web_says_it_once(tmp_path: Path, kairox_home: Path) -> None:
     ]
     assert "proposal" not in dict(events)
     await engine.close()
+
+
+async def test_the_tui_trace_says_it_once(tmp_path: Path, kairox_home: Path) -> None:
+    from textual.widgets import Input, Static
+
+    from kairox_core.chat.app import ChatApp
+    from kairox_core.chat.widgets import ChatMessage
+
+    engine = engine_for(tmp_path, [f"{OPEN}409.</memories>"])
+    app = ChatApp(engine)
+    async with app.run_test(size=(140, 40)) as pilot:
+        prompt = app.query_one("#prompt", Input)
+        prompt.focus()
+        prompt.value = "17 * 23?"
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        answers = [m.text for m in app.query(ChatMessage) if m.role == "assistant"]
+        assert answers == ["409."]
+        lines = [str(s.render()) for s in app.trace_panel.query(Static)]
+        said = "the model wrote a malformed memory tag (<memories>); nothing was saved"
+        assert lines.count(said) == 1
+    await engine.close()
