@@ -61,17 +61,23 @@ def run_once(checkout: Path, name: str, args: list[str], niceness: int) -> Figur
 
 
 def compare(runs: dict[str, list[Figures]]) -> list[dict[str, object]]:
-    """Per figure: the median of each side and after/before (None where a side lacks it)."""
+    """Per figure: each side's runs and median, and after/before (None where a side lacks it)."""
     keys = sorted({k for side in runs.values() for run in side for k in run})
     rows: list[dict[str, object]] = []
     for key in keys:
-        medians = {
-            side: statistics.median(vals) if (vals := [r[key] for r in found if key in r]) else None
-            for side, found in runs.items()
-        }
+        values = {side: [r[key] for r in found if key in r] for side, found in runs.items()}
+        medians = {side: statistics.median(v) if v else None for side, v in values.items()}
         before, after = medians["before"], medians["after"]
         ratio = round(after / before, 3) if before and after is not None else None
-        rows.append({"figure": key, "before": before, "after": after, "after_over_before": ratio})
+        rows.append(
+            {
+                "figure": key,
+                "before": before,
+                "after": after,
+                "after_over_before": ratio,
+                "runs": values,
+            }
+        )
     return rows
 
 
