@@ -2,10 +2,11 @@
 
 An engine (compaction, recall of past turns, long-term memory, anything a third party
 adds) is registered through ``kairox_register_engines(register)`` as
-``register(name, factory)`` with ``factory(kx) -> Engine``; ``Kairox`` (the composition
-root) builds each once and hands them to every session. The core calls engines only
-through the protocols below, so it never imports an engine module: dependencies run
-engine -> core, never back.
+``register(name, factory)`` with ``factory(ctx: EngineContext) -> Engine``; ``Kairox``
+(the composition root) builds each once, handing it the engine context (storage,
+configuration, long-term services: never the ``Kairox`` itself), and hands them to every
+session. The core calls engines only through the protocols below, so it never imports an
+engine module: dependencies run engine -> core, never back.
 
 The fixed points, all called while the session is held (one turn at a time):
 
@@ -23,98 +24,47 @@ implementing ``SynopsisWriter``; each is found by its protocol, never by name.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from kairox_core.events import CompactionSummary, Event
-from kairox_core.retrieval.base import RetrievalHit
+from kairox_core.context.contributions import AssemblyRequest, Contribution, ContributionLayer
+from kairox_core.engine_context import EngineContext
+from kairox_core.results import CompactionResult, TurnResult
 
 if TYPE_CHECKING:
-    from kairox_core.context.longterm import LongTermContext
-    from kairox_core.session import Session, TurnResult
-
-# Where a contribution goes in the assembled context (see ContextAssembler):
-# "system"    text appended to the system message (mandatory, small: a long-term block)
-# "mandatory" its own block right after the system message, always present (context
-#             packs); too big for the budget: the turn is refused
-# "recalled"  hits (past turns) competing with retrieval hits in the retrieval share
-# "longterm"  active context packs (mandatory) and chunks recalled by similarity (a
-#             block fitted within [longterm] share, never a reason to refuse a turn),
-#             as plain data in ``longterm``
-ContributionLayer = Literal["system", "mandatory", "recalled", "longterm"]
+    from kairox_core.context.assembler import ContextAssembler
+    from kairox_core.context.sources import CompactionState, MemoryItem
 
 
-@dataclass(frozen=True)
-class AssemblyRequest:
-    """What is being assembled: the prompt, the profile, and the history cut-off
-    (``before_seq``: a turn's own prompt seq when it is reassembled after a tool call)."""
+class EngineSession(Protocol):
+    """The session as an engine sees it (``kairox_core.session.Session`` is one): who
+    it is, its assembler and compaction state, and the one call an engine may make
+    while the session is held (``compact_locked``)."""
 
-    prompt: str
+    id: str
+    workspace_id: str
     profile: str
-    before_seq: int | None = None
-
-
-@dataclass(frozen=True)
-class Contribution:
-    """Context an engine adds to one assembly, labelled for the trace.
-
-    ``engine`` names who contributed; ``label`` names the block (``mandatory``) or the
-    trace item; ``text`` is the content (``system``/``mandatory``), ``hits`` the turns
-    (``recalled``), ``longterm`` the packs and chunks (``longterm``: the assembler fits
-    and traces them); ``notes`` go to the trace of the layer the contribution lands in."""
-
-    engine: str
-    layer: ContributionLayer
-    label: str = ""
-    text: str = ""
-    hits: tuple[RetrievalHit, ...] = ()
-    notes: tuple[str, ...] = ()
-    longterm: LongTermContext | None = None
-
-
-@dataclass
-class CompactionResult:
-    """What one compaction did. ``status``: ``completed``, ``failed`` or ``skipped``.
-
-    ``summary`` (the stored event) and ``originals`` (the conversation events it
-    replaced, seq order; not those of summaries it folded) are set when completed:
-    the session hands them to every engine's ``on_compacted``."""
-
-    status: str
-    reason: str = ""
-    compaction_id: str | None = None
-    first_seq: int | None = None
-    last_seq: int | None = None
-    summary_seq: int | None = None
-    folded: tuple[int, ...] = ()
-    strategy: str | None = None
-    tokens_in: int = 0
-    tokens_out: int = 0
-    notes: list[str] = field(default_factory=list)
-    summary: CompactionSummary | None = field(default=None, repr=False, compare=False)
-    originals: tuple[Event, ...] = field(default=(), repr=False, compare=False)
+    compaction: CompactionState
 
     @property
-    def ok(self) -> bool:
-        return self.status == "completed"
+    def busy(self) -> bool: ...
 
-    def __str__(self) -> str:
-        if self.status == "completed":
-            folded = f", folding summaries {list(self.folded)}" if self.folded else ""
-            return (
-                f"seqs {self.first_seq}-{self.last_seq} summarised by {self.strategy} "
-                f"({self.tokens_in} -> {self.tokens_out} tokens) at seq "
-                f"{self.summary_seq}{folded}"
-            )
-        return f"{self.status}: {self.reason}"
+    def assembler(self, profile: str | None = None) -> ContextAssembler: ...
 
-    def as_dict(self) -> dict[str, Any]:
-        skip = {"summary", "originals"}
-        return {
-            k: (list(v) if isinstance(v, tuple) else v)
-            for k, v in self.__dict__.items()
-            if k not in skip
-        }
+    def memories(self) -> list[MemoryItem]: ...
+
+    def refresh_compaction(self) -> CompactionState: ...
+
+    def history_tokens(self, limit: int | None = None, *, profile: str | None = None) -> int: ...
+
+    async def compact_locked(
+        self,
+        first_seq: int | None = None,
+        last_seq: int | None = None,
+        *,
+        trigger: str = "auto",
+    ) -> CompactionResult: ...
+
+    def record_compaction(self, result: CompactionResult) -> None: ...
 
 
 class Engine:
@@ -129,14 +79,14 @@ class Engine:
     name: str = "engine"
 
     async def before_assembly(
-        self, session: Session, request: AssemblyRequest
+        self, session: EngineSession, request: AssemblyRequest
     ) -> Sequence[Contribution]:
         return ()
 
-    async def after_turn(self, session: Session, result: TurnResult) -> None:
+    async def after_turn(self, session: EngineSession, result: TurnResult) -> None:
         return None
 
-    async def on_compacted(self, session: Session, compaction: CompactionResult) -> None:
+    async def on_compacted(self, session: EngineSession, compaction: CompactionResult) -> None:
         return None
 
     async def aclose(self) -> None:
@@ -150,7 +100,7 @@ class CompactionEngine(Protocol):
 
     async def compact(
         self,
-        session: Session,
+        session: EngineSession,
         *,
         first_seq: int | None = None,
         last_seq: int | None = None,
@@ -166,8 +116,14 @@ class SynopsisWriter(Protocol):
     and summaries the synopsis. None: the document is short enough to travel whole."""
 
     async def synopsis(
-        self, session: Session, attachment: Mapping[str, Any]
+        self, session: EngineSession, attachment: Mapping[str, Any]
     ) -> dict[str, str] | None: ...
+
+
+class EngineHolder(Protocol):
+    """What holds engines by name (a ``Kairox``): for helpers such as ``recall_of``."""
+
+    def engine(self, name: str) -> Engine: ...
 
 
 __all__ = [
@@ -177,5 +133,9 @@ __all__ = [
     "Contribution",
     "ContributionLayer",
     "Engine",
+    "EngineContext",
+    "EngineHolder",
+    "EngineSession",
     "SynopsisWriter",
+    "TurnResult",
 ]

@@ -13,6 +13,10 @@ class KairoxUserError(KairoxError):
     exit_code = 2
 
 
+class UnknownSessionError(KairoxUserError):
+    """No session with that id in this database."""
+
+
 class ConfigError(KairoxUserError):
     """A configuration problem, located by file and key path, with a suggested fix."""
 

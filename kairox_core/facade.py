@@ -34,8 +34,9 @@ from pathlib import Path
 from types import TracebackType
 
 from kairox_core.config import KairoxConfig, load_config, load_config_file
+from kairox_core.engine_context import EngineContext
 from kairox_core.engines import CompactionEngine, CompactionResult, Engine, SynopsisWriter
-from kairox_core.errors import KairoxError, KairoxUserError, PluginError
+from kairox_core.errors import KairoxError, KairoxUserError, PluginError, UnknownSessionError
 from kairox_core.events import Event, SessionStarted
 from kairox_core.inputs import check_session_id, check_workspace_id
 from kairox_core.longterm.packs import Packs
@@ -44,13 +45,10 @@ from kairox_core.memory.approvals import ApprovalService
 from kairox_core.memory.base import MemoryStore
 from kairox_core.retrieval.composite import CompositeWorkspaceRetriever
 from kairox_core.session import Session
+from kairox_core.session_services import SessionServices
 from kairox_core.store.event_store import SessionInfo
 from kairox_core.store.protocol import EventLog, Storage
 from kairox_core.sync import run_sync
-
-
-class UnknownSessionError(KairoxUserError):
-    """No session with that id in this database."""
 
 
 class Kairox:
@@ -76,15 +74,27 @@ class Kairox:
             shared=not self._own_memories,
             max_body_chars=config.memory.max_body_chars,
         )
+        self._closed = False
+        self.longterm = LongTerm(storage, config)  # kx.longterm: chunks recalled by similarity
+        self.packs = Packs(storage, config, self.longterm)  # kx.packs: always injected
+        # what the engines get, instead of this object: nothing below here names Kairox
+        self.engine_context = EngineContext(
+            storage, config, self.longterm, self.packs, is_closed=lambda: self._closed
+        )
         self.engines: tuple[Engine, ...] = self._build_engines()
         self.compaction_engine: CompactionEngine | None = self._compaction_engine()
         self.synopsis_writer: SynopsisWriter | None = next(
             (e for e in self.engines if isinstance(e, SynopsisWriter)), None
         )
-        self.longterm = LongTerm(self)  # kx.longterm: chunks recalled by similarity
-        self.packs = Packs(self)  # kx.packs: context packs, always injected when active
+        self.session_services = SessionServices(
+            self.engine_context,
+            self.memories,
+            self.approvals,
+            self.engines,
+            self.compaction_engine,
+            self.synopsis_writer,
+        )
         self._sessions: dict[str, Session] = {}
-        self._closed = False
 
     @classmethod
     def open(
@@ -116,7 +126,7 @@ class Kairox:
 
         self._engine_names: dict[str, Engine] = {}
         for name, registration in get_plugins().registry(ENGINES).items():
-            engine = registration.factory(self)
+            engine = registration.factory(self.engine_context)
             if not isinstance(engine, Engine):
                 raise PluginError(
                     f"engine '{name}' of plugin '{registration.plugin}' is a "
@@ -205,7 +215,11 @@ class Kairox:
         self, sid: str, workspace_id: str, profile: str, system_prompt: str | None
     ) -> Session:
         session = Session(
-            self, sid, workspace_id=workspace_id, profile=profile, system_prompt=system_prompt
+            self.session_services,
+            sid,
+            workspace_id=workspace_id,
+            profile=profile,
+            system_prompt=system_prompt,
         )
         self._sessions[sid] = session
         return session
@@ -263,11 +277,14 @@ class Kairox:
 
     def retriever_for(self, profile: str, workspace_id: str) -> CompositeWorkspaceRetriever:
         """The composite retriever (workspace index + the profile's knowledge bases)."""
-        from kairox_core.retrieval.selection import retriever_for_profile
-
-        return retriever_for_profile(self.config, profile, self.storage, workspace_id=workspace_id)
+        return self.engine_context.retriever_for(profile, workspace_id)
 
     # --- lifetime --------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close``/``aclose`` has run (the storage is closed)."""
+        return self._closed
 
     def _check_open(self) -> None:
         if self._closed:
@@ -279,9 +296,9 @@ class Kairox:
         for engine in self.engines:
             await engine.aclose()
         for session in self._sessions.values():
-            if session._retriever is not None:
-                await session._retriever.close()
-                session._retriever = None
+            retriever = session.detach_retriever()
+            if retriever is not None:
+                await retriever.close()
         self._close_stores()
 
     def close(self) -> None:
@@ -293,9 +310,8 @@ class Kairox:
             with contextlib.suppress(KairoxError):  # on Kairox's own loop: not here
                 run_sync(engine.aclose())
         for session in self._sessions.values():
-            retriever = session._retriever
+            retriever = session.detach_retriever()
             if retriever is not None:
-                session._retriever = None
                 # On Kairox's own loop run_sync refuses: the index then closes with the db.
                 with contextlib.suppress(KairoxError):
                     run_sync(retriever.close())
@@ -344,3 +360,6 @@ def open_storage(target: str | os.PathLike[str]) -> Storage:
     if storage.capabilities.longterm:
         verify(storage.longterm, f"{what}'s long-term store")
     return storage
+
+
+__all__ = ["Kairox", "UnknownSessionError", "open_storage"]

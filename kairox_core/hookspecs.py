@@ -62,9 +62,9 @@ EmbeddingBackendFactory = Callable[..., "EmbeddingBackend"]
 RetrieverFactory = Callable[..., "WorkspaceRetriever"]
 # factory(config: ProviderConfig[, options=Model]) -> ModelProvider
 ModelProviderFactory = Callable[..., "ModelProvider"]
-# factory(kx: Kairox) -> Engine. Typed loosely on purpose: this module sits below the
-# facade and the engines, and naming them here would close an import circle; the facade
-# checks that each product is an ``Engine`` when it builds it.
+# factory(ctx: EngineContext) -> Engine. Typed loosely on purpose: this module sits below
+# the seams and the engines, and naming them here would import upwards; the facade checks
+# that each product is an ``Engine`` when it builds it.
 EngineFactory = Callable[[Any], object]
 # factory(target: str) -> Storage (a path or a URL)
 StorageFactory = Callable[[str], "Storage"]
@@ -167,8 +167,9 @@ def kairox_on_event(event: Event) -> None:
 def kairox_register_engines(register: EngineRegistrar) -> None:
     """Register engines: objects a session calls at fixed points of every turn.
 
-    ``register(name, factory)`` where ``factory(kx: Kairox) -> Engine``
-    (``kairox_core.engines``): ``before_assembly`` (contribute context),
+    ``register(name, factory)`` where ``factory(ctx: EngineContext) -> Engine``
+    (``kairox_core.engines``; ``ctx``: the storage, configuration and long-term services
+    of the ``Kairox``, never the ``Kairox`` itself): ``before_assembly`` (contribute context),
     ``after_turn`` and ``on_compacted``; subclass ``Engine`` for do-nothing defaults.
     Built once per ``Kairox``, in registration order. The built-in ``compaction``
     (which also serves ``session.compact()``), ``recall`` and ``longterm`` engines are

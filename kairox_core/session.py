@@ -1,19 +1,20 @@
-"""Sessions and turns: what an application drives, one turn at a time per session.
+"""Sessions: what an application drives, one turn at a time per session.
 
 ``turn = await session.begin_turn(prompt)`` assembles the context (``turn.messages``,
-``turn.trace``) and records the user message; the model's stream goes through
-``turn.feed(delta)``, which returns the text safe to show (``<memory>`` markup removed);
-tool results enter with ``turn.add_tool_result(...)``; ``await turn.complete()`` records
-the cleaned reply, routes the memory markers through the approval flow and then calls
-every engine's ``after_turn`` (kairox_core/engines.py: where the compaction check plugs
-in). A per-session lock makes turns, compaction, edits and profile switches of one
-session run strictly one after another; engines are called with the session held.
+``turn.trace``) and records the user message; the ``Turn`` (kairox_core/turn.py) takes
+the model's stream, tool results and ``complete()``, which routes the memory markers
+through the approval flow and then calls every engine's ``after_turn``
+(kairox_core/engines.py: where the compaction check plugs in). A per-session lock makes
+turns, compaction, edits and profile switches of one session run strictly one after
+another; engines are called with the session held. A session gets what it uses of the
+``Kairox`` as ``SessionServices`` (kairox_core/session_services.py), never the
+``Kairox`` itself.
 
-Synchronous twins (``begin_turn_sync``, ``complete_sync``, ``abort_sync``,
-``run_turn_sync``, ``preview_sync``, ``compact_sync``, pin/edit/drop) serve scripts, the
-CLI and notebooks: they run the async method on Kairox's one background loop
-(kairox_core/sync.py), so they also work inside a running event loop. Drive one session
-either through the twins or from your own loop, not both at once (its lock and
+Synchronous twins (``begin_turn_sync``, ``run_turn_sync``, ``preview_sync``,
+``compact_sync``, pin/edit/drop, ``archive_sync``; kairox_core/sync_twins.py) serve
+scripts, the CLI and notebooks: they run the async method on Kairox's one background
+loop (kairox_core/sync.py), so they also work inside a running event loop. Drive one
+session either through the twins or from your own loop, not both at once (its lock and
 retriever client live on the loop that first used them).
 """
 
@@ -21,11 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kairox_core.context import (
     AssembledContext,
@@ -35,43 +34,27 @@ from kairox_core.context import (
     edits,
 )
 from kairox_core.context.assembler import AssemblyInputs
-from kairox_core.context.history import HistoryCache, unit_from_event, with_tokens
-from kairox_core.context.recalled import recalled_turns, search_deferred
+from kairox_core.context.contributions import AssemblyRequest, Contribution
+from kairox_core.context.history import HistoryCache, with_tokens
+from kairox_core.context.recalled import search_deferred
 from kairox_core.context.sources import HistoryUnit, SummaryItem
-from kairox_core.engines import (
-    AssemblyRequest,
-    CompactionResult,
-    Contribution,
-)
 from kairox_core.errors import KairoxError, KairoxUserError
 from kairox_core.events import (
-    AssistantMessageCompleted,
     ChunkDropped,
     Event,
     FactPinned,
     FactUnpinned,
-    ModelTokenDelta,
     ProfileSwitched,
     SummaryEdited,
-    ToolInvocationCompleted,
     UserMessageAdded,
 )
-from kairox_core.inputs import InvalidInputError, check_text, clean_text, json_problem
-from kairox_core.markers import InvalidMarker, MarkerStreamParser, MemoryMarker, is_tainted
-from kairox_core.memory.records import Proposal
-from kairox_core.retrieval.base import RetrievalHit
+from kairox_core.inputs import InvalidInputError, check_text, json_problem
+from kairox_core.results import CompactionResult, TurnResult
 from kairox_core.retrieval.composite import CompositeWorkspaceRetriever
+from kairox_core.session_services import SessionServices
 from kairox_core.store.leases import HOST
-from kairox_core.sync import run_sync
-
-if TYPE_CHECKING:
-    from kairox_core.facade import Kairox
-
-
-# ModelTokenDelta batching: deltas are buffered and written as one event per batch, so a
-# stream costs a few inserts, not one per token.
-DELTA_BATCH_CHARS = 4096
-DELTA_BATCH_COUNT = 256
+from kairox_core.sync_twins import idle_twin, twin
+from kairox_core.turn import DELTA_BATCH_CHARS, DELTA_BATCH_COUNT, Turn, model_view
 
 
 class TurnInProgress(KairoxUserError):
@@ -82,44 +65,32 @@ class NoCompactionStrategy(KairoxError):
     """``compact`` was asked for, but no compaction engine is installed."""
 
 
-@dataclass
-class TurnResult:
-    """What ``complete()`` recorded: the cleaned reply, markers and their proposals."""
-
-    turn_id: str
-    text: str
-    assistant_seq: int
-    markers: list[MemoryMarker] = field(default_factory=list)
-    invalid: list[InvalidMarker] = field(default_factory=list)
-    proposals: list[Proposal] = field(default_factory=list)
-    tool_results: int = 0
-
-
 class Session:
     """A handle on one session. Get it from ``Kairox.session(...)``.
 
     The session owns its compaction state (summaries, pins, edits, drops: core state,
-    folded from the event store) and calls the ``Kairox``'s engines at fixed points
-    (kairox_core/engines.py), always with its lock held.
+    folded from the event store) and calls the engines of its ``services`` at fixed
+    points (kairox_core/engines.py), always with its lock held.
     """
 
     def __init__(
         self,
-        kx: Kairox,
+        services: SessionServices,
         session_id: str,
         *,
         workspace_id: str,
         profile: str,
         system_prompt: str | None = None,
     ) -> None:
-        self.kx = kx
+        self.services = services
         self.id = session_id
         self.workspace_id = workspace_id
         self.profile = profile
         self.system_prompt = system_prompt
         self.compaction = CompactionState()
-        self._history = HistoryCache(kx.events_store, session_id)
+        self._history = HistoryCache(services.events, session_id)
         self._lock = asyncio.Lock()
+        self._compactions: list[CompactionResult] | None = None  # a turn end's, collected
         self._retriever: CompositeWorkspaceRetriever | None = None
         self._retriever_profile: str | None = None
 
@@ -134,20 +105,22 @@ class Session:
     # --- assembly --------------------------------------------------------------------
 
     def assembler(self, profile: str | None = None) -> ContextAssembler:
-        return ContextAssembler.from_config(self.kx.config, profile or self.profile)
+        return ContextAssembler.from_config(self.services.config, profile or self.profile)
 
     def memories(self) -> list[MemoryItem]:
         """Approved memories for this turn: user, this workspace's, this session's."""
-        records = self.kx.memories.list(None, workspace_id=self.workspace_id, session_id=self.id)
+        records = self.services.memories.list(
+            None, workspace_id=self.workspace_id, session_id=self.id
+        )
         return [MemoryItem.from_record(r) for r in records]
 
     def refresh_compaction(self) -> CompactionState:
         """Fold compaction events newer than the last seen (cheap: indexed by type)."""
-        return edits.refresh(self.kx.events_store, self.id, self.compaction)
+        return edits.refresh(self.services.events, self.id, self.compaction)
 
     def active_summary(self, summary_seq: int) -> SummaryItem:
         """The active summary stored at ``summary_seq``; a clear error otherwise."""
-        return edits.active_summary(self.kx.events_store, self.id, self.compaction, summary_seq)
+        return edits.active_summary(self.services.events, self.id, self.compaction, summary_seq)
 
     def history_tokens(self, limit: int | None = None, *, profile: str | None = None) -> int:
         """What the next turn's history costs: pinned facts, active summaries and the
@@ -183,12 +156,17 @@ class Session:
         if self._retriever is None or self._retriever_profile != name:
             if self._retriever is not None:
                 await self._retriever.close()
-            self._retriever = self.kx.retriever_for(name, self.workspace_id)
+            self._retriever = self.services.retriever_for(name, self.workspace_id)
             self._retriever_profile = name
         if self._retriever is None:
             return [], None
-        result = await self._retriever.search(prompt, self.kx.config.retrieval.k)
+        result = await self._retriever.search(prompt, self.services.config.retrieval.k)
         return list(result.hits), result
+
+    def detach_retriever(self) -> CompositeWorkspaceRetriever | None:
+        """The session's retriever, which it no longer holds (its owner closes it)."""
+        retriever, self._retriever = self._retriever, None
+        return retriever
 
     async def _assemble(
         self,
@@ -216,7 +194,7 @@ class Session:
         history = self._history.source(
             assembler.counter, before_seq=before_seq, skip=state.covered_ranges()
         )
-        system = self.system_prompt or self.kx.config.kairox.system_prompt
+        system = self.system_prompt or self.services.config.kairox.system_prompt
         inputs: AssemblyInputs = {
             "system_prompt": system,
             "instructions": instructions,
@@ -245,7 +223,7 @@ class Session:
 
     async def _before_assembly(self, request: AssemblyRequest) -> list[Contribution]:
         out: list[Contribution] = []
-        for engine in self.kx.engines:
+        for engine in self.services.engines:
             out.extend(await engine.before_assembly(self, request))
         return out
 
@@ -260,8 +238,7 @@ class Session:
         context, _, _ = await self._assemble(prompt, attachments=attachments, profile=profile)
         return context
 
-    def preview_sync(self, prompt: str = "", *, profile: str | None = None) -> AssembledContext:
-        return run_sync(self.preview(prompt, profile=profile))
+    preview_sync = twin(preview)  # takes no lock: works beside a turn in flight
 
     # --- turns -----------------------------------------------------------------------
 
@@ -301,7 +278,7 @@ class Session:
                 ),
                 counter,
             )
-            stored = self.kx.events_store.append(event)
+            stored = self.services.events.append(event)
         except BaseException:
             self._lock.release()
             raise
@@ -321,7 +298,7 @@ class Session:
         """The attachments, each long document with the synopsis older turns and
         summaries carry (``SynopsisWriter``, the compaction engine's), written once,
         now: the stored message then renders the same in every later turn."""
-        writer = self.kx.synopsis_writer
+        writer = self.services.synopsis_writer
         if writer is None:
             return atts
         out = []
@@ -332,11 +309,7 @@ class Session:
             out.append(att)
         return tuple(out)
 
-    def begin_turn_sync(
-        self, prompt: str, attachments: Sequence[Mapping[str, Any]] | None = None, **kw: Any
-    ) -> Turn:
-        self._check_idle()
-        return run_sync(self.begin_turn(prompt, attachments, **kw))
+    begin_turn_sync = idle_twin(begin_turn)
 
     async def run_turn(
         self,
@@ -357,19 +330,7 @@ class Session:
                 )
             return await turn.complete(reply)
 
-    def run_turn_sync(
-        self,
-        prompt: str,
-        reply: str,
-        *,
-        tool_results: Sequence[Mapping[str, str]] = (),
-        attachments: Sequence[Mapping[str, Any]] | None = None,
-    ) -> TurnResult:
-        """Synchronous ``run_turn``: for scripts, tests and replaying transcripts."""
-        self._check_idle()
-        return run_sync(
-            self.run_turn(prompt, reply, tool_results=tool_results, attachments=attachments)
-        )
+    run_turn_sync = idle_twin(run_turn)  # scripts, tests and replaying transcripts
 
     def _check_idle(self) -> None:
         if self._lock.locked():
@@ -397,7 +358,7 @@ class Session:
         ``after_turn`` (the lock is not re-entrant, so an engine must not call
         ``compact``). A completed compaction is handed to every engine's
         ``on_compacted``; one that raises leaves a note on the result."""
-        engine = self.kx.compaction_engine
+        engine = self.services.compaction_engine
         if engine is None:
             raise NoCompactionStrategy(
                 "no compaction strategy available: install or enable a compaction engine "
@@ -405,15 +366,25 @@ class Session:
             )
         result = await engine.compact(self, first_seq=first_seq, last_seq=last_seq, trigger=trigger)
         if result.ok:
-            for other in self.kx.engines:
+            for other in self.services.engines:
+                name = getattr(other, "name", type(other).__name__)
                 try:
                     await other.on_compacted(self, result)
                 except Exception as exc:  # an engine never undoes a compaction
-                    name = getattr(other, "name", type(other).__name__)
                     result.notes.append(
                         f"on_compacted of engine {name} failed: {type(exc).__name__}: {exc}"
                     )
+                else:
+                    result.engines.append(name)
+        self.record_compaction(result)
         return result
+
+    def record_compaction(self, result: CompactionResult) -> None:
+        """Count ``result`` among the compactions of the turn whose end is running (its
+        ``TurnResult.compactions``); outside a turn's end, nothing to do. An engine that
+        decides not to compact (a skip recorded by itself) reports it here too."""
+        if self._compactions is not None:
+            self._compactions.append(result)
 
     # pin / edit / drop: one event each, queued behind any turn or compaction in flight
 
@@ -421,26 +392,26 @@ class Session:
         """Pin ``text``: included verbatim in every later turn, whatever compaction does."""
         async with self._lock:
             return edits.pin_fact(
-                self.kx.events_store, self.id, self.compaction, text, source_seq=source_seq
+                self.services.events, self.id, self.compaction, text, source_seq=source_seq
             )
 
     async def unpin_fact(self, fact_id: str) -> FactUnpinned:
         """Release a pinned fact: later turns no longer include it."""
         async with self._lock:
-            return edits.unpin_fact(self.kx.events_store, self.id, self.compaction, fact_id)
+            return edits.unpin_fact(self.services.events, self.id, self.compaction, fact_id)
 
     async def edit_summary(self, summary_seq: int, text: str) -> SummaryEdited:
         """Replace an active summary's text (the original stays in the audit trail)."""
         async with self._lock:
             return edits.edit_summary(
-                self.kx.events_store, self.id, self.compaction, summary_seq, text
+                self.services.events, self.id, self.compaction, summary_seq, text
             )
 
     async def drop_chunk(self, summary_seq: int, chunk_index: int) -> ChunkDropped:
         """Drop one chunk (line) of an active summary from what later turns see."""
         async with self._lock:
             return edits.drop_chunk(
-                self.kx.events_store, self.id, self.compaction, summary_seq, chunk_index
+                self.services.events, self.id, self.compaction, summary_seq, chunk_index
             )
 
     async def archive(self, *, reason: str | None = None) -> int:
@@ -449,33 +420,14 @@ class Session:
         proposals stay pending. Waits for any turn or compaction in flight. Returns how
         many session memories were discarded."""
         async with self._lock:
-            return self.kx.approvals.archive_session(self.id, reason=reason)
+            return self.services.approvals.archive_session(self.id, reason=reason)
 
-    def pin_fact_sync(self, text: str, *, source_seq: int | None = None) -> FactPinned:
-        self._check_idle()
-        return run_sync(self.pin_fact(text, source_seq=source_seq))
-
-    def unpin_fact_sync(self, fact_id: str) -> FactUnpinned:
-        self._check_idle()
-        return run_sync(self.unpin_fact(fact_id))
-
-    def edit_summary_sync(self, summary_seq: int, text: str) -> SummaryEdited:
-        self._check_idle()
-        return run_sync(self.edit_summary(summary_seq, text))
-
-    def drop_chunk_sync(self, summary_seq: int, chunk_index: int) -> ChunkDropped:
-        self._check_idle()
-        return run_sync(self.drop_chunk(summary_seq, chunk_index))
-
-    def archive_sync(self, *, reason: str | None = None) -> int:
-        self._check_idle()
-        return run_sync(self.archive(reason=reason))
-
-    def compact_sync(
-        self, first_seq: int | None = None, last_seq: int | None = None
-    ) -> CompactionResult:
-        self._check_idle()
-        return run_sync(self.compact(first_seq, last_seq))
+    pin_fact_sync = idle_twin(pin_fact)
+    unpin_fact_sync = idle_twin(unpin_fact)
+    edit_summary_sync = idle_twin(edit_summary)
+    drop_chunk_sync = idle_twin(drop_chunk)
+    archive_sync = idle_twin(archive)
+    compact_sync = idle_twin(compact)
 
     async def switch_profile(self, profile: str) -> None:
         """Switch the session's profile; waits for any turn or compaction in flight."""
@@ -487,280 +439,35 @@ class Session:
         self._switch(profile)
 
     def _switch(self, profile: str) -> None:
-        name, _ = self.kx.config.resolve_profile(profile)
+        name, _ = self.services.config.resolve_profile(profile)
         if name == self.profile:
             return
-        self.kx.events_store.append(
+        self.services.events.append(
             ProfileSwitched(session_id=self.id, from_profile=self.profile, to_profile=name)
         )
         self.profile = name
 
     async def _after_turn(self, result: TurnResult) -> None:
-        """Engines after a turn: each in order, the session still locked."""
-        for engine in self.kx.engines:
-            await engine.after_turn(self, result)
+        """Engines after a turn: each in order, the session still locked; the
+        compactions they run are collected into ``result.compactions``."""
+        self._compactions = result.compactions
+        try:
+            for engine in self.services.engines:
+                await engine.after_turn(self, result)
+        finally:
+            self._compactions = None
 
     def events(self) -> list[Event]:
-        return self.kx.events_store.read(self.id)
+        return self.services.events.read(self.id)
 
 
-def model_view(visible: str, markers: Sequence[MemoryMarker]) -> str | None:
-    """The reply as the model will read it back in history: the visible text with the
-    well-formed memory tags it wrote (None: no tags, the visible text as it is).
-
-    Without them a model that reads its own past replies as "Noted." learns to answer
-    "Noted." with no tag (issue 28). Malformed tags are left out, so it only ever sees
-    the protocol written right; the tags are never parsed again (proposals come only
-    from the model's new stream, and recall and compaction read the visible text)."""
-    if not markers:
-        return None
-    tags = " ".join(m.raw for m in markers)
-    return f"{visible.rstrip()} {tags}" if visible.strip() else tags
-
-
-class Turn:
-    """One turn in flight. Not thread-safe; one task drives it."""
-
-    def __init__(
-        self,
-        session: Session,
-        turn_id: str,
-        prompt: str,
-        prompt_seq: int,
-        context: AssembledContext,
-        hits: list[Any],
-        *,
-        contributions: Sequence[Contribution] = (),
-        instructions: tuple[str, ...] = (),
-        attachments: tuple[dict[str, Any], ...] = (),
-    ) -> None:
-        self.session = session
-        self.turn_id = turn_id
-        self.prompt = prompt
-        self.prompt_seq = prompt_seq
-        self.context = context
-        self.hits = hits
-        self.contributions = tuple(contributions)
-        self.instructions = instructions
-        self.attachments = attachments
-        self.started = time.perf_counter()
-        memory = session.kx.config.memory
-        self._parser = MarkerStreamParser(memory.max_body_chars, memory.max_proposals_per_turn)
-        self._visible: list[str] = []
-        self._pending: list[str] = []
-        self._pending_chars = 0
-        self._tool_events: list[ToolInvocationCompleted] = []
-        self._done = False
-
-    @property
-    def recalled(self) -> list[RetrievalHit]:
-        """The engines' recalled past turns that can be in the context (a deferred
-        search's settled hits included): untrusted text, like retrieval hits."""
-        return recalled_turns(
-            [h for c in self.contributions if c.layer == "recalled" for h in c.hits]
-        )
-
-    @property
-    def messages(self) -> list[dict[str, Any]]:
-        return self.context.messages
-
-    @property
-    def trace(self) -> Any:
-        return self.context.trace
-
-    @property
-    def done(self) -> bool:
-        return self._done
-
-    def feed(self, delta: str) -> str:
-        """Take a piece of the model's stream; return what is safe to show now."""
-        self._check_open()
-        delta = clean_text(delta)  # a lone surrogate from the model: U+FFFD, never a crash
-        self._pending.append(delta)
-        self._pending_chars += len(delta)
-        if self._pending_chars >= DELTA_BATCH_CHARS or len(self._pending) >= DELTA_BATCH_COUNT:
-            self._flush_deltas()
-        visible: str = self._parser.feed(delta)
-        if visible:
-            self._visible.append(visible)
-        return visible
-
-    def _delta_event(self) -> ModelTokenDelta | None:
-        if not self._pending:
-            return None
-        event = ModelTokenDelta(
-            session_id=self.session.id, turn_id=self.turn_id, delta="".join(self._pending)
-        )
-        self._pending.clear()
-        self._pending_chars = 0
-        return event
-
-    def _flush_deltas(self) -> None:
-        event = self._delta_event()
-        if event is not None:
-            self.session.kx.events_store.append(event)
-
-    def add_tool_result(
-        self, tool_call_id: str, tool_name: str, arguments: str | Mapping[str, Any], result: str
-    ) -> ToolInvocationCompleted:
-        """Record a tool call and its result (history keeps or drops them together).
-        The result is untrusted: it never yields memory proposals and taints any
-        proposal whose body it contains."""
-        import json
-
-        self._check_open()
-        args = (
-            arguments
-            if isinstance(arguments, str)
-            else json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False)
-        )
-        counter = self.session.assembler().counter
-        event = with_tokens(
-            ToolInvocationCompleted(
-                session_id=self.session.id,
-                turn_id=self.turn_id,
-                tool_call_id=tool_call_id,
-                tool_name=clean_text(tool_name),
-                arguments=clean_text(args),
-                result=clean_text(str(result)),
-            ),
-            counter,
-        )
-        batch = [e for e in (self._delta_event(), event) if e is not None]
-        stored = self.session.kx.events_store.append_many(batch)[-1]
-        assert isinstance(stored, ToolInvocationCompleted)
-        self._tool_events.append(stored)
-        return stored
-
-    async def reassemble(self) -> AssembledContext:
-        """The context again, with this turn's tool calls and results after the prompt:
-        for the model call that follows a tool call. Updates ``messages``/``trace``."""
-        self._check_open()
-        session = self.session
-        counter = session.assembler().counter
-        tail = [
-            u for u in (unit_from_event(e, counter) for e in self._tool_events) if u is not None
-        ]
-        context, _, _ = await session._assemble(
-            self.prompt,
-            attachments=self.attachments,
-            instructions=self.instructions,
-            before_seq=self.prompt_seq,
-            after_prompt=tail,
-            hits=self.hits,
-            contributions=self.contributions,
-        )
-        self.context = context
-        return context
-
-    async def complete(
-        self,
-        text: str | None = None,
-        *,
-        model: str | None = None,
-        provider: str | None = None,
-        usage: Mapping[str, int] | None = None,
-    ) -> TurnResult:
-        """Record the reply and route its memory markers; then the turn-end hooks.
-
-        ``text``: the whole raw reply, for a model that did not stream (it goes through
-        the same parser as ``feed``)."""
-        self._check_open()
-        session = self.session
-        kx = session.kx
-        try:
-            if text is not None:
-                self.feed(text)
-            tail = self._parser.finish()
-            if tail:
-                self._visible.append(tail)
-            visible = "".join(self._visible)
-            markers = list(self._parser.markers)
-            invalid = list(self._parser.invalid)
-            counter = session.assembler().counter
-            reply = with_tokens(
-                AssistantMessageCompleted(
-                    session_id=session.id,
-                    turn_id=self.turn_id,
-                    text=visible,
-                    model_text=(
-                        model_view(visible, markers) if kx.config.memory.history_tags else None
-                    ),
-                    model=model,
-                    provider=provider,
-                    usage=dict(usage) if usage else None,
-                ),
-                counter,
-            )
-            batch = [e for e in (self._delta_event(), reply) if e is not None]
-            proposals: list[Proposal] = []
-            with kx.storage.atomic():
-                stored = kx.events_store.append_many(batch)[-1]
-                if markers:
-                    untrusted = [e.result for e in self._tool_events]
-                    untrusted += [getattr(h, "text", "") for h in (*self.hits, *self.recalled)]
-                    proposals = self._route(markers, untrusted)
-            result = TurnResult(
-                turn_id=self.turn_id,
-                text=visible,
-                assistant_seq=stored.seq or 0,
-                markers=markers,
-                invalid=invalid,
-                proposals=proposals,
-                tool_results=len(self._tool_events),
-            )
-            self._done = True
-            await session._after_turn(result)
-            return result
-        finally:
-            self._release()
-
-    def _route(self, markers: Sequence[MemoryMarker], untrusted: Sequence[str]) -> list[Proposal]:
-        session = self.session
-        proposals = [
-            session.kx.approvals.propose(
-                session.id,
-                session.workspace_id,
-                self.turn_id,
-                marker,
-                tainted=is_tainted(marker.body, untrusted),
-            )
-            for marker in markers
-        ]
-        return [p for p in proposals if p is not None]  # None: it would change nothing
-
-    def complete_sync(self, text: str | None = None, **kw: Any) -> TurnResult:
-        return run_sync(self.complete(text, **kw))
-
-    async def abort(self) -> None:
-        """Give up the turn without a reply (the user message stays in the audit)."""
-        if self._done:
-            return
-        try:
-            self._flush_deltas()
-        finally:
-            self._done = True
-            self._release()
-
-    def abort_sync(self) -> None:
-        run_sync(self.abort())
-
-    async def __aenter__(self) -> Turn:
-        return self
-
-    async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if not self._done:
-            if exc_type is None:
-                await self.complete()
-            else:
-                await self.abort()
-
-    def _check_open(self) -> None:
-        if self._done:
-            raise KairoxError(f"turn {self.turn_id} is already complete")
-
-    def _release(self) -> None:
-        self._done = True
-        lock = self.session._lock
-        if lock.locked():
-            lock.release()
+__all__ = [
+    "DELTA_BATCH_CHARS",
+    "DELTA_BATCH_COUNT",
+    "NoCompactionStrategy",
+    "Session",
+    "Turn",
+    "TurnInProgress",
+    "TurnResult",
+    "model_view",
+]

@@ -32,7 +32,7 @@ from kairox_core.errors import KairoxError
 from kairox_core.providers.base import ModelProvider, ToolCall
 
 if TYPE_CHECKING:
-    from kairox_core.session import Turn
+    from kairox_core.turn import Turn
 
 #: the trace layer that lists this turn's tool calls and their sources
 TRACE_LAYER = "tools"

@@ -17,8 +17,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from kairox_core.errors import UnknownSessionError
 from kairox_core.events import (
     AssistantMessageCompleted,
     CompactionSummary,
@@ -28,7 +29,7 @@ from kairox_core.events import (
 )
 
 if TYPE_CHECKING:
-    from kairox_core.facade import Kairox
+    from kairox_core.store.protocol import Storage
 
 USAGE_EVENT_TYPES = (
     "UserMessageAdded",
@@ -200,17 +201,23 @@ class UsageReport:
         }
 
 
-def usage(kx: Kairox, session_id: str | None = None) -> UsageReport:
-    """Token spend of one session (``UnknownSessionError`` if there is none) or of every
-    session in the database, oldest first."""
-    from kairox_core.facade import UnknownSessionError
+class HasStorage(Protocol):
+    """What ``usage`` reads from: a ``Kairox`` (or anything holding a storage)."""
 
-    store = kx.events_store
+    @property
+    def storage(self) -> Storage: ...
+
+
+def usage(source: HasStorage, session_id: str | None = None) -> UsageReport:
+    """Token spend of one session (``UnknownSessionError`` if there is none) or of every
+    session in ``source``'s database, oldest first."""
+    store = source.storage.events
     if session_id is not None:
         info = store.get_session(session_id)
         if info is None:
             raise UnknownSessionError(
-                f"no session '{session_id}' in {kx.storage.location}; `kairox sessions` lists them"
+                f"no session '{session_id}' in {source.storage.location}; "
+                f"`kairox sessions` lists them"
             )
         infos = [info]
     else:

@@ -1,21 +1,78 @@
-"""The layers: no import cycle in kairox_core, and the core imports no engine by name.
+"""The layers of docs/architecture.md, checked: no import cycle in kairox_core, and no
+module importing a module of a higher layer.
 
-The graph is built from the source (ast), module-level and function-local imports
-alike, so a cycle hidden in a function body counts. Imports under ``if TYPE_CHECKING:``
-are left out: they never run (they exist for annotations only).
+The graph is built from the source (ast): module-level, function-local and
+``if TYPE_CHECKING:`` imports alike. A type-only import still ties two modules together
+(a rename or a move breaks both), so it counts. Importing ``a.b.c`` counts as an edge to
+``a.b.c`` only (not to the packages ``a`` and ``a.b``, whose ``__init__`` Python runs too),
+so a package's ``__init__`` re-exporting its modules is no cycle.
+
+``python tests/test_architecture.py`` prints the graph, its cycles (strongly connected
+components) and the layer violations; ``--dot`` prints it for Graphviz.
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import kairox_core
+import pytest
 
-PACKAGE = Path(kairox_core.__file__).resolve().parent
-CORE = ("facade", "session", "context", "memory", "store", "retrieval", "engines")
-ENGINES = ("kairox_core.compaction", "kairox_core.recall", "kairox_core.default_plugins")
+PACKAGE = Path(__file__).resolve().parent.parent / "kairox_core"
+
+# Top to bottom. A module belongs to the first layer with a prefix matching it (a prefix
+# names a module and everything under it); it may import its own layer and those below.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "front ends",
+        ("kairox_core", "kairox_core.__main__", "cli", "chat", "web", "mcp", "testing"),
+    ),
+    ("composition", ("facade",)),
+    ("engines", ("compaction", "recall", "default_plugins", "longterm.engine")),
+    ("session", ("session", "session_services", "turn", "toolloop", "sync_twins", "usage")),
+    ("seams", ("engines", "engine_context", "results")),
+    (
+        "core",
+        (
+            "context",
+            "memory",
+            "longterm",
+            "retrieval",
+            "store",
+            "providers",
+            "prompt",
+            "turn_status",
+        ),
+    ),
+    ("configuration", ("config",)),  # checks its plugin names against the registry
+    ("registry", ("plugins", "plugin_options", "hookspecs")),
+    (
+        "protocols",
+        ("memory.base", "memory.records", "retrieval.base", "providers.base", "compaction.base"),
+    ),
+    (
+        "base",
+        (
+            "errors",
+            "events",
+            "tokens",
+            "markers",
+            "inputs",
+            "sync",
+            "redaction",
+            "validation",
+            "textfold",
+            "summary_lines",
+            "attachments",
+            "capabilities",
+        ),
+    ),
+)
+# a more specific prefix wins over a shorter one (``memory.base`` is a protocol, the rest
+# of ``memory`` is core)
 
 
 def module_name(path: Path) -> str:
@@ -28,30 +85,18 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
-def _type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and _type_checking(node):
-            for child in node.orelse:
-                yield from _runtime_imports(ast.Module(body=[child], type_ignores=[]))
-            continue
+def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
-        yield from _runtime_imports(node)
 
 
-def imports_of(name: str) -> set[str]:
-    """The kairox_core modules ``name`` imports at run time (submodules resolved)."""
-    path = MODULES[name]
+def imports_of(name: str, modules: dict[str, Path] = MODULES) -> set[str]:
+    """The kairox_core modules ``name`` imports, type-only and function-local included."""
+    path = modules[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
-    for node in _runtime_imports(ast.parse(path.read_text(), str(path))):
+    for node in _imports(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         else:
@@ -60,64 +105,205 @@ def imports_of(name: str) -> set[str]:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
             targets = [
-                f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
                 for alias in node.names
             ]
-        out.update(t for t in targets if t in MODULES and t != name)
+        out.update(t for t in targets if t in modules and t != name)
     return out
 
 
-GRAPH = {name: imports_of(name) for name in MODULES}
+def graph_of(modules: dict[str, Path]) -> dict[str, set[str]]:
+    return {name: imports_of(name, modules) for name in modules}
 
 
-def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One cycle of ``graph`` (as a path that returns to its start), or None."""
-    state: dict[str, int] = {}  # 1: on the stack, 2: done
+GRAPH = graph_of(MODULES)
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (each a cycle or
+    several), sorted; a module importing itself is one too."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
     stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
 
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
+    def visit(node: str) -> None:  # Tarjan, iterative over each node's edges
+        index[node] = low[node] = len(index)
         stack.append(node)
+        on_stack.add(node)
         for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                return [*stack[stack.index(nxt) :], nxt]
-            if nxt not in state and (found := visit(nxt)) is not None:
-                return found
-        stack.pop()
-        state[node] = 2
-        return None
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph.get(node, ()):
+                found.append(sorted(component))
 
-    for node in sorted(graph):
-        if node not in state and (found := visit(node)) is not None:
-            return found
-    return None
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(graph) + 100))
+    try:
+        for node in sorted(graph):
+            if node not in index:
+                visit(node)
+    finally:
+        sys.setrecursionlimit(limit)
+    return sorted(found)
 
 
-def test_the_graph_sees_function_local_imports() -> None:
+def layer_of(module: str) -> int:
+    """The index in ``LAYERS`` of the module's layer (the longest matching prefix)."""
+    best: tuple[int, int] | None = None  # (prefix length, layer)
+    for number, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            full = prefix if prefix.startswith("kairox_core") else f"kairox_core.{prefix}"
+            inside = module.startswith(full + ".") and full != "kairox_core"  # the root: itself
+            if (module == full or inside) and (best is None or len(full) > best[0]):
+                best = (len(full), number)
+    if best is None:
+        raise LookupError(f"{module} is in no layer of tests/test_architecture.py: add it")
+    return best[1]
+
+
+# Known upward imports, each with its reason; the list only ever shrinks.
+KNOWN_UPWARD = {
+    # the typed storage registrar names the Storage protocol (type-only), which lives
+    # in store/protocol.py beside the values it passes; to go, the protocol moves down
+    ("kairox_core.hookspecs", "kairox_core.store.protocol"),
+}
+
+
+def violations(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) pairs where the imported module is in a higher layer."""
+    return sorted(
+        (m, t)
+        for m, targets in graph.items()
+        for t in targets
+        if layer_of(t) < layer_of(m) and (m, t) not in KNOWN_UPWARD
+    )
+
+
+# --- the rules ---------------------------------------------------------------------------
+
+
+def test_the_graph_sees_function_local_and_type_only_imports() -> None:
     assert "kairox_core.facade" in GRAPH["kairox_core"]  # inside __getattr__
     assert "kairox_core.plugins" in GRAPH["kairox_core.facade"]  # inside a method
+    # only under TYPE_CHECKING:
+    assert "kairox_core.engine_context" in GRAPH["kairox_core.recall.engine"]
 
 
-def test_find_cycle_finds_one() -> None:
-    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
-    assert find_cycle({"a": {"b"}, "b": set()}) is None
+def test_cycles_finds_each_kind() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"a"}}) == [["a"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_no_import_cycle_in_kairox_core() -> None:
-    cycle = find_cycle(GRAPH)
-    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+def test_a_seeded_type_only_cycle_fails(tmp_path: Path) -> None:
+    """The rule catches what the issue found: a cycle made only of TYPE_CHECKING imports."""
+    pkg = tmp_path / "kairox_core"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "low.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kairox_core.high import H\n"
+    )
+    (pkg / "high.py").write_text("from kairox_core.low import *\nclass H: ...\n")
+    modules = {module_name_in(p, tmp_path): p for p in pkg.rglob("*.py")}
+    assert cycles(graph_of(modules)) == [["kairox_core.high", "kairox_core.low"]]
+
+
+def module_name_in(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def test_no_import_cycle_of_any_kind_in_kairox_core() -> None:
+    found = cycles(GRAPH)
+    assert not found, "import cycles (type-only imports counted): " + "; ".join(
+        " <-> ".join(c) for c in found
+    )
+
+
+def test_every_module_has_a_layer() -> None:
+    for module in MODULES:
+        layer_of(module)
+
+
+def test_layers_seed_a_violation() -> None:
+    graph = {"kairox_core.session": set(), "kairox_core.engines": {"kairox_core.session"}}
+    assert violations(graph) == [("kairox_core.engines", "kairox_core.session")]
+
+
+def test_no_lower_layer_imports_a_higher_one() -> None:
+    wrong = violations(GRAPH)
+    assert not wrong, "lower layer imports a higher one: " + "; ".join(
+        f"{m} ({LAYERS[layer_of(m)][0]}) -> {t} ({LAYERS[layer_of(t)][0]})" for m, t in wrong
+    )
+
+
+def test_nothing_below_the_facade_names_it() -> None:
+    facade = layer_of("kairox_core.facade")
+    below = [m for m in GRAPH if layer_of(m) > facade and "kairox_core.facade" in GRAPH[m]]
+    assert not below, below
 
 
 def test_the_core_imports_no_engine_module() -> None:
-    core = [
-        m
-        for m in MODULES
-        if any(m == f"kairox_core.{c}" or m.startswith(f"kairox_core.{c}.") for c in CORE)
-    ]
-    assert "kairox_core.session" in core and "kairox_core.context.assembler" in core
+    engines = layer_of("kairox_core.compaction")
     wrong = {
-        m: sorted(t for t in GRAPH[m] if t.startswith(ENGINES))
-        for m in core
-        if any(t.startswith(ENGINES) for t in GRAPH[m])
+        m: sorted(t for t in GRAPH[m] if layer_of(t) == engines)
+        for m in GRAPH
+        if layer_of(m) > engines and any(layer_of(t) == engines for t in GRAPH[m])
     }
     assert not wrong, f"core modules import engine modules: {wrong}"
+
+
+@pytest.mark.slow  # one interpreter per module
+def test_each_module_below_the_front_ends_imports_first() -> None:
+    """What the graph cannot see: a package's ``__init__`` runs on any import under it,
+    so a low module importing ``pkg.x`` can re-enter itself through ``pkg/__init__``.
+    Imported first, alone, each module must load."""
+    front = layer_of("kairox_core.cli")
+    failed = []
+    for module in sorted(m for m in MODULES if layer_of(m) != front):
+        done = subprocess.run(
+            [sys.executable, "-c", f"import {module}"], capture_output=True, text=True
+        )
+        if done.returncode:
+            failed.append(f"{module}: {done.stderr.strip().splitlines()[-1]}")
+    assert not failed, failed
+
+
+def main(argv: list[str]) -> int:
+    if "--dot" in argv:
+        print("digraph kairox_core {")
+        for m in sorted(GRAPH):
+            for t in sorted(GRAPH[m]):
+                print(f'  "{m}" -> "{t}";')
+        print("}")
+        return 0
+    for m in sorted(GRAPH):
+        print(f"{m} [{LAYERS[layer_of(m)][0]}] -> {', '.join(sorted(GRAPH[m])) or '-'}")
+    found = cycles(GRAPH)
+    print(f"\ncycles: {len(found)}")
+    for c in found:
+        print("  " + " <-> ".join(c))
+    wrong = violations(GRAPH)
+    print(f"layer violations: {len(wrong)}")
+    for m, t in wrong:
+        print(f"  {m} -> {t}")
+    return 1 if found or wrong else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

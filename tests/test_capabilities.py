@@ -249,9 +249,9 @@ async def test_a_storage_without_longterm_runs_with_it_off_and_says_so(
 
     register_plugin(_NoLongTermPlugin(), "nolt")
     with Kairox.open(f"nolt://{tmp_path / 'k.db'}") as kx:
-        assert not has_store(kx)
+        assert not has_store(kx.storage)
         with pytest.raises(KairoxUserError, match="does not declare the `longterm` capability"):
-            longterm_store(kx)
+            longterm_store(kx.storage)
         session = kx.session(workspace="w")
         (out,) = await kx.engine("longterm").before_assembly(
             session, AssemblyRequest("hello", "default")

@@ -27,9 +27,11 @@ from kairox_core.events import (
     MemoryProposed,
     MemoryRejected,
 )
+from kairox_core.memory.records import Proposal
 from kairox_core.prompt import front_end_system_prompt
 from kairox_core.providers.base import ModelProvider
 from kairox_core.providers.resolve import build_provider, choose_provider
+from kairox_core.results import TurnResult
 from kairox_core.toolloop import Tool, ToolStep, run_model_turn, tool_limitation
 
 COMPACTION_EVENTS = (
@@ -48,6 +50,7 @@ class TurnOutcome:
     text: str = ""
     trace: Any = None
     proposals: list[MemoryProposed] = field(default_factory=list)  # waiting for a person
+    pending: list[Proposal] = field(default_factory=list)  # the same, as records
     accepted: list[MemoryAccepted] = field(default_factory=list)  # session scope, untainted
     invalid: list[Any] = field(default_factory=list)  # markers the model got wrong
     compaction: list[Event] = field(default_factory=list)
@@ -57,6 +60,21 @@ class TurnOutcome:
     tool_notes: list[str] = field(default_factory=list)  # servers down, bounds reached
     unsaved: str = ""  # the reply claims to have noted something, and nothing was saved
     turn_id: str = ""  # the turn's id in the event log ("" when it never began)
+
+
+def collect_turn_result(result: TurnResult, outcome: TurnOutcome) -> None:
+    """What the turn's result says the engines and the approval flow did, for showing:
+    proposals still waiting, session memories taken at once, compaction events. Read
+    from the result, never from the store again."""
+    outcome.pending = result.pending
+    waiting = {p.id for p in outcome.pending}
+    for event in result.memory_events:
+        if isinstance(event, MemoryProposed) and event.proposal_id in waiting:
+            outcome.proposals.append(event)
+        elif isinstance(event, MemoryAccepted) and event.scope == "session":
+            outcome.accepted.append(event)
+    for compaction in result.compactions:
+        outcome.compaction += [e for e in compaction.events if isinstance(e, COMPACTION_EVENTS)]
 
 
 def acknowledgement(outcome: TurnOutcome) -> str:
@@ -234,7 +252,7 @@ class ChatEngine:
             )
         outcome.text = result.text
         outcome.invalid = list(result.invalid)
-        self._collect_turn_events(turn.turn_id, turn.prompt_seq, outcome)
+        collect_turn_result(result, outcome)
         outcome.acknowledgement = acknowledgement(outcome)
         outcome.unsaved = unsaved_claim(result.text, result.markers)
         if outcome.acknowledgement:
@@ -270,18 +288,6 @@ class ChatEngine:
         except KairoxError as exc:
             return [], [f"tools unavailable: {exc}"]
         return list(tools), list(notes)
-
-    def _collect_turn_events(self, turn_id: str, first_seq: int, outcome: TurnOutcome) -> None:
-        for event in self.kx.events_store.read(self.session_id, first_seq=first_seq):
-            if isinstance(event, MemoryProposed) and event.turn_id == turn_id:
-                if event.scope != "session" or event.tainted:  # tainted: waits too
-                    outcome.proposals.append(event)
-            elif isinstance(event, MemoryAccepted) and event.scope == "session":
-                outcome.accepted.append(event)
-            elif isinstance(event, COMPACTION_EVENTS):
-                outcome.compaction.append(event)
-        pending = {p.id for p in self.kx.approvals.pending()}
-        outcome.proposals = [p for p in outcome.proposals if p.proposal_id in pending]
 
     # --- actions ---------------------------------------------------------------------------
 

@@ -146,7 +146,7 @@ def events_command(
     from kairox_core.turn_status import INTERRUPTED_TYPE, interrupted_turns
 
     with _session(cli_ctx, session_id) as session:
-        every = session.kx.events_store.read(session_id)
+        every = session.services.events.read(session_id)
     shown = {e.seq for e in every if not types or e.type in types}
     # derived, never stored: shown after the turn's last event
     interrupted = {

@@ -43,7 +43,7 @@ from kairox_core.compaction.planning import (
 )
 from kairox_core.compaction.strategies import StrategyOutcome, run_strategy
 from kairox_core.compaction.synopsis import write_synopsis
-from kairox_core.engines import CompactionResult, Engine
+from kairox_core.engines import CompactionResult, Engine, EngineHolder, TurnResult
 from kairox_core.errors import KairoxUserError
 from kairox_core.events import (
     CompactionSummary,
@@ -56,8 +56,8 @@ from kairox_core.events import (
 from kairox_core.store.leases import HOST, Heartbeat, Lease, pid_alive
 
 if TYPE_CHECKING:
-    from kairox_core.facade import Kairox
-    from kairox_core.session import Session, TurnResult
+    from kairox_core.engine_context import EngineContext
+    from kairox_core.engines import EngineSession as Session
 
 # One automatic run summarises at most this many budgets' worth of history; a backlog
 # (compaction was failing or disabled) is worked off in up to MAX_RUNS_PER_TURN runs.
@@ -81,14 +81,14 @@ class Compactor(Engine):
 
     name = "compaction"
 
-    def __init__(self, kx: Kairox) -> None:
-        self.kx = kx
+    def __init__(self, ctx: EngineContext) -> None:
+        self.ctx = ctx
         self._running: set[str] = set()
 
     # --- the turn-end check ----------------------------------------------------------------
 
     def trigger_tokens(self, session: Session) -> int:
-        _, profile = self.kx.config.resolve_profile(session.profile)
+        _, profile = self.ctx.config.resolve_profile(session.profile)
         return int(profile.compaction_trigger * profile.budget)
 
     async def after_turn(self, session: Session, result: TurnResult | None = None) -> None:
@@ -96,13 +96,17 @@ class Compactor(Engine):
         limit = self.trigger_tokens(session)
         if session.history_tokens(limit) <= limit:
             return
-        if not self.kx.config.compaction.enabled:
-            self._skip(
+        if not self.ctx.config.compaction.enabled:
+            recorded: list[Event] = []
+            skipped = self._skip(
                 session,
                 "the history passed the compaction trigger but compaction "
                 "is disabled ([compaction] enabled = false)",
                 "auto",
+                recorded,
             )
+            skipped.events = tuple(recorded)
+            session.record_compaction(skipped)  # the turn's result says so
             return
         for _ in range(MAX_RUNS_PER_TURN):  # a long backlog (after failures) takes a few
             outcome = await session.compact_locked(trigger="auto")  # engines told
@@ -114,7 +118,7 @@ class Compactor(Engine):
     async def synopsis(
         self, session: Session, attachment: Mapping[str, Any]
     ) -> dict[str, str] | None:
-        return await write_synopsis(self.kx.config, session, attachment)
+        return await write_synopsis(self.ctx.config, session, attachment)
 
     # --- one run ----------------------------------------------------------------------------
 
@@ -127,24 +131,39 @@ class Compactor(Engine):
         trigger: str = "manual",
     ) -> CompactionResult:
         """Compact (the session must be held by the caller: ``session.compact_locked``,
-        which also hands a completed result to the engines' ``on_compacted``)."""
+        which also hands a completed result to the engines' ``on_compacted``). The
+        result's ``events`` are those this run recorded."""
+        recorded: list[Event] = []
+        result = await self._compact(session, first_seq, last_seq, trigger, recorded)
+        result.events = tuple(recorded)
+        return result
+
+    async def _compact(
+        self,
+        session: Session,
+        first_seq: int | None,
+        last_seq: int | None,
+        trigger: str,
+        recorded: list[Event],
+    ) -> CompactionResult:
         if session.id in self._running:
-            return self._skip(session, "a compaction of this session is running", trigger)
+            return self._skip(session, "a compaction of this session is running", trigger, recorded)
         if first_seq is not None and last_seq is not None and first_seq > last_seq:
             raise KairoxUserError(
                 f"the range {first_seq}:{last_seq} is empty; give A:B with "
                 f"A <= B (seqs as `kairox events` shows them)"
             )
-        leases = self.kx.storage.leases
+        leases = self.ctx.storage.leases
         cid = f"c-{uuid.uuid4().hex[:12]}"
         name = lease_name(session.id)
         claim = leases.acquire(name, cid, ttl=LEASE_SECONDS, note=cid)
         if claim.lease is None:
             held = f" ({claim.current.describe()})" if claim.current is not None else ""
-            return self._skip(session, f"another process is compacting this session{held}", trigger)
+            reason = f"another process is compacting this session{held}"
+            return self._skip(session, reason, trigger, recorded)
         self._running.add(session.id)
         try:
-            self._close_dead_run(session, claim.displaced)
+            self._close_dead_run(session, claim.displaced, recorded)
             try:
                 plan = self.plan(session, first_seq, last_seq)
             except KairoxUserError:
@@ -152,20 +171,23 @@ class Compactor(Engine):
             except Exception as exc:  # e.g. a bad [compaction] setting at turn end
                 if trigger == "manual":
                     raise
-                return self._skip(session, f"could not plan: {type(exc).__name__}: {exc}", trigger)
+                reason = f"could not plan: {type(exc).__name__}: {exc}"
+                return self._skip(session, reason, trigger, recorded)
             if isinstance(plan, str):
-                return self._skip(session, plan, trigger)
+                return self._skip(session, plan, trigger, recorded)
             with Heartbeat(leases, name, cid, LEASE_SECONDS):
-                return await self._execute(session, plan, trigger, cid)
+                return await self._execute(session, plan, trigger, cid, recorded)
         finally:
             self._running.discard(session.id)
             leases.release(name, cid)
 
-    def _close_dead_run(self, session: Session, displaced: Lease | None) -> None:
+    def _close_dead_run(
+        self, session: Session, displaced: Lease | None, recorded: list[Event]
+    ) -> None:
         """With the lease held, a ``ContextCompactionStarted`` with no end is a run whose
         process died: record ``ContextCompactionFailed`` for it so the audit trail says
         why it never ended."""
-        store = self.kx.events_store
+        store = self.ctx.events
         seq = store.compaction_running(session.id)
         if seq is None:
             return
@@ -183,14 +205,16 @@ class Compactor(Engine):
             reason = f"the process running this compaction died ({displaced.describe()}: {cause})"
         else:
             reason = "the process running this compaction died (no process holds its lease)"
-        store.append(
-            ContextCompactionFailed(session_id=session.id, compaction_id=dead, reason=reason)
+        recorded.append(
+            store.append(
+                ContextCompactionFailed(session_id=session.id, compaction_id=dead, reason=reason)
+            )
         )
 
     def plan(self, session: Session, first_seq: int | None, last_seq: int | None) -> Plan | str:
         """The range to compact, or why there is none."""
-        cfg = self.kx.config.compaction
-        store = self.kx.events_store
+        cfg = self.ctx.config.compaction
+        store = self.ctx.events
         state = session.refresh_compaction()
         summaries = state.summaries
         ranges = state.covered_ranges()
@@ -213,7 +237,7 @@ class Compactor(Engine):
                 f"nothing to compact: only the {cfg.keep_recent_exchanges} most recent "
                 f"exchanges ([compaction] keep_recent_exchanges) are uncompacted"
             )
-        _, profile = self.kx.config.resolve_profile(session.profile)
+        _, profile = self.ctx.config.resolve_profile(session.profile)
         stretch = cap_stretch(stretch, STRETCH_BUDGETS * profile.budget)
         lo, hi = stretch[0].first_seq, stretch[-1].last_seq
         counter = session.assembler().counter
@@ -223,20 +247,19 @@ class Compactor(Engine):
         return Plan(lo, hi, exchanges=tuple(stretch), folded=folded)
 
     async def _execute(
-        self, session: Session, plan: Plan, trigger: str, cid: str
+        self, session: Session, plan: Plan, trigger: str, cid: str, recorded: list[Event]
     ) -> CompactionResult:
-        kx = self.kx
-        cfg = kx.config.compaction
-        kx.events_store.append(
-            ContextCompactionStarted(
-                session_id=session.id,
-                compaction_id=cid,
-                first_seq=plan.first_seq,
-                last_seq=plan.last_seq,
-                strategy=cfg.strategy,
-                trigger=trigger,
-            )
+        ctx = self.ctx
+        cfg = ctx.config.compaction
+        started = ContextCompactionStarted(
+            session_id=session.id,
+            compaction_id=cid,
+            first_seq=plan.first_seq,
+            last_seq=plan.last_seq,
+            strategy=cfg.strategy,
+            trigger=trigger,
         )
+        recorded.append(ctx.events.append(started))
         result = CompactionResult(
             "failed",
             compaction_id=cid,
@@ -248,24 +271,28 @@ class Compactor(Engine):
         try:
             originals = self._originals(session, plan)
             outcome = await run_strategy(
-                kx.config, session, originals, plan.folded, prepare_originals(originals, kx.config)
+                ctx.config,
+                session,
+                originals,
+                plan.folded,
+                prepare_originals(originals, ctx.config),
             )
             markers = image_markers(originals, [s.text for s in plan.folded])
             outcome = dataclasses.replace(outcome, text=keep_image_markers(outcome.text, markers))
-            summary = self._store(session, cid, plan, outcome)
+            summary = self._store(session, cid, plan, outcome, recorded)
         except Exception as exc:  # any strategy failure: record it, the session goes on
             reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            kx.events_store.append(
-                ContextCompactionFailed(session_id=session.id, compaction_id=cid, reason=reason)
+            failed = ContextCompactionFailed(
+                session_id=session.id, compaction_id=cid, reason=reason
             )
+            recorded.append(ctx.events.append(failed))
             result.reason = reason
             return result
         except BaseException:  # cancelled: close the run in the audit, then go on unwinding
-            kx.events_store.append(
-                ContextCompactionFailed(
-                    session_id=session.id, compaction_id=cid, reason="cancelled"
-                )
+            cancelled = ContextCompactionFailed(
+                session_id=session.id, compaction_id=cid, reason="cancelled"
             )
+            recorded.append(ctx.events.append(cancelled))
             raise
         session.refresh_compaction()
         result.status, result.summary_seq = "completed", summary.seq
@@ -281,22 +308,27 @@ class Compactor(Engine):
         for lo, hi in gaps(
             plan.first_seq, plan.last_seq, [(s.first_seq, s.last_seq) for s in plan.folded]
         ):
-            events += self.kx.events_store.read(
+            events += self.ctx.events.read(
                 session.id, first_seq=lo, last_seq=hi, types=CONVERSATION_TYPES
             )
         return events
 
     def _store(
-        self, session: Session, cid: str, plan: Plan, outcome: StrategyOutcome
+        self,
+        session: Session,
+        cid: str,
+        plan: Plan,
+        outcome: StrategyOutcome,
+        recorded: list[Event],
     ) -> CompactionSummary:
-        kx = self.kx
-        with kx.storage.atomic():
-            if not kx.storage.leases.renew(lease_name(session.id), cid, ttl=LEASE_SECONDS):
+        ctx = self.ctx
+        with ctx.storage.atomic():
+            if not ctx.storage.leases.renew(lease_name(session.id), cid, ttl=LEASE_SECONDS):
                 raise LeaseLost(
                     "this run stalled past its lease and another process took over the "
                     "session's compaction; nothing was stored"
                 )
-            stored = kx.events_store.append(
+            stored = ctx.events.append(
                 CompactionSummary(
                     session_id=session.id,
                     compaction_id=cid,
@@ -312,25 +344,30 @@ class Compactor(Engine):
                 )
             )
             assert isinstance(stored, CompactionSummary) and stored.seq is not None
-            kx.events_store.append(
+            completed = ctx.events.append(
                 ContextCompactionCompleted(
                     session_id=session.id, compaction_id=cid, summary_seq=stored.seq
                 )
             )
+        recorded += [stored, completed]  # once committed
         return stored
 
     # --- skips --------------------------------------------------------------------------------
 
-    def _skip(self, session: Session, reason: str, trigger: str) -> CompactionResult:
-        self.kx.events_store.append(
-            ContextCompactionSkipped(session_id=session.id, reason=reason, trigger=trigger)
+    def _skip(
+        self, session: Session, reason: str, trigger: str, recorded: list[Event]
+    ) -> CompactionResult:
+        recorded.append(
+            self.ctx.events.append(
+                ContextCompactionSkipped(session_id=session.id, reason=reason, trigger=trigger)
+            )
         )
         return CompactionResult("skipped", reason=reason)
 
 
-def compactor_of(kx: Kairox) -> Compactor:
+def compactor_of(holder: EngineHolder) -> Compactor:
     """The ``Kairox``'s built-in compaction engine (tests, benchmarks)."""
-    engine = kx.engine("compaction")
+    engine = holder.engine("compaction")
     if not isinstance(engine, Compactor):
         raise LookupError("the built-in compaction engine is not installed")
     return engine

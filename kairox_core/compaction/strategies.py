@@ -20,7 +20,7 @@ from kairox_core.context.sources import SummaryItem
 from kairox_core.events import Event
 
 if TYPE_CHECKING:
-    from kairox_core.session import Session
+    from kairox_core.engines import EngineSession as Session
 
 
 class CompactionStrategyError(Exception):

@@ -20,7 +20,7 @@ from kairox_core.config import KairoxConfig
 from kairox_core.tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from kairox_core.session import Session
+    from kairox_core.engines import EngineSession as Session
 
 SYSTEM_PROMPT = (
     "You write the synopsis of a document a user attached to a conversation, so an AI "

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from kairox_core.config import KairoxConfig, ProfileConfig
+from kairox_core.context.contributions import Contribution
 from kairox_core.context.counting import REPLY_PRIMING_TOKENS, ProfileCounter, counter_for_profile
 from kairox_core.context.errors import ContextBudgetExceeded
 from kairox_core.context.fitting import Candidate, Fitter, PlannedBlock, render_block
@@ -59,7 +60,6 @@ from kairox_core.context.sources import (
     SummaryItem,
 )
 from kairox_core.context.trace import ContextTrace, LayerTrace, TraceItem
-from kairox_core.engines import Contribution
 from kairox_core.retrieval.base import RetrievalHit
 
 if TYPE_CHECKING:

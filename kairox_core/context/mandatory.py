@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kairox_core.context.contributions import Contribution
 from kairox_core.context.counting import REPLY_PRIMING_TOKENS
 from kairox_core.context.fitting import Candidate, Fitter
 from kairox_core.context.longterm import LongTermContext
@@ -21,7 +22,6 @@ from kairox_core.context.rendering import (
 )
 from kairox_core.context.sources import HistoryUnit, PinnedFact
 from kairox_core.context.trace import ContextTrace, LayerTrace, TraceItem
-from kairox_core.engines import Contribution
 
 
 @dataclass(frozen=True)

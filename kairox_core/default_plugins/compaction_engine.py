@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 from kairox_core.hookspecs import EngineRegistrar, hookimpl
 
 if TYPE_CHECKING:
+    from kairox_core.engine_context import EngineContext
     from kairox_core.engines import Engine
-    from kairox_core.facade import Kairox
 
 
-def _compaction(kx: Kairox) -> Engine:
+def _compaction(ctx: EngineContext) -> Engine:
     from kairox_core.compaction.compactor import Compactor
 
-    return Compactor(kx)
+    return Compactor(ctx)
 
 
 @hookimpl

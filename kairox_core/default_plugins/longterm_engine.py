@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 from kairox_core.hookspecs import EngineRegistrar, hookimpl
 
 if TYPE_CHECKING:
+    from kairox_core.engine_context import EngineContext
     from kairox_core.engines import Engine
-    from kairox_core.facade import Kairox
 
 
-def _longterm(kx: Kairox) -> Engine:
+def _longterm(ctx: EngineContext) -> Engine:
     from kairox_core.longterm.engine import LongTermEngine
 
-    return LongTermEngine(kx)
+    return LongTermEngine(ctx)
 
 
 @hookimpl

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 from kairox_core.hookspecs import EngineRegistrar, hookimpl
 
 if TYPE_CHECKING:
+    from kairox_core.engine_context import EngineContext
     from kairox_core.engines import Engine
-    from kairox_core.facade import Kairox
 
 
-def _recall(kx: Kairox) -> Engine:
+def _recall(ctx: EngineContext) -> Engine:
     from kairox_core.recall.engine import Recall
 
-    return Recall(kx)
+    return Recall(ctx)
 
 
 @hookimpl

@@ -17,9 +17,10 @@ import builtins
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kairox_core.errors import KairoxUserError
+from kairox_core.longterm.store import Chunk as Chunk  # re-exported: its home before
 
 if TYPE_CHECKING:
     from kairox_core.longterm.store import LongTermStore
@@ -30,33 +31,6 @@ SCOPES = ("session", "project", "global")
 
 class ChunkNotFoundError(KairoxUserError):
     """No long-term chunk with that id."""
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """A long-term chunk. ``session_id`` is the session that wrote it (always set for
-    scope ``session``); ``workspace_id`` its workspace (always set for ``project``)."""
-
-    id: str
-    scope: str
-    text: str
-    session_id: str | None
-    workspace_id: str | None
-    created_at: float
-    updated_at: float
-    source_seq: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "scope": self.scope,
-            "text": self.text,
-            "session_id": self.session_id,
-            "workspace_id": self.workspace_id,
-            "source_seq": self.source_seq,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-        }
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The ``LongTermStore`` of a ``Kairox``: its storage's ``longterm`` (store.py).
+"""The ``LongTermStore`` of a storage: its ``longterm`` (store.py).
 
 Both built-in backends declare one (``StorageCapabilities(longterm=True)``: SQLite,
 and PostgreSQL from kairox-postgres); a third-party storage that does not runs without
@@ -14,19 +14,19 @@ from kairox_core.errors import KairoxUserError
 from kairox_core.longterm.store import LongTermStore
 
 if TYPE_CHECKING:
-    from kairox_core.facade import Kairox
+    from kairox_core.store.protocol import Storage
 
 
-def has_store(kx: Kairox) -> bool:
-    """Whether ``kx``'s storage keeps long-term chunks and packs."""
-    return kx.storage.capabilities.longterm
+def has_store(storage: Storage) -> bool:
+    """Whether ``storage`` keeps long-term chunks and packs."""
+    return storage.capabilities.longterm
 
 
-def longterm_store(kx: Kairox) -> LongTermStore:
-    """``kx``'s long-term store (chunks and personal packs, beside the events)."""
-    if not kx.storage.capabilities.longterm:
+def longterm_store(storage: Storage) -> LongTermStore:
+    """``storage``'s long-term store (chunks and personal packs, beside the events)."""
+    if not storage.capabilities.longterm:
         raise KairoxUserError(
-            f"long-term memory and context packs are not on the {kx.storage.name} storage "
-            f"({type(kx.storage).__name__} does not declare the `longterm` capability)"
+            f"long-term memory and context packs are not on the {storage.name} storage "
+            f"({type(storage).__name__} does not declare the `longterm` capability)"
         )
-    return kx.storage.longterm
+    return storage.longterm

@@ -26,9 +26,9 @@ from kairox_core.longterm.db import has_store
 from kairox_core.retrieval.threads import run_blocking
 
 if TYPE_CHECKING:
-    from kairox_core.facade import Kairox
+    from kairox_core.engine_context import EngineContext
+    from kairox_core.engines import EngineSession as Session
     from kairox_core.longterm.chunks import ChunkHit
-    from kairox_core.session import Session
 
 SLACK = 4  # near misses read beyond k, for the trace
 
@@ -38,16 +38,16 @@ class LongTermEngine(Engine):
 
     name = "longterm"
 
-    def __init__(self, kx: Kairox) -> None:
-        self.kx = kx
+    def __init__(self, ctx: EngineContext) -> None:
+        self.ctx = ctx
 
     def context_for(
         self, session: Session, prompt: str, *, profile: str | None = None
     ) -> LongTermContext:
-        if not has_store(self.kx):
-            note = f"long-term memory and packs are not on the {self.kx.storage.name} storage"
+        if not has_store(self.ctx.storage):
+            note = f"long-term memory and packs are not on the {self.ctx.storage.name} storage"
             return LongTermContext(recall=LongTermRecall(notes=(note,)))
-        packs, pack_notes = self.kx.packs.active_for(
+        packs, pack_notes = self.ctx.packs.active_for(
             session.workspace_id, profile or session.profile
         )
         return LongTermContext(
@@ -57,12 +57,12 @@ class LongTermEngine(Engine):
         )
 
     def recall(self, session_id: str, workspace_id: str, prompt: str) -> LongTermRecall:
-        cfg = self.kx.config.longterm
+        cfg = self.ctx.config.longterm
         if not cfg.enabled:
             return LongTermRecall(notes=("long-term recall is off ([longterm] enabled = false)",))
         if not prompt.strip():
             return LongTermRecall()
-        found = self.kx.longterm.nearest(
+        found = self.ctx.longterm.nearest(
             prompt, session_id=session_id, workspace_id=workspace_id, k=cfg.k + SLACK
         )
         chunks: list[LongTermItem] = []
@@ -86,28 +86,28 @@ class LongTermEngine(Engine):
         reused daemon thread: the loop's default executor would start a thread on a new
         loop's first turn, a cost a cold turn would pay)."""
         if self._surely_nothing(session, request.profile):
-            ctx = LongTermContext()  # what context_for gives then, without the thread hop
+            found = LongTermContext()  # what context_for gives then, without the thread hop
         else:
-            ctx = await run_blocking(
+            found = await run_blocking(
                 functools.partial(
                     self.context_for, session, request.prompt, profile=request.profile
                 )
             )
-        return (Contribution(engine=self.name, layer="longterm", longterm=ctx),)
+        return (Contribution(engine=self.name, layer="longterm", longterm=found),)
 
     def _surely_nothing(self, session: Session, profile: str | None) -> bool:
         """No pack active and a store that never held a chunk (most chats), found on the
         event loop without waiting: two index probes, run only if the store declares
         ``when_free`` and its database is free at once (else the usual thread hop)."""
-        if not has_store(self.kx) or not self.kx.config.longterm.enabled:
+        if not has_store(self.ctx.storage) or not self.ctx.config.longterm.enabled:
             return False
-        store = self.kx.storage.longterm
+        store = self.ctx.storage.longterm
         probe = when_free(store)
         if probe is None:
             return False
 
         def nothing() -> bool:
-            return store.vector_space() is None and not self.kx.packs.active_names(
+            return store.vector_space() is None and not self.ctx.packs.active_names(
                 session.workspace_id, profile or session.profile
             )
 

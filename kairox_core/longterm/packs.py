@@ -48,7 +48,9 @@ from kairox_core.longterm.packfiles import (
 from kairox_core.longterm.store import LongTermStore, PackRow
 
 if TYPE_CHECKING:
-    from kairox_core.facade import Kairox
+    from kairox_core.config import KairoxConfig
+    from kairox_core.longterm.service import LongTerm
+    from kairox_core.store.protocol import Storage
 
 LEVELS = ("personal", "team", "org")
 
@@ -91,20 +93,22 @@ def current_user() -> str:
 
 
 class Packs:
-    """Context packs of one ``Kairox``: personal ones in its database, team and org
-    ones in the shared directory."""
+    """Context packs over one storage: personal ones in its database, team and org
+    ones in the shared directory; ``longterm`` supplies the chunks ``promote`` reads."""
 
-    def __init__(self, kx: Kairox) -> None:
-        self.kx = kx
-        location = kx.storage.location
-        local = has_store(kx) and "://" not in location and location != ":memory:"
+    def __init__(self, storage: Storage, config: KairoxConfig, longterm: LongTerm) -> None:
+        self.storage = storage
+        self.config = config
+        self.longterm = longterm
+        location = storage.location
+        local = has_store(storage) and "://" not in location and location != ":memory:"
         db_path = Path(location) if local else Path.cwd() / "kairox.db"  # a URL: the cwd
-        self.directory = PackDirectory(kx.config.packs.directory(kx.config.source, db_path))
+        self.directory = PackDirectory(config.packs.directory(config.source, db_path))
 
     @property
     def rows(self) -> LongTermStore:
         """Personal packs and activations (raises, naming the storage, if it has none)."""
-        return longterm_store(self.kx)
+        return longterm_store(self.storage)
 
     # --- reading -----------------------------------------------------------------------
 
@@ -153,7 +157,7 @@ class Packs:
             raise KairoxUserError(
                 f"a context pack named '{name}' exists; `kairox pack edit {name}` changes it"
             )
-        with self.kx.storage.atomic():
+        with self.storage.atomic():
             if level == "personal":
                 self._write_personal(name, text, draft=False, new=True)
                 pack = Pack(name=name, level=level, text=text)
@@ -167,7 +171,7 @@ class Packs:
         before = self.get(name)
         if before.text == text:
             return before
-        with self.kx.storage.atomic():
+        with self.storage.atomic():
             if before.level == "personal":
                 self._write_personal(name, text, draft=before.draft, new=False)
                 after = replace(before, text=text)
@@ -189,7 +193,7 @@ class Packs:
     def delete(self, name: str) -> Pack:
         """Remove a pack (and its activations); ``PackDeleted`` keeps its text."""
         before = self.get(name)
-        with self.kx.storage.atomic():
+        with self.storage.atomic():
             self.rows.delete_pack(name)
             self.rows.delete_activations(name)
             self._event(
@@ -206,7 +210,7 @@ class Packs:
         does not exist yet; else appended to that personal pack). The chunks stay."""
         if not chunk_ids:
             raise KairoxUserError("promote needs at least one long-term chunk id")
-        chunks = [self.kx.longterm.get(cid) for cid in chunk_ids]
+        chunks = [self.longterm.get(cid) for cid in chunk_ids]
         added = "\n".join(c.text for c in chunks)
         name = pack or _promoted_name()
         check_name(name)
@@ -216,7 +220,7 @@ class Packs:
                 f"pack '{name}' is a {existing.level} pack; promote into a personal pack "
                 f"(then `kairox pack publish`), or edit it with `kairox pack edit {name}`"
             )
-        with self.kx.storage.atomic():
+        with self.storage.atomic():
             if existing is None:
                 text = added
                 self._write_personal(name, text, draft=True, new=True)
@@ -251,7 +255,7 @@ class Packs:
                 f"(personal -> team -> org)"
             )
         who = by or current_user()
-        with self.kx.storage.atomic():
+        with self.storage.atomic():
             after = self._write_file(name, level, before.text, by=who)
             self.rows.delete_pack(name)
             self._event(
@@ -269,7 +273,7 @@ class Packs:
         """Make a pack part of every later turn of ``workspace_id`` (None: of every
         workspace); ``active=False`` undoes it. Activating a draft ends the draft."""
         pack = self.get(name)
-        with self.kx.storage.atomic():
+        with self.storage.atomic():
             if active:
                 self.rows.activate_pack(workspace_id or "", name, time.time())
                 row = self.rows.get_pack(name) if pack.draft else None
@@ -293,7 +297,7 @@ class Packs:
     def active_names(self, workspace_id: str | None, profile: str | None) -> builtins.list[str]:
         """Active pack names, config first ([packs] active, workspaces, profiles), then
         activations; each once."""
-        cfg = self.kx.config.packs
+        cfg = self.config.packs
         names: builtins.list[str] = [*cfg.active]
         if workspace_id is not None:
             names += cfg.workspaces.get(workspace_id, ())
@@ -344,7 +348,7 @@ class Packs:
         return _from_file(file, self.directory)
 
     def _event(self, event: Any) -> None:
-        self.kx.events_store.append(event)
+        self.storage.events.append(event)
 
 
 def _from_file(file: PackFile, directory: PackDirectory) -> Pack:

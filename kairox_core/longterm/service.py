@@ -12,7 +12,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
-from kairox_core.errors import KairoxUserError
+from kairox_core.errors import KairoxUserError, UnknownSessionError
 from kairox_core.inputs import check_text, check_workspace_id
 from kairox_core.longterm.chunks import Chunk, ChunkHit, ChunkStore, owner_of, visible_owners
 from kairox_core.longterm.db import longterm_store
@@ -25,18 +25,20 @@ from kairox_core.longterm.events import (
 from kairox_core.summary_lines import line_of
 
 if TYPE_CHECKING:
-    from kairox_core.facade import Kairox
+    from kairox_core.config import KairoxConfig
+    from kairox_core.store.protocol import Storage
 
 MAX_CHUNK_CHARS = 4000  # a chunk is a fact or a note, not a document (index those)
 MAX_SEARCH_K = 1000  # chunks one search may return
 
 
 class LongTerm:
-    """Long-term memory of one ``Kairox``: chunks in its storage's ``longterm`` store,
-    embedded with the configured ``[retrieval]`` backend."""
+    """Long-term memory over one storage: chunks in its ``longterm`` store, embedded
+    with the configured ``[retrieval]`` backend, each change an event in its log."""
 
-    def __init__(self, kx: Kairox) -> None:
-        self.kx = kx
+    def __init__(self, storage: Storage, config: KairoxConfig) -> None:
+        self.storage = storage
+        self.config = config
         self._store: ChunkStore | None = None
 
     @property
@@ -45,9 +47,9 @@ class LongTerm:
         if self._store is None:
             from kairox_core.retrieval.embeddings import load_embedding_backend
 
-            backend = load_embedding_backend(self.kx.config.retrieval)
-            rows = longterm_store(self.kx)  # raises, naming the storage, if it has none
-            self._store = ChunkStore(rows, backend, location=self.kx.storage.location)
+            backend = load_embedding_backend(self.config.retrieval)
+            rows = longterm_store(self.storage)  # raises, naming the storage, if it has none
+            self._store = ChunkStore(rows, backend, location=self.storage.location)
         return self._store
 
     # --- writing -----------------------------------------------------------------------
@@ -83,9 +85,9 @@ class LongTerm:
             updated_at=now,
             source_seq=source_seq,
         )
-        with self.kx.storage.atomic():
+        with self.storage.atomic():
             self.store.insert(chunk, owner)
-            self.kx.events_store.append(
+            self.storage.events.append(
                 LongTermChunkAdded(
                     session_id=chunk_home_session(scope, session_id, chunk.workspace_id),
                     chunk_id=chunk.id,
@@ -101,12 +103,12 @@ class LongTerm:
     def edit(self, chunk_id: str, text: str) -> Chunk:
         """Replace a chunk's text (re-embedded; ``LongTermChunkEdited``)."""
         text = _checked(text)
-        with self.kx.storage.atomic():
+        with self.storage.atomic():
             before = self.store.get(chunk_id)
             if before.text == text:
                 return before
             after = self.store.update_text(chunk_id, text)
-            self.kx.events_store.append(
+            self.storage.events.append(
                 LongTermChunkEdited(
                     session_id=_home(before),
                     chunk_id=chunk_id,
@@ -119,10 +121,10 @@ class LongTerm:
 
     def delete(self, chunk_id: str) -> Chunk:
         """Forget a chunk (``LongTermChunkDeleted`` keeps its last text); returns it."""
-        with self.kx.storage.atomic():
+        with self.storage.atomic():
             before = self.store.get(chunk_id)
             self.store.remove(chunk_id)
-            self.kx.events_store.append(
+            self.storage.events.append(
                 LongTermChunkDeleted(
                     session_id=_home(before),
                     chunk_id=chunk_id,
@@ -140,7 +142,15 @@ class LongTerm:
         blank lines counted) of the active summary at ``summary_seq``, as it reads now
         (edits and dropped chunks applied), as a chunk: a summary's sentence worth more
         than this conversation."""
-        state = self.kx.get_session(session_id).refresh_compaction()
+        if self.storage.events.get_session(session_id) is None:
+            raise UnknownSessionError(
+                f"no session '{session_id}' in {self.storage.location}; "
+                f"`kairox sessions` lists them"
+            )
+        from kairox_core.context import CompactionState, edits  # at use: the store's
+        # protocol imports this package (its chunk types), and context imports the protocol
+
+        state = edits.refresh(self.storage.events, session_id, CompactionState())
         summary = next((s for s in state.summaries if s.seq == summary_seq), None)
         if summary is None:
             raise KairoxUserError(
@@ -178,7 +188,7 @@ class LongTerm:
     ) -> builtins.list[ChunkHit]:
         """Chunks visible to that session with cosine similarity >= ``threshold``
         (default ``[longterm] threshold``), at most ``k`` (``[longterm] k``), best first."""
-        cfg = self.kx.config.longterm
+        cfg = self.config.longterm
         k = cfg.k if k is None else k
         if not 0 <= k <= MAX_SEARCH_K:
             raise KairoxUserError(f"k must be between 0 and {MAX_SEARCH_K}, not {k}")
@@ -197,7 +207,7 @@ class LongTerm:
         return self.store.nearest(query, visible_owners(session_id, workspace_id), k)
 
     def _workspace_of(self, session_id: str) -> str | None:
-        info = self.kx.events_store.get_session(session_id)
+        info = self.storage.events.get_session(session_id)
         return info.workspace_id if info is not None else None
 
 

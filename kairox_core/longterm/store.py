@@ -19,15 +19,39 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from kairox_core.capabilities import LongTermCapabilities
 
-if TYPE_CHECKING:
-    from kairox_core.longterm.chunks import Chunk
-
 Embed = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 """Vectors for texts (an embedding backend's ``embed_documents``), for re-embedding."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A long-term chunk. ``session_id`` is the session that wrote it (always set for
+    scope ``session``); ``workspace_id`` its workspace (always set for ``project``)."""
+
+    id: str
+    scope: str
+    text: str
+    session_id: str | None
+    workspace_id: str | None
+    created_at: float
+    updated_at: float
+    source_seq: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "scope": self.scope,
+            "text": self.text,
+            "session_id": self.session_id,
+            "workspace_id": self.workspace_id,
+            "source_seq": self.source_seq,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
 
 
 @dataclass(frozen=True)

@@ -168,7 +168,7 @@ class KairoxTools:
             cached = self._previews.get((ws, pname))
             if cached is None:
                 cached = Session(
-                    self.kx,
+                    self.kx.session_services,
                     f"_mcp:preview:{ws}",
                     workspace_id=ws,
                     profile=pname,

@@ -144,6 +144,20 @@ class ApprovalService:
 
         A session memory is accepted at once unless ``tainted``: taint is the signal that
         the model is repeating untrusted text, so a person decides, as for the others."""
+        return self.route(session_id, workspace_id, turn_id, marker, tainted=tainted)[0]
+
+    def route(
+        self,
+        session_id: str,
+        workspace_id: str | None,
+        turn_id: str | None,
+        marker: MarkerLike,
+        *,
+        tainted: bool = False,
+    ) -> tuple[Proposal | None, list[Event]]:
+        """``propose``, also returning the events it recorded as stored (``MemoryProposed``
+        and, for a session memory taken at once, ``MemoryAccepted``): a turn hands them
+        to its caller, which then need not read the log for them."""
         scope = parse_scope(marker.scope)
         return self._propose(
             scope,
@@ -171,7 +185,7 @@ class ApprovalService:
         tainted: bool,
         source: str,
         auto_accept: bool,
-    ) -> Proposal | None:
+    ) -> tuple[Proposal | None, list[Event]]:
         if source == "user":
             self._check_body(body)  # markers were already checked by the parser
         elif not body.strip():
@@ -181,12 +195,12 @@ class ApprovalService:
             raise ValueError(f"a {scope.value} memory needs a key")
         with self._unit():
             if self._unchanged(scope, key, body, workspace_id=workspace_id, session_id=session_id):
-                return None
+                return None, []
             pending = self._pending_for(scope, owner, key)
             if pending is not None and pending.body == body and not auto_accept:
-                return None  # already waiting for a decision
+                return None, []  # already waiting for a decision
             if key is None and not auto_accept and self._pending_keyless(session_id, body):
-                return None  # a tainted keyless session memory, already waiting
+                return None, []  # a tainted keyless session memory, already waiting
             now = self.clock()
             proposal = Proposal(
                 id=new_id("p"),
@@ -240,8 +254,8 @@ class ApprovalService:
                 if pending is not None:
                     self.store.supersede(pending.id, by=proposal.id, at=now)
                 self.store.insert(proposal, owner)
-                self.events.append_many(events)
-            return proposal
+                stored = self.events.append_many(events)
+            return proposal, stored
 
     def _unchanged(
         self,
@@ -396,7 +410,7 @@ class ApprovalService:
             )
         self._check_ids(scope, key, workspace_id=workspace_id, session_id=None)
         self._check_body(body)
-        return self._propose(
+        proposal, _ = self._propose(
             scope,
             key,
             body,
@@ -408,6 +422,7 @@ class ApprovalService:
             source=source,
             auto_accept=False,
         )
+        return proposal
 
     def remember(
         self,
@@ -424,7 +439,7 @@ class ApprovalService:
         ``workspace_id`` (or of the user)."""
         scope = parse_scope(scope)
         self._check_ids(scope, key, workspace_id=workspace_id, session_id=session_id)
-        proposal = self._propose(
+        proposal, _ = self._propose(
             scope,
             key,
             body,

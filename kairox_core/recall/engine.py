@@ -58,7 +58,14 @@ from kairox_core.context.recalled import (
     line_stamp,
     turn_seq,
 )
-from kairox_core.engines import AssemblyRequest, CompactionResult, Contribution, Engine
+from kairox_core.engines import (
+    AssemblyRequest,
+    CompactionResult,
+    Contribution,
+    Engine,
+    EngineHolder,
+    TurnResult,
+)
 from kairox_core.errors import StorageError
 from kairox_core.events import (
     AssistantMessageCompleted,
@@ -75,8 +82,8 @@ from kairox_core.retrieval.threads import run_blocking
 from kairox_core.store.event_store import CONVERSATION_TYPES
 
 if TYPE_CHECKING:
-    from kairox_core.facade import Kairox
-    from kairox_core.session import Session, TurnResult
+    from kairox_core.engine_context import EngineContext
+    from kairox_core.engines import EngineSession as Session
     from kairox_core.store.protocol import WorkspaceIndex
 
 T = TypeVar("T")
@@ -142,8 +149,8 @@ class Recall(Engine):
 
     name = "recall"
 
-    def __init__(self, kx: Kairox) -> None:
-        self.kx = kx
+    def __init__(self, ctx: EngineContext) -> None:
+        self.ctx = ctx
         self._backend: Any = None
         self._indexes: dict[str, WorkspaceIndex] = {}
         self._lock = threading.RLock()
@@ -196,7 +203,7 @@ class Recall(Engine):
 
     async def _index_soon(self, session: Session, wake: asyncio.Future[None], seq: int) -> int:
         await asyncio.wait({wake}, timeout=BACKGROUND_DELAY)
-        if getattr(self.kx, "_closed", False):  # closed from another loop meanwhile: the
+        if self.ctx.closed:  # the Kairox closed from another loop meanwhile: the
             return 0  # next search (any process) indexes the turn
         if self._latest.get(session.id, seq) > seq:
             return 0  # a later turn followed within the delay: its own task indexes both
@@ -239,7 +246,7 @@ class Recall(Engine):
 
     @property
     def enabled(self) -> bool:
-        return bool(self.kx.config.recall.enabled)
+        return bool(self.ctx.config.recall.enabled)
 
     def _session_lock(self, session_id: str) -> threading.Lock:
         with self._lock:
@@ -256,9 +263,9 @@ class Recall(Engine):
                 if self._backend is None:
                     from kairox_core.retrieval.embeddings import load_embedding_backend
 
-                    self._backend = load_embedding_backend(self.kx.config.retrieval)
-                index = self.kx.storage.workspace_index(
-                    self.kx.config, space, backend=self._backend
+                    self._backend = load_embedding_backend(self.ctx.config.retrieval)
+                index = self.ctx.storage.workspace_index(
+                    self.ctx.config, space, backend=self._backend
                 )
                 self._indexes[space] = index
             return index
@@ -271,7 +278,7 @@ class Recall(Engine):
 
     def progress(self, session_id: str) -> tuple[int, int] | None:
         """The stretch of seqs already indexed, (low, last); None before the first."""
-        return self.kx.events_store.indexed_stretch(session_id)
+        return self.ctx.events.indexed_stretch(session_id)
 
     def catch_up(self, session: Session) -> int:
         """Index the turns written since the last call (all of them) and up to
@@ -286,14 +293,14 @@ class Recall(Engine):
         first: a bulk load (an import, a benchmark's session) instead of a backlog
         spread over many searches. Returns how many documents were added or updated."""
         with self._session_lock(session.id):
-            top = self.kx.events_store.last_seq(session.id)
+            top = self.ctx.events.last_seq(session.id)
             changed = 0
             for first in range(0, top + 1, BULK_STEP):
                 last = min(first + BULK_STEP - 1, top)
-                context = self.kx.events_store.conversation_seqs(session.id, first, 1)
+                context = self.ctx.events.conversation_seqs(session.id, first, 1)
                 changed += self._index_range(session, first, last, context, batch_size=512)
             if top > 0:
-                self.kx.events_store.set_indexed_stretch(session.id, 0, top)
+                self.ctx.events.set_indexed_stretch(session.id, 0, top)
             index = self.index(session)
             stats, graph = term_stats(index), ann_graph(index)
             if stats is not None:  # the keyword counts, and a large space's ANN graph:
@@ -313,7 +320,7 @@ class Recall(Engine):
             changed += self._index_range(session, low, last, seqs)
         else:
             low, last = known
-            top = self.kx.events_store.last_seq(session.id)
+            top = self.ctx.events.last_seq(session.id)
             if top > last:
                 context = self._seqs_below(session.id, last + 1)[:1]
                 changed += self._index_range(session, last + 1, top, context)
@@ -327,14 +334,14 @@ class Recall(Engine):
                 else:
                     low = 0  # everything down to the session's first turn is indexed
         if known != (low, last):  # nothing new (most searches): no write transaction
-            self.kx.events_store.set_indexed_stretch(session.id, low, last)
+            self.ctx.events.set_indexed_stretch(session.id, low, last)
         self._indexed[session.id] = (low, last)
         return changed
 
     def _seqs_below(self, session_id: str, below: int | None) -> list[int]:
         """Seqs of conversation events below ``below`` (None: all), newest first: one
         step's worth and the one before it (the oldest turn's context)."""
-        return self.kx.events_store.conversation_seqs(session_id, below, BACKLOG_STEP + 1)
+        return self.ctx.events.conversation_seqs(session_id, below, BACKLOG_STEP + 1)
 
     def _index_range(
         self,
@@ -348,7 +355,7 @@ class Recall(Engine):
         """Index the conversation events in [first, last], each with the one before it
         as context (read from the highest of ``around`` below ``first``)."""
         before = [s for s in around if s < first]
-        events = self.kx.events_store.read(
+        events = self.ctx.events.read(
             session.id,
             first_seq=max(before, default=first),
             last_seq=last,
@@ -376,9 +383,7 @@ class Recall(Engine):
             for d in docs
         ]
         index = self.index(session)
-        return _rebuilt_if_needed(
-            self.kx, index, lambda: index.add_documents(docs, batch_size=batch_size)
-        )
+        return _rebuilt_if_needed(index, lambda: index.add_documents(docs, batch_size=batch_size))
 
     # --- recalling ---------------------------------------------------------------------
 
@@ -425,11 +430,11 @@ class Recall(Engine):
             return None
         low, last = known
         if low > 0 and self._bottom.get(session.id) != low:
-            if self.kx.events_store.conversation_seqs(session.id, low, 1):
+            if self.ctx.events.conversation_seqs(session.id, low, 1):
                 return None  # a backlog of older turns (recall turned on late): index it
             self._bottom[session.id] = low  # nothing below: no second look
         known = (0, last)
-        seqs = self.kx.events_store.conversation_seqs(session.id, None, DEFER_MAX + 1)
+        seqs = self.ctx.events.conversation_seqs(session.id, None, DEFER_MAX + 1)
         newer = [s for s in seqs if s > last]
         if len(newer) > DEFER_MAX:
             return None
@@ -437,13 +442,12 @@ class Recall(Engine):
         return tuple(sorted(s for s in newer if before_seq is None or s < before_seq))
 
     def _search(self, session: Session, prompt: str, before_seq: int | None) -> list[RetrievalHit]:
-        cfg = self.kx.config
+        cfg = self.ctx.config
         index = self.index(session)
         # No filters: the space holds this session's turns only, and a filter would cost a
         # document-row read per keyword match and an exact vector scan (no vec0 KNN).
         filters: dict[str, str] = {}
         found = _rebuilt_if_needed(
-            self.kx,
             index,
             lambda: index.search(prompt, cfg.recall.k, cfg.retrieval.search_mode, filters),
         )
@@ -459,7 +463,7 @@ class Recall(Engine):
                 hits.append(
                     RetrievalHit(text, hit.score, SOURCE, hit.doc_id, hit.metadata, hit.chunk_id)
                 )
-        hits = arrange_recalled(self.kx, session, hits, before_seq, turn_document, prompt)
+        hits = arrange_recalled(self.ctx, session, hits, before_seq, turn_document, prompt)
         return rerank_for_profile(cfg, session.profile, prompt, hits)
 
 
@@ -470,7 +474,7 @@ def _redacted(text: str) -> str:
     return redact(text)
 
 
-def _rebuilt_if_needed(kx: Kairox, index: WorkspaceIndex, call: Callable[[], T]) -> T:
+def _rebuilt_if_needed(index: WorkspaceIndex, call: Callable[[], T]) -> T:
     """``call()`` on the index; if ``[retrieval] backend`` changed since the session's
     turns were embedded, re-embed them (they are our own) and call again. Under the
     index's lock (its connection's), so no other thread sees the rebuild half done."""
@@ -482,9 +486,9 @@ def _rebuilt_if_needed(kx: Kairox, index: WorkspaceIndex, call: Callable[[], T])
             return call()
 
 
-def recall_of(kx: Kairox) -> Recall:
+def recall_of(holder: EngineHolder) -> Recall:
     """The ``Kairox``'s recall engine (tests, benchmarks, tools that index by hand)."""
-    engine = kx.engine("recall")
+    engine = holder.engine("recall")
     if not isinstance(engine, Recall):
         raise LookupError("the recall engine is not installed")
     return engine

@@ -48,8 +48,8 @@ from kairox_core.retrieval.base import RetrievalHit
 
 if TYPE_CHECKING:
     from kairox_core.config import RecallSection
-    from kairox_core.facade import Kairox
-    from kairox_core.session import Session
+    from kairox_core.engine_context import EngineContext
+    from kairox_core.engines import EngineSession as Session
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Function words and conversational filler: they say nothing about what a turn is about.
@@ -263,7 +263,7 @@ def arrange(
 
 
 def arrange_recalled(
-    kx: Kairox,
+    ctx: EngineContext,
     session: Session,
     hits: list[RetrievalHit],
     before_seq: int | None,
@@ -274,15 +274,13 @@ def arrange_recalled(
     ``[recall]``, neighbours
     read from the event store (only turns below ``before_seq``) and made hits as recall
     indexes them (``turn_document``, passed in: engine.py imports this module)."""
-    settings = RankSettings.of(kx.config.recall)
+    settings = RankSettings.of(ctx.config.recall)
     if not settings.active or not hits:
         return hits
     from kairox_core.store.event_store import CONVERSATION_TYPES
 
     def read(first: int, last: int) -> Sequence[Any]:
-        return kx.events_store.read(
-            session.id, first_seq=first, last_seq=last, types=CONVERSATION_TYPES
-        )
+        return ctx.events.read(session.id, first_seq=first, last_seq=last, types=CONVERSATION_TYPES)
 
     def to_hit(event: Any) -> RetrievalHit | None:
         doc = turn_document(event)
@@ -294,7 +292,7 @@ def arrange_recalled(
         hits,
         settings,
         neighbour_reader(read, to_hit),
-        limit=kx.config.recall.k,
+        limit=ctx.config.recall.k,
         prompt=prompt,
     )
 

@@ -34,6 +34,18 @@ class EmbeddingBackend(Protocol):
     def embed_query(self, text: str) -> list[float]: ...
 
 
+class SearchableIndex(Protocol):
+    """What ``WorkspaceIndexRetriever`` needs of an index (every ``WorkspaceIndex`` of
+    store/protocol.py has it): declared here so the retrieval layer never names the
+    storage protocol above it."""
+
+    def search(
+        self, query: str, k: int = 8, mode: str = "hybrid", filters: Any = None
+    ) -> list[RetrievalHit]: ...
+
+    def close(self) -> None: ...
+
+
 @runtime_checkable
 class WorkspaceRetriever(Protocol):
     """A source of hits: the workspace index or one configured knowledge base.

@@ -388,7 +388,7 @@ class LongTermStoreContract:
             ("house-rules", "personal"),
             (draft.name, "team"),
         ]
-        context = LongTermEngine(kx).context_for(
+        context = LongTermEngine(kx.engine_context).context_for(
             session, "Which day does the staging password rotate?"
         )
         assert [p.name for p in context.packs] == ["house-rules"]

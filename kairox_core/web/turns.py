@@ -87,10 +87,8 @@ async def stream_turn(
             task.cancel()  # the client went away: the turn aborts, the session is free
     if outcome.trace is not None:
         yield "trace", outcome.trace.as_dict()
-    for proposal in outcome.proposals:
-        current = engine.kx.approvals.get_proposal(proposal.proposal_id)
-        if current is not None:
-            yield "proposal", proposal_json(current)
+    for proposal in outcome.pending:  # the turn's own records: no second read
+        yield "proposal", proposal_json(proposal)
     for accepted in outcome.accepted:
         yield "accepted", event_json(accepted)
     for event in outcome.compaction:

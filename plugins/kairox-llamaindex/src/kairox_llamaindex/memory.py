@@ -65,15 +65,17 @@ class KairoxMemory(BaseMemory):
 
     _session: Session = PrivateAttr()
     _owned: Kairox | None = PrivateAttr(default=None)
+    _kairox: Kairox | None = PrivateAttr(default=None)
     _turn: Turn | None = PrivateAttr(default=None)
     _calls: list[ToolCall] = PrivateAttr(default_factory=list)
     _said: list[str] = PrivateAttr(default_factory=list)
     _last: TurnResult | None = PrivateAttr(default=None)
 
-    def __init__(self, session: Session, **data: Any) -> None:
+    def __init__(self, session: Session, *, kairox: Kairox | None = None, **data: Any) -> None:
         super().__init__(**data)
         use_offline_tokenizer()
         self._session = session
+        self._kairox = kairox  # reset opens its next session there
 
     @classmethod
     def class_name(cls) -> str:
@@ -108,7 +110,7 @@ class KairoxMemory(BaseMemory):
             if owned is not None:
                 owned.close()
             raise
-        memory = cls(session)
+        memory = cls(session, kairox=kx)
         memory._owned = owned
         return memory
 
@@ -125,7 +127,14 @@ class KairoxMemory(BaseMemory):
 
     @property
     def kairox(self) -> Kairox:
-        return self._session.kx
+        """The ``Kairox`` the session came from (given to ``from_defaults`` or as
+        ``kairox=``); a session does not hold it."""
+        if self._kairox is None:
+            raise KairoxUserError(
+                "this KairoxMemory was built from a session alone; build it with "
+                "KairoxMemory(session, kairox=kx) or KairoxMemory.from_defaults(kx, ...)"
+            )
+        return self._kairox
 
     @property
     def turn(self) -> Turn | None:
@@ -247,7 +256,7 @@ class KairoxMemory(BaseMemory):
         old one stays in the database, as the event store never deletes."""
         await self.aabort()
         old = self._session
-        self._session = old.kx.session(
+        self._session = self.kairox.session(
             old.workspace_id, old.profile, system_prompt=old.system_prompt
         )
         self._last = None
@@ -279,7 +288,7 @@ class KairoxMemory(BaseMemory):
     async def aget_all(self) -> list[ChatMessage]:
         """Every message of the session as stored (replies cleaned of markup), oldest first."""
         out: list[ChatMessage] = []
-        for event in self.kairox.events(self.session_id):
+        for event in self._session.events():
             if isinstance(event, UserMessageAdded):
                 out.append(ChatMessage(role=MessageRole.USER, content=event.text))
             elif isinstance(event, ToolInvocationCompleted):

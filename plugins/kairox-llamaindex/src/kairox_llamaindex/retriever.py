@@ -15,16 +15,25 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from kairox_core import Kairox, KairoxError, Session, run_sync
+from kairox_core import Kairox, KairoxConfig, KairoxError, Session, run_sync
 from kairox_core.retrieval import CompositeResult, CompositeWorkspaceRetriever, RetrievalHit
 from kairox_llamaindex.tokenizer import use_offline_tokenizer
 
 log = logging.getLogger("kairox_llamaindex")
+
+
+class SearchSource(Protocol):
+    """What the retriever uses: a ``Kairox``, or a session's services (``for_session``)."""
+
+    @property
+    def config(self) -> KairoxConfig: ...
+
+    def retriever_for(self, profile: str, workspace_id: str) -> CompositeWorkspaceRetriever: ...
 
 
 class KairoxSearchError(KairoxError):
@@ -41,7 +50,7 @@ class KairoxRetriever(BaseRetriever):
 
     def __init__(
         self,
-        kairox: Kairox,
+        kairox: Kairox | SearchSource,
         *,
         workspace: str | None = None,
         profile: str | None = None,
@@ -66,7 +75,9 @@ class KairoxRetriever(BaseRetriever):
     @classmethod
     def for_session(cls, session: Session, **kwargs: Any) -> KairoxRetriever:
         """A retriever over what ``session``'s turns search (its workspace and profile)."""
-        return cls(session.kx, workspace=session.workspace_id, profile=session.profile, **kwargs)
+        return cls(
+            session.services, workspace=session.workspace_id, profile=session.profile, **kwargs
+        )
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         if not query_bundle.query_str.strip():
