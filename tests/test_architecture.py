@@ -13,13 +13,13 @@ components) and the layer violations; ``--dot`` prints it for Graphviz.
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from kairox_core.testing.import_graph import cycles, graph_of, module_names
 
 PACKAGE = Path(__file__).resolve().parent.parent / "kairox_core"
 
@@ -75,89 +75,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # of ``memory`` is core)
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
-
-
-def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node
-
-
-def imports_of(name: str, modules: dict[str, Path] = MODULES) -> set[str]:
-    """The kairox_core modules ``name`` imports, type-only and function-local included."""
-    path = modules[name]
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    out: set[str] = set()
-    for node in _imports(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        else:
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
-            targets = [
-                f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
-                for alias in node.names
-            ]
-        out.update(t for t in targets if t in modules and t != name)
-    return out
-
-
-def graph_of(modules: dict[str, Path]) -> dict[str, set[str]]:
-    return {name: imports_of(name, modules) for name in modules}
+MODULES = module_names(PACKAGE)
 
 
 GRAPH = graph_of(MODULES)
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (each a cycle or
-    several), sorted; a module importing itself is one too."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:  # Tarjan, iterative over each node's edges
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in sorted(graph.get(node, ())):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1 or node in graph.get(node, ()):
-                found.append(sorted(component))
-
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 10 * len(graph) + 100))
-    try:
-        for node in sorted(graph):
-            if node not in index:
-                visit(node)
-    finally:
-        sys.setrecursionlimit(limit)
-    return sorted(found)
 
 
 def layer_of(module: str) -> int:
@@ -217,15 +138,8 @@ def test_a_seeded_type_only_cycle_fails(tmp_path: Path) -> None:
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kairox_core.high import H\n"
     )
     (pkg / "high.py").write_text("from kairox_core.low import *\nclass H: ...\n")
-    modules = {module_name_in(p, tmp_path): p for p in pkg.rglob("*.py")}
+    modules = module_names(pkg)
     assert cycles(graph_of(modules)) == [["kairox_core.high", "kairox_core.low"]]
-
-
-def module_name_in(path: Path, root: Path) -> str:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
 
 
 def test_no_import_cycle_of_any_kind_in_kairox_core() -> None:
