@@ -5,9 +5,6 @@ interrupted (derived when read, kairox_core/turn_status.py)."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +18,7 @@ from kairox_core.events import AssistantMessageCompleted, Event, UserMessageAdde
 from kairox_core.facade import Kairox
 from kairox_core.providers.scripted import ScriptedProvider
 from kairox_core.store.leases import HOST
-from kairox_core.testing.multiprocess import INTERRUPTED_PROMPT, REPLY_READY, config
+from kairox_core.testing.multiprocess import INTERRUPTED_PROMPT, config, kill_mid_reply
 from kairox_core.turn_status import INTERRUPTED_NOTE, interrupted_turns
 
 compaction_cmd.register(cli)  # `kairox events` (as tests/test_compaction_cli.py does)
@@ -95,28 +92,13 @@ def test_a_turn_of_this_process_records_its_writer(kairox_home: Path, tmp_path: 
         assert [t.turn_id for t in interrupted_turns(kx.events(session.id))] == [turn.turn_id]
 
 
-def killed_mid_reply(db: Path, sid: str) -> None:
-    """A child that answers one turn, then is killed -9 in the middle of the next reply."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "kairox_core.testing.multiprocess", "interrupt", str(db), sid],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    if not any(line.strip() == REPLY_READY for line in child.stdout):
-        pytest.fail(f"the child never reached the reply: {child.communicate()[1][-2000:]}")
-    child.send_signal(signal.SIGKILL)
-    child.communicate(timeout=TIMEOUT)
-
-
 @pytest.mark.slow
 async def test_a_turn_killed_mid_reply_shows_as_interrupted(
     kairox_home: Path, tmp_path: Path
 ) -> None:
     db = tmp_path / "kx.db"
     sid = "garden"
-    killed_mid_reply(db, sid)
+    kill_mid_reply(db, sid, timeout=TIMEOUT)
 
     with Kairox.open(db, config(enabled=False)) as kx:
         events = kx.events(sid)

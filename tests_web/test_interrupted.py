@@ -3,9 +3,6 @@ messages API flags the turn's last message, and the chat draws a note under it."
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +10,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from kairox_core.testing.multiprocess import INTERRUPTED_PROMPT, REPLY_READY
+from kairox_core.testing.multiprocess import INTERRUPTED_PROMPT, kill_mid_reply
 from kairox_core.testing.serve import REPLIES, Server, start_server, stop_server
 from kairox_core.turn_status import INTERRUPTED_NOTE
 
@@ -26,17 +23,7 @@ SESSION = "garden"
 def after_a_crash(tmp_path: Path) -> Iterator[Server]:
     """``kairox serve`` over a database whose last turn was killed -9 mid-reply."""
     db = tmp_path / "kx.db"
-    child = subprocess.Popen(
-        [sys.executable, "-m", "kairox_core.testing.multiprocess", "interrupt", str(db), SESSION],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    if not any(line.strip() == REPLY_READY for line in child.stdout):
-        pytest.fail(f"the child never reached the reply: {child.communicate()[1][-2000:]}")
-    child.send_signal(signal.SIGKILL)
-    child.communicate(timeout=240)
+    kill_mid_reply(db, SESSION)
     server = start_server(tmp_path / "serve", list(REPLIES), db=db)
     yield server
     stop_server(server)

@@ -16,6 +16,8 @@ with its own database URL.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -111,6 +113,23 @@ def interrupt(db: str, session_id: str) -> None:
     turn.feed("Sunflowers would")
     print(REPLY_READY, flush=True)
     time.sleep(3600)  # killed here, mid-reply
+
+
+def kill_mid_reply(db: Path, session_id: str, *, timeout: float = 240) -> None:
+    """Run ``interrupt`` in a child and kill it -9 once it is inside the reply: a
+    database whose last turn a crash cut off. ``timeout`` is a hang guard for the
+    child's exit, never a speed claim."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", __name__, "interrupt", str(db), session_id],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    if not any(line.strip() == REPLY_READY for line in child.stdout):
+        raise AssertionError(f"the child never reached the reply: {child.communicate()[1][-2000:]}")
+    child.send_signal(signal.SIGKILL)
+    child.communicate(timeout=timeout)
 
 
 def main(argv: list[str]) -> int:
