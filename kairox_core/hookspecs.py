@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from kairox_core.memory.base import MemoryStore
     from kairox_core.providers.base import ModelProvider
     from kairox_core.retrieval.base import EmbeddingBackend, Reranker, WorkspaceRetriever
-    from kairox_core.store.protocol import Storage
+    from kairox_core.store.base import Storage
 
 hookspec = pluggy.HookspecMarker("kairox")
 hookimpl = pluggy.HookimplMarker("kairox")
