@@ -14,7 +14,7 @@ and calls the factory with the validated model as ``options=`` (see plugin_optio
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Never, Protocol, TypeVar
 
 import pluggy
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from kairox_core.compaction.base import CompactionStrategy
+    from kairox_core.config.model import KairoxConfig
     from kairox_core.events import Event
     from kairox_core.memory.base import MemoryStore
     from kairox_core.providers.base import ModelProvider
@@ -45,10 +46,9 @@ class Registrar(Protocol[F_contra]):
 
 class CompactionStrategyFactory(Protocol):
     """``factory(config=KairoxConfig, profile=str | None)`` -> the strategy ``[compaction]
-    strategy`` names (``config`` is left open here: the configuration module imports the
-    plugin host, so naming it would close an import circle)."""
+    strategy`` names, for the session's profile (None: outside a session)."""
 
-    def __call__(self, *, config: Any, profile: str | None) -> CompactionStrategy: ...
+    def __call__(self, *, config: KairoxConfig, profile: str | None) -> CompactionStrategy: ...
 
 
 # What each registry's factories are. Where a registration may carry an options model,
@@ -62,10 +62,11 @@ EmbeddingBackendFactory = Callable[..., "EmbeddingBackend"]
 RetrieverFactory = Callable[..., "WorkspaceRetriever"]
 # factory(config: ProviderConfig[, options=Model]) -> ModelProvider
 ModelProviderFactory = Callable[..., "ModelProvider"]
-# factory(ctx: EngineContext) -> Engine. Typed loosely on purpose: this module sits below
-# the seams and the engines, and naming them here would import upwards; the facade checks
-# that each product is an ``Engine`` when it builds it.
-EngineFactory = Callable[[Any], object]
+# factory(ctx: EngineContext) -> Engine: typed with those names in kairox_core.engines
+# (``EngineFactory``, ``EngineRegistrar``, the ``ENGINES`` registry the facade reads).
+# This module sits below the seams (the core looks plugins up through the registry), so
+# here it is any one-argument callable; the facade checks each product is an ``Engine``.
+EngineFactory = Callable[[Never], object]
 # factory(target: str) -> Storage (a path or a URL)
 StorageFactory = Callable[[str], "Storage"]
 # factory(**reranker_options) -> Reranker
@@ -80,7 +81,7 @@ EngineRegistrar = Registrar[EngineFactory]
 StorageRegistrar = Registrar[StorageFactory]
 RerankerRegistrar = Registrar[RerankerFactory]
 # any of the above, for a plugin that does not care which
-Register = Registrar[Callable[..., Any]]
+Register = Registrar[Callable[..., object]]
 
 
 @hookspec

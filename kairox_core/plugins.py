@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from kairox_core.hookspecs import (
         CompactionStrategyFactory,
         EmbeddingBackendFactory,
-        EngineFactory,
         MemoryStoreFactory,
         ModelProviderFactory,
         RerankerFactory,
@@ -46,7 +45,9 @@ F = TypeVar("F", bound=Callable[..., object])
 @dataclass(frozen=True)
 class Category(Generic[F]):
     """One registry, typed with its factories' signature: ``host.get(STORAGE, name)`` is
-    a ``Registration[StorageFactory]``, so calling its factory is type-checked."""
+    a ``Registration[StorageFactory]``, so calling its factory is type-checked. A
+    registry whose products live above this module is typed where they do
+    (``kairox_core.engines.ENGINES``)."""
 
     key: str
 
@@ -56,7 +57,6 @@ EMBEDDING_BACKENDS: Category[EmbeddingBackendFactory] = Category("embedding_back
 RETRIEVERS: Category[RetrieverFactory] = Category("retrievers")
 COMPACTION_STRATEGIES: Category[CompactionStrategyFactory] = Category("compaction_strategies")
 MODEL_PROVIDERS: Category[ModelProviderFactory] = Category("model_providers")
-ENGINES: Category[EngineFactory] = Category("engines")
 STORAGE: Category[StorageFactory] = Category("storage")
 RERANKERS: Category[RerankerFactory] = Category("rerankers")
 

@@ -47,7 +47,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "turn_status",
         ),
     ),
-    ("configuration", ("config",)),  # checks its plugin names against the registry
+    # ``kairox_core.config`` (the package) re-exports the check of the names and options
+    # plugins provide, which reads the registry
+    ("configuration", ("config", "config.plugin_check")),
     ("registry", ("plugins", "plugin_options", "hookspecs")),
     (
         "protocols",
@@ -60,6 +62,23 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "compaction.base",
             "store.base",
             "longterm.store",
+        ),
+    ),
+    (
+        "settings",  # the configuration's sections and loader, named by the protocols
+        (
+            "config.base",
+            "config.compaction",
+            "config.kairox",
+            "config.loader",
+            "config.longterm",
+            "config.memory",
+            "config.model",
+            "config.profiles",
+            "config.recall",
+            "config.retrieval",
+            "config.sources",
+            "config.tools",
         ),
     ),
     (
@@ -107,10 +126,7 @@ def layer_of(module: str) -> int:
 def violations(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     """(importer, imported) pairs where the imported module is in a higher layer."""
     return sorted(
-        (m, t)
-        for m, targets in graph.items()
-        for t in targets
-        if layer_of(t) < layer_of(m)
+        (m, t) for m, targets in graph.items() for t in targets if layer_of(t) < layer_of(m)
     )
 
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairox_core.capabilities import verify
-from kairox_core.retrieval.base import WorkspaceRetriever
+from kairox_core.retrieval.base import EmbeddingBackend, WorkspaceRetriever
 from kairox_core.retrieval.composite import CompositeWorkspaceRetriever, RetrieverSource
 from kairox_core.retrieval.isolation import IsolatedRetriever, is_third_party
 
+if TYPE_CHECKING:
+    from kairox_core.config import KairoxConfig, KnowledgeBaseConfig
 
-def build_knowledge_base(kb: Any) -> WorkspaceRetriever:
+
+def build_knowledge_base(kb: KnowledgeBaseConfig) -> WorkspaceRetriever:
     """The retriever for one ``[knowledge_bases.<id>]``; an unknown kind names its plugin,
     and keys its options model rejects are a ``ConfigError``."""
     from kairox_core.plugin_options import knowledge_base_key, validate_options
@@ -28,12 +31,12 @@ def build_knowledge_base(kb: Any) -> WorkspaceRetriever:
 
 
 def retriever_for_profile(
-    config: Any,
+    config: KairoxConfig,
     profile: str | None,
     database_path: str | os.PathLike[str] | Any,
     *,
     workspace_id: str = "default",
-    backend: Any = None,
+    backend: EmbeddingBackend | None = None,
 ) -> CompositeWorkspaceRetriever:
     """The composite a turn under ``profile`` (a name or alias) queries.
 

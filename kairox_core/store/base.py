@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import threading
 
     from kairox_core.capabilities import IndexCapabilities, StorageCapabilities
+    from kairox_core.config.model import KairoxConfig
     from kairox_core.events import Event
     from kairox_core.longterm.store import LongTermStore
     from kairox_core.markers import MemoryScope
@@ -235,7 +236,7 @@ class Storage(Protocol):
         ...
 
     def workspace_index(
-        self, config: Any, space: str, *, backend: EmbeddingBackend | None = None
+        self, config: KairoxConfig, space: str, *, backend: EmbeddingBackend | None = None
     ) -> WorkspaceIndex:
         """The retrieval index of one space (a workspace, or a session's recall)."""
         ...

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairox_core.chat.engine import ChatEngine, TurnOutcome
 from kairox_core.errors import KairoxError, StorageError
@@ -20,11 +20,14 @@ from kairox_core.providers.base import ModelProvider
 from kairox_core.providers.resolve import build_provider, choose_provider
 from kairox_core.web.serialize import event_json, proposal_json
 
+if TYPE_CHECKING:
+    from kairox_core.config import KairoxConfig
+
 
 class Providers:
     """One model provider per profile, built on first use."""
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: KairoxConfig) -> None:
         self.config = config
         self._built: dict[str, tuple[ModelProvider, str]] = {}
 
