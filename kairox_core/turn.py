@@ -64,9 +64,9 @@ class TurnOwner(Protocol):
         profile: str | None = None,
         before_seq: int | None = None,
         after_prompt: Sequence[HistoryUnit] = (),
-        hits: Sequence[Any] | None = None,
+        hits: Sequence[RetrievalHit] | None = None,
         contributions: Sequence[Contribution] | None = None,
-    ) -> tuple[AssembledContext, list[Any], list[Contribution]]: ...
+    ) -> tuple[AssembledContext, list[RetrievalHit], list[Contribution]]: ...
 
     async def _after_turn(self, result: TurnResult) -> None: ...
 
@@ -95,7 +95,7 @@ class Turn:
         prompt: str,
         prompt_seq: int,
         context: AssembledContext,
-        hits: list[Any],
+        hits: list[RetrievalHit],
         *,
         contributions: Sequence[Contribution] = (),
         instructions: tuple[str, ...] = (),
@@ -269,7 +269,7 @@ class Turn:
                 stored = services.events.append_many(batch)[-1]
                 if markers:
                     untrusted = [e.result for e in self._tool_events]
-                    untrusted += [getattr(h, "text", "") for h in (*self.hits, *recalled)]
+                    untrusted += [h.text for h in (*self.hits, *recalled)]
                     proposals, memory_events = self._route(markers, untrusted)
             result = TurnResult(
                 turn_id=self.turn_id,

@@ -27,6 +27,7 @@ from kairox_core.events import (
     MemoryProposed,
     MemoryRejected,
 )
+from kairox_core.markers import InvalidMarker
 from kairox_core.memory.records import Proposal
 from kairox_core.prompt import front_end_system_prompt
 from kairox_core.providers.base import ModelProvider
@@ -52,7 +53,7 @@ class TurnOutcome:
     proposals: list[MemoryProposed] = field(default_factory=list)  # waiting for a person
     pending: list[Proposal] = field(default_factory=list)  # the same, as records
     accepted: list[MemoryAccepted] = field(default_factory=list)  # session scope, untainted
-    invalid: list[Any] = field(default_factory=list)  # markers the model got wrong
+    invalid: list[InvalidMarker] = field(default_factory=list)  # markers the model got wrong
     compaction: list[Event] = field(default_factory=list)
     error: str | None = None
     acknowledgement: str = ""  # shown when the reply was memory tags and nothing else

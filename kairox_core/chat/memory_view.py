@@ -13,6 +13,7 @@ proposals waiting for a decision (pending_pane.py: ``a``/``r``/``e``). The Long-
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -97,7 +98,7 @@ class MemoryView(Screen[None]):
             await body.remove_children()
             await body.mount(Static(Text(f"the next turn would be refused:\n{exc}", "red")))
             return
-        self.summaries = list(getattr(session.compaction, "summaries", []) or [])
+        self.summaries = list(session.compaction.summaries)
         focused = self.focused.summary.seq if isinstance(self.focused, SummaryCard) else None
         await body.remove_children()
         header = render_header(context.trace)
@@ -326,7 +327,7 @@ class MemoryView(Screen[None]):
     async def _call_session(self, name: str, *args: Any, **kwargs: Any) -> None:
         try:
             result = getattr(self.engine.session, name)(*args, **kwargs)
-            if hasattr(result, "__await__"):
+            if inspect.isawaitable(result):
                 await result
         except KairoxError as exc:
             self.notify(str(exc), severity="error")

@@ -57,7 +57,7 @@ class PendingPane(Vertical):
         for p in pending:
             body = p.body if len(p.body) <= 80 else p.body[:77] + "..."
             taint = " ⚠" if p.tainted else ""
-            scope = getattr(p.scope, "value", p.scope)
+            scope = p.scope.value
             table.add_row(f"{scope}{taint}", p.key or "-", body, p.session_id, p.id, key=p.id)
         if pending:
             table.move_cursor(row=min(row, len(pending) - 1), animate=False)

@@ -105,7 +105,7 @@ async def stream_turn(
             "acknowledgement": outcome.acknowledgement,
             "unsaved": outcome.unsaved,
             "turn_id": outcome.turn_id,
-            "invalid": [getattr(i, "reason", str(i)) for i in outcome.invalid],
+            "invalid": [i.reason for i in outcome.invalid],
             # what the person is told about them, once each
             "notes": list(dict.fromkeys(i.describe() for i in outcome.invalid)),
         },
