@@ -13,13 +13,14 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import pluggy
+from pluggy import HookImpl
 from pydantic import BaseModel
 
 from kairox_core import hookspecs
@@ -409,11 +410,19 @@ class PluginHost:
         if _env_flag("KAIROX_TRACE_PLUGINS"):
             print(f"kairox-trace: {hook_name} -> {plugin_name}", file=sys.stderr)
 
-    def _trace_before(self, hook_name: str, impls: Any, kwargs: Any) -> None:
+    def _trace_before(
+        self, hook_name: str, impls: Sequence[HookImpl], kwargs: Mapping[str, object]
+    ) -> None:
         names = ", ".join(i.plugin_name for i in impls)
         print(f"kairox-trace: call {hook_name}({', '.join(kwargs)}) -> [{names}]", file=sys.stderr)
 
-    def _trace_after(self, outcome: Any, hook_name: str, impls: Any, kwargs: Any) -> None:
+    def _trace_after(
+        self,
+        outcome: object,
+        hook_name: str,
+        impls: Sequence[HookImpl],
+        kwargs: Mapping[str, object],
+    ) -> None:
         print(f"kairox-trace: done {hook_name}", file=sys.stderr)
 
 

@@ -182,7 +182,7 @@ class Session:
         after_prompt: Sequence[HistoryUnit] = (),
         hits: Sequence[RetrievalHit] | None = None,
         contributions: Sequence[Contribution] | None = None,
-    ) -> tuple[AssembledContext, list[Any], list[Contribution]]:
+    ) -> tuple[AssembledContext, list[RetrievalHit], list[Contribution]]:
         """The context for ``prompt``; ``hits``/``contributions`` (None: search now,
         ask the engines now) are the retrieval hits and the engines' contributions
         (recalled past turns among them), also returned."""

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from kairox_core.context import AssembledContext, ContextAssembler
     from kairox_core.context.contributions import Contribution
     from kairox_core.context.sources import HistoryUnit
+    from kairox_core.context.trace import ContextTrace
     from kairox_core.session_services import SessionServices
 
 # ModelTokenDelta batching: deltas are buffered and written as one event per batch, so a
@@ -132,7 +133,7 @@ class Turn:
         return self.context.messages
 
     @property
-    def trace(self) -> Any:
+    def trace(self) -> ContextTrace:
         return self.context.trace
 
     @property

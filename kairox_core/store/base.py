@@ -29,6 +29,12 @@ if TYPE_CHECKING:
     from kairox_core.retrieval.documents import DocumentInput
 
 
+# One row of ``EventLog.history_rows`` (``event_rows.HISTORY_COLUMNS``): seq, kind (an
+# index into ``HISTORY_KINDS``), turn_id, the stored token count (None: not under the
+# scheme asked for), extra (JSON text or None) and the message text.
+HistoryRow = tuple[int, int, str | None, int | None, str | None, str]
+
+
 @dataclass(frozen=True)
 class Row:
     """One conversation event, light: enough to plan a compaction, not to summarise."""
@@ -136,11 +142,11 @@ class EventLog(Protocol):
         above: int | None = None,
         limit: int | None = None,
         counter_key: str | None = None,
-    ) -> list[tuple[Any, ...]]: ...
+    ) -> list[HistoryRow]: ...
     def compaction_running(self, session_id: str) -> int | None: ...
     def indexed_stretch(self, session_id: str) -> tuple[int, int] | None: ...
     def set_indexed_stretch(self, session_id: str, low: int, last: int) -> None: ...
-    def atomic(self) -> AbstractContextManager[Any]: ...
+    def atomic(self) -> AbstractContextManager[object]: ...
     def close(self) -> None: ...
 
 
@@ -231,7 +237,7 @@ class Storage(Protocol):
         when ``capabilities.longterm`` is declared."""
         ...
 
-    def atomic(self) -> AbstractContextManager[Any]:
+    def atomic(self) -> AbstractContextManager[object]:
         """All or nothing across events, memories and proposals; nests."""
         ...
 
@@ -247,6 +253,7 @@ class Storage(Protocol):
 __all__ = [
     "Claim",
     "EventLog",
+    "HistoryRow",
     "Lease",
     "LeaseStore",
     "ProposalStore",

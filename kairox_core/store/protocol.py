@@ -36,6 +36,7 @@ from kairox_core.memory.records import MemoryRecord, MemoryVersion, Proposal, Pr
 from kairox_core.store.base import (
     Claim,
     EventLog,
+    HistoryRow,
     Lease,
     LeaseStore,
     ProposalStore,
@@ -50,6 +51,7 @@ __all__ = [
     "Claim",
     "Embed",
     "EventLog",
+    "HistoryRow",
     "IndexCapabilities",
     "Lease",
     "LeaseStore",
