@@ -532,7 +532,7 @@ class WorkspaceRagIndex(IndexSearch):
             "(SELECT count(*) FROM rag_chunks c WHERE c.document_id = d.id) "
             "FROM rag_documents d WHERE d.workspace_id = ?"
         )
-        args: list[Any] = [self.workspace_id]
+        args: list[object] = [self.workspace_id]
         if origin is not None:
             sql += " AND d.origin = ?"
             args.append(origin)

@@ -259,7 +259,7 @@ class EventStore(DatabaseStore, SqlEventLog[Database]):
         With ``above``: the rows above it, oldest first; otherwise newest first below
         ``below`` (None: from the newest), at most ``limit``."""
         sql = f"SELECT {_HISTORY_SELECT} WHERE session_id = ?"
-        params: list[Any] = [counter_key, session_id]
+        params: list[object] = [counter_key, session_id]
         if above is not None:
             sql += " AND seq > ? ORDER BY seq"
             params.append(above)

@@ -80,7 +80,7 @@ class SqlEventLog(SqlStore[DB], ABC):
     ) -> list[Event]:
         """The session's events in seq order, optionally a seq range (inclusive) and types."""
         sql = "SELECT data FROM events WHERE session_id = ?"
-        params: list[Any] = [session_id]
+        params: list[object] = [session_id]
         if first_seq is not None:
             sql += " AND seq >= ?"
             params.append(first_seq)
@@ -147,7 +147,7 @@ class SqlEventLog(SqlStore[DB], ABC):
                 f"{dialect.json_text('data', 'payload', 'tokens')} AS tokens "
                 f"FROM events WHERE session_id = ? AND {_CONVERSATION}"
             )
-            params: list[Any] = [session_id, *CONVERSATION_TYPES]
+            params: list[object] = [session_id, *CONVERSATION_TYPES]
             if first_seq is not None:
                 sql += " AND seq >= ?"
                 params.append(first_seq)
@@ -179,7 +179,7 @@ class SqlEventLog(SqlStore[DB], ABC):
         """Seqs of conversation events below ``below`` (None: all), newest first, at
         most ``limit``."""
         sql = f"SELECT seq FROM events WHERE session_id = ? AND {_CONVERSATION}"
-        params: list[Any] = [session_id, *CONVERSATION_TYPES]
+        params: list[object] = [session_id, *CONVERSATION_TYPES]
         if below is not None:
             sql += " AND seq < ?"
             params.append(below)
@@ -230,7 +230,7 @@ class SqlEventLog(SqlStore[DB], ABC):
     ) -> list[SessionInfo]:
         """Every session (or one workspace's), oldest first."""
         sql = "SELECT * FROM sessions WHERE 1 = 1"
-        params: list[Any] = []
+        params: list[object] = []
         if workspace_id is not None:
             sql += " AND workspace_id = ?"
             params.append(workspace_id)
