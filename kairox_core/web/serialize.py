@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from enum import Enum
 from typing import Any
 
 
 def _plain(value: Any) -> Any:
-    if hasattr(value, "value") and not isinstance(value, (str, int, float)):
-        return value.value  # an Enum (MemoryScope)
+    if isinstance(value, Enum) and not isinstance(value, (str, int, float)):
+        return value.value  # an Enum that JSON would not write as its value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, (list, tuple)):
