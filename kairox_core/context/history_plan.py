@@ -4,6 +4,7 @@ orphan (a reply or tool call whose user message is gone)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from typing import Literal, cast
 
 from kairox_core.context.sources import (
     HistorySource,
@@ -29,6 +30,25 @@ class _Replay:
             yield unit
 
 
+_KINDS: dict[type, Literal["windowed", "source", "iterable"]] = {}
+
+
+def _kind(history: object) -> Literal["windowed", "source", "iterable"]:
+    """Which protocol the history's class implements, checked once per class (a
+    protocol ``isinstance`` costs tens of microseconds, paid once instead of per turn)."""
+    cls = type(history)
+    kind = _KINDS.get(cls)
+    if kind is None:
+        if isinstance(history, WindowedHistory):
+            kind = "windowed"
+        elif isinstance(history, HistorySource):
+            kind = "source"
+        else:
+            kind = "iterable"
+        _KINDS[cls] = kind
+    return kind
+
+
 class HistoryWindow:
     """What the assembler asks of history: ``take(room)``, the newest units that fit in
     ``room`` tokens (stopping at the first that does not) and that first unit (None:
@@ -38,12 +58,16 @@ class HistoryWindow:
     take: Callable[[int], tuple[list[HistoryUnit], HistoryUnit | None]]
 
     def __init__(self, history: HistorySource | Iterable[HistoryUnit]) -> None:
-        if isinstance(history, WindowedHistory):
-            self.take = history.within
+        kind = _kind(history)
+        if kind == "windowed":
+            self.take = cast(WindowedHistory, history).within
             return
-        replay = _Replay(
-            history.newest_first() if isinstance(history, HistorySource) else iter(history)
+        units = (
+            cast(HistorySource, history).newest_first()
+            if kind == "source"
+            else iter(cast(Iterable[HistoryUnit], history))
         )
+        replay = _Replay(units)
         self.take = lambda room: units_within(replay.replay(), room)
 
     def held(self, room: int) -> set[int]:
