@@ -14,7 +14,7 @@ proposals waiting for a decision (pending_pane.py: ``a``/``r``/``e``). The Long-
 from __future__ import annotations
 
 import inspect
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import work
@@ -35,6 +35,9 @@ from kairox_core.errors import KairoxError
 from kairox_core.summary_lines import numbered_lines
 from kairox_core.usage import SessionUsage, usage
 
+if TYPE_CHECKING:
+    from kairox_core.chat.engine import ChatEngine
+
 SCOPES = ("user", "workspace", "session")
 
 
@@ -53,7 +56,7 @@ class MemoryView(Screen[None]):
         Binding("r", "refresh", "Refresh"),
     ]
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: ChatEngine) -> None:
         super().__init__()
         self.engine = engine
         self.summaries: list[Any] = []

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kairox_core.events import Event
+    from kairox_core.memory.records import MemoryRecord, Proposal
 
 
 def _plain(value: Any) -> Any:
@@ -19,18 +23,18 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def event_json(event: Any) -> dict[str, Any]:
+def event_json(event: Event) -> dict[str, Any]:
     """An event with its type, seq and payload (``Event.to_dict``)."""
     data: dict[str, Any] = event.to_dict()
     return data
 
 
-def proposal_json(proposal: Any) -> dict[str, Any]:
+def proposal_json(proposal: Proposal) -> dict[str, Any]:
     data: dict[str, Any] = proposal.as_dict()
     return data
 
 
-def memory_json(record: Any) -> dict[str, Any]:
+def memory_json(record: MemoryRecord) -> dict[str, Any]:
     data: dict[str, Any] = record.as_dict()
     return data
 

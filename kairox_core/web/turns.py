@@ -22,6 +22,8 @@ from kairox_core.web.serialize import event_json, proposal_json
 
 if TYPE_CHECKING:
     from kairox_core.config import KairoxConfig
+    from kairox_core.facade import Kairox
+    from kairox_core.session import Session
 
 
 class Providers:
@@ -49,7 +51,7 @@ def sse(event: str, data: Any) -> str:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-def engine_for(kx: Any, providers: Providers, session: Any) -> ChatEngine:
+def engine_for(kx: Kairox, providers: Providers, session: Session) -> ChatEngine:
     provider, note = providers.get(session.profile)
     return ChatEngine(kx, session, kx.config, provider=provider, provider_note=note)
 
