@@ -14,7 +14,7 @@ and calls the factory with the validated model as ``options=`` (see plugin_optio
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Never, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Never, Protocol, TypeVar
 
 import pluggy
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from kairox_core.compaction.base import CompactionStrategy
     from kairox_core.config.model import KairoxConfig
+    from kairox_core.config.sources import KnowledgeBaseConfig, ProviderConfig
     from kairox_core.events import Event
     from kairox_core.memory.base import MemoryStore
     from kairox_core.providers.base import ModelProvider
@@ -51,17 +52,34 @@ class CompactionStrategyFactory(Protocol):
     def __call__(self, *, config: KairoxConfig, profile: str | None) -> CompactionStrategy: ...
 
 
-# What each registry's factories are. Where a registration may carry an options model,
-# the factory takes either the section's keys or ``options=<Model>``, so its parameters
-# are left open (``...``) and only what it returns is fixed.
+# What each registry's factories are. A kind registered with an options model is called
+# with ``options=<Model>`` (the ``*WithOptions`` protocols; the core casts to the one its
+# registration says). Embedding backends and rerankers take their section's keys as
+# keyword arguments (any names), so their parameters are left open (``...``) and only
+# what they return is fixed.
 # factory(path) -> MemoryStore
 MemoryStoreFactory = Callable[[str], "MemoryStore"]
 # factory(**backend_options) -> EmbeddingBackend; factory(options=Model) with a model
 EmbeddingBackendFactory = Callable[..., "EmbeddingBackend"]
-# factory(kb: KnowledgeBaseConfig[, options=Model]) -> WorkspaceRetriever
-RetrieverFactory = Callable[..., "WorkspaceRetriever"]
-# factory(config: ProviderConfig[, options=Model]) -> ModelProvider
-ModelProviderFactory = Callable[..., "ModelProvider"]
+
+
+class RetrieverWithOptions(Protocol):
+    """A knowledge-base kind registered with ``options=Model``: called with the validated
+    model (typed ``Any`` here so a factory may name its own model class)."""
+
+    def __call__(self, kb: KnowledgeBaseConfig, /, *, options: Any) -> WorkspaceRetriever: ...
+
+
+class ProviderWithOptions(Protocol):
+    """A provider kind registered with ``options=Model``: called with the validated model."""
+
+    def __call__(self, config: ProviderConfig, /, *, options: Any) -> ModelProvider: ...
+
+
+# factory(kb) -> WorkspaceRetriever; factory(kb, options=<Model>) with a model
+RetrieverFactory = Callable[["KnowledgeBaseConfig"], "WorkspaceRetriever"] | RetrieverWithOptions
+# factory(config) -> ModelProvider; factory(config, options=<Model>) with a model
+ModelProviderFactory = Callable[["ProviderConfig"], "ModelProvider"] | ProviderWithOptions
 # factory(ctx: EngineContext) -> Engine: typed with those names in kairox_core.engines
 # (``EngineFactory``, ``EngineRegistrar``, the ``ENGINES`` registry the facade reads).
 # This module sits below the seams (the core looks plugins up through the registry), so

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kairox_core.capabilities import verify
 from kairox_core.retrieval.base import EmbeddingBackend, WorkspaceRetriever
@@ -11,7 +11,10 @@ from kairox_core.retrieval.composite import CompositeWorkspaceRetriever, Retriev
 from kairox_core.retrieval.isolation import IsolatedRetriever, is_third_party
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from kairox_core.config import KairoxConfig, KnowledgeBaseConfig
+    from kairox_core.hookspecs import RetrieverWithOptions
 
 
 def build_knowledge_base(kb: KnowledgeBaseConfig) -> WorkspaceRetriever:
@@ -22,11 +25,11 @@ def build_knowledge_base(kb: KnowledgeBaseConfig) -> WorkspaceRetriever:
 
     reg = get_plugins().get(RETRIEVERS, kb.kind, context=f"knowledge_bases.{kb.id}.kind")
     retriever: WorkspaceRetriever
-    if reg.options is None:
-        retriever = reg.factory(kb)
+    if reg.options is None:  # registered without a model: factory(kb)
+        retriever = cast("Callable[[KnowledgeBaseConfig], WorkspaceRetriever]", reg.factory)(kb)
     else:
         options = validate_options(reg.options, kb.options, key=knowledge_base_key(kb))
-        retriever = reg.factory(kb, options=options)
+        retriever = cast("RetrieverWithOptions", reg.factory)(kb, options=options)
     return verify(retriever, f"knowledge-base kind '{kb.kind}'")
 
 
