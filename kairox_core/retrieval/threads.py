@@ -26,9 +26,10 @@ import threading
 import time
 import types
 from collections.abc import Callable, Coroutine, Generator
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, TypeVarTuple, Unpack
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 
 IDLE_MAX = 8  # idle daemon threads kept for the next calls
@@ -71,30 +72,33 @@ def _submit(job: Callable[[], Callable[[], None]]) -> None:
     worker.jobs.put(job)
 
 
-async def run_blocking(fn: Callable[..., T], /, *args: Any, name: str = "kairox-source") -> T:
+async def run_blocking(
+    fn: Callable[[Unpack[Ts]], T], /, *args: Unpack[Ts], name: str = "kairox-source"
+) -> T:
     """``fn(*args)`` in a daemon thread; cancelling the await abandons the thread.
     (``name`` is kept for callers; the reused threads are named kairox-blocking.)"""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
     context = contextvars.copy_context()
 
-    def settle(ok: bool, value: Any) -> None:
+    def settle(outcome: tuple[Literal[True], T] | tuple[Literal[False], Exception]) -> None:
         if future.done():  # the caller timed out or was cancelled
             return
-        if ok:
-            future.set_result(value)
+        if outcome[0]:
+            future.set_result(outcome[1])
         else:
-            future.set_exception(value)
+            future.set_exception(outcome[1])
 
     def work() -> Callable[[], None]:
+        outcome: tuple[Literal[True], T] | tuple[Literal[False], Exception]
         try:
-            outcome: tuple[bool, Any] = (True, context.run(fn, *args))
+            outcome = (True, context.run(fn, *args))
         except Exception as exc:
             outcome = (False, exc)
 
         def deliver() -> None:
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-                loop.call_soon_threadsafe(settle, *outcome)
+                loop.call_soon_threadsafe(settle, outcome)
 
         return deliver
 
