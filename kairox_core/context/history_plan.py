@@ -34,8 +34,8 @@ _KINDS: dict[type, Literal["windowed", "source", "iterable"]] = {}
 
 
 def _kind(history: object) -> Literal["windowed", "source", "iterable"]:
-    """Which protocol the history's class implements, checked once per class (a
-    protocol ``isinstance`` costs tens of microseconds, paid once instead of per turn)."""
+    """Which protocol the history's class implements, checked once per class: a
+    protocol ``isinstance`` looks up each of its members, every time it runs."""
     cls = type(history)
     kind = _KINDS.get(cls)
     if kind is None:
