@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairox_core.events import Event
 from kairox_core.store.event_rows import (
@@ -31,6 +31,9 @@ from kairox_core.store.event_rows import (
     wanted_types,
 )
 from kairox_core.store.sql.dialect import DB, SqlStore
+
+if TYPE_CHECKING:
+    from kairox_core.store.base import HistoryRow
 
 _CONVERSATION = f"type IN ({', '.join('?' * len(CONVERSATION_TYPES))})"
 _COMPACTION = f"type IN ({', '.join('?' * len(COMPACTION_EVENT_TYPES))})"
@@ -169,7 +172,7 @@ class SqlEventLog(SqlStore[DB], ABC):
         above: int | None = None,
         limit: int | None = None,
         counter_key: str | None = None,
-    ) -> list[tuple[Any, ...]]:
+    ) -> list[HistoryRow]:
         """What history renders (``event_rows.HISTORY_COLUMNS``: ``tokens`` is None
         unless counted under ``counter_key``). With ``above``: the rows above it, oldest
         first; otherwise newest first below ``below`` (None: from the newest), at most
