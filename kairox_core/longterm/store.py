@@ -92,7 +92,7 @@ class LongTermStore(Protocol):
         """What it supports beyond this protocol (``when_free``: a probe without waiting)."""
         ...
 
-    def atomic(self) -> AbstractContextManager[Any]:
+    def atomic(self) -> AbstractContextManager[object]:
         """The storage's transaction (nests)."""
         ...
 

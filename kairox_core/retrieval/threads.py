@@ -26,7 +26,7 @@ import threading
 import time
 import types
 from collections.abc import Callable, Coroutine, Generator
-from typing import Any, Literal, TypeVar, TypeVarTuple, Unpack
+from typing import Any, Literal, Protocol, TypeVar, TypeVarTuple, Unpack
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
@@ -106,7 +106,12 @@ async def run_blocking(
     return await future
 
 
-def if_free(lock: Any, fn: Callable[[], T]) -> T | None:
+class _Lock(Protocol):
+    def acquire(self, blocking: bool = ..., timeout: float = ...) -> bool: ...
+    def release(self) -> None: ...
+
+
+def if_free(lock: _Lock, fn: Callable[[], T]) -> T | None:
     """``fn()`` under ``lock`` if the lock is free at once, else None without waiting:
     a quick probe the event loop may run itself (an empty source known as such), never
     queued behind a writer holding the database."""
