@@ -65,7 +65,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
-        "settings",  # the configuration's sections and loader, named by the protocols
+        # the configuration's sections and loader, named by the protocols (a new section
+        # module is in "configuration", by the ``config`` prefix, until listed here)
+        "settings",
         (
             "config.base",
             "config.compaction",
