@@ -13,7 +13,9 @@ session is then resumed (a new engine on the same database and session id) and t
 Scored with the project's own parser (the events the turn raised):
 
 - tags right: a remember turn raised a memory with an expected scope, a key, and a
-  body holding the fact;
+  body holding the fact; the scope is the proposal's as stored, after the scope check
+  (``[memory] scope_check``) when it ran. ``written_ok`` counts the same with the scope
+  the model wrote in its tag, ``moved`` the proposals the check moved;
 - untagged: a remember turn raised no memory at all (the person was told something
   was kept, or nothing); ``unflagged`` of them got no "Nothing was saved" flag;
 - false tags: memories raised on turns that asked for none (plain and recall turns);
@@ -132,14 +134,22 @@ class TurnRecord:
     tags: list[tuple[str, str | None, str]] = field(default_factory=list)  # scope, key, body
     invalid: int = 0  # malformed tags the parser refused
     flagged: bool = False  # the chat said "Nothing was saved"
+    # ``tags`` with the scope the model wrote (None: as stored, no scope check moved one)
+    written: list[tuple[str, str | None, str]] | None = None
+    checks: list[str] = field(default_factory=list)  # the scope check's notes, if it ran
+
+    @property
+    def as_written(self) -> list[tuple[str, str | None, str]]:
+        return self.tags if self.written is None else self.written
 
 
-def right_tag(record: TurnRecord) -> bool:
-    """A memory with an expected scope, a key, and the fact in its body."""
+def right_tag(record: TurnRecord, *, as_written: bool = False) -> bool:
+    """A memory with an expected scope, a key, and the fact in its body (``as_written``:
+    judged by the scope the model wrote, not the one stored after the scope check)."""
     fact = FACTS[record.index]
     return any(
         scope in fact.scopes and bool(key) and fact.word in body.lower()
-        for scope, key, body in record.tags
+        for scope, key, body in (record.as_written if as_written else record.tags)
     )
 
 
@@ -157,6 +167,11 @@ def score(records: Sequence[TurnRecord]) -> dict[str, Any]:
     return {
         "tags_ok": sum(right_tag(r) for r in remember),
         "tags_asked": len(remember),
+        "written_ok": sum(right_tag(r, as_written=True) for r in remember),
+        "moved": sum(
+            w[0] != t[0] for r in records for w, t in zip(r.as_written, r.tags, strict=True)
+        ),
+        "check_failed": sum("scope check failed" in n for r in records for n in r.checks),
         "wrong_scope": sum(
             bool(r.tags) and all(s not in FACTS[r.index].scopes for s, _, _ in r.tags)
             for r in remember
@@ -200,6 +215,9 @@ async def _ask(engine: Any, kind: Kind, index: int) -> TurnRecord:
         [(e.scope, e.key, e.body) for e in raised],
         len(outcome.invalid),
         bool(outcome.unsaved),
+        # a session memory taken at once was written as session: no check moves into it
+        written=[(getattr(e, "model_scope", None) or e.scope, e.key, e.body) for e in raised],
+        checks=[v.note for v in outcome.scope_checks],
     )
     decide(engine, record, outcome.proposals)
     return record
@@ -235,14 +253,24 @@ async def converse(
     return records
 
 
-def chat_config(*, history_tags: bool, reserve: int, system_prompt: str | None = None) -> Any:
+def chat_config(
+    *,
+    history_tags: bool,
+    reserve: int,
+    system_prompt: str | None = None,
+    scope_check: bool | None = None,
+) -> Any:
     """The configuration the conversation runs under: the defaults, but for the
-    history switch, the reply length and (to compare wordings) the system prompt."""
+    history switch, the reply length, the scope check (None: the default) and (to
+    compare wordings) the system prompt."""
     from kairox_core.config import parse_config
 
+    memory: dict[str, Any] = {"history_tags": history_tags}
+    if scope_check is not None:
+        memory["scope_check"] = scope_check
     raw: dict[str, Any] = {
         "profiles": {"default": {"context_window": 8192, "reserve": reserve}},
-        "memory": {"history_tags": history_tags},
+        "memory": memory,
     }
     if system_prompt:
         raw["kairox"] = {"system_prompt": system_prompt}

@@ -26,6 +26,7 @@ and history setting instead (``benchmarks/conversation.py`` says what it scores)
 
     nice python benchmarks/protocol.py [--models a,b] [--json] [--show]
     nice python benchmarks/protocol.py --conversation [--history-tags off,on] [--models a,b]
+        [--scope-check off,on]
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -98,9 +100,15 @@ MAX_TOKENS = 120
 
 
 async def _turn(
-    provider: Any, prompt: str, *, memory: tuple[str, str, str] | None, system: str | None
+    provider: Any,
+    prompt: str,
+    *,
+    memory: tuple[str, str, str] | None,
+    system: str | None,
+    scope_check: bool = False,
 ) -> dict[str, Any]:
-    """One prompt in a fresh session: the real assembled context, a streamed reply."""
+    """One prompt in a fresh session: the real assembled context, a streamed reply
+    (``scope_check``: each tag's scope then goes through the chat's scope check)."""
     from kairox_core import Kairox
     from kairox_core.chat.prompt import system_prompt_for
     from kairox_core.config import parse_config
@@ -131,13 +139,20 @@ async def _turn(
             await kx.aclose()
     raw = "".join(parts)
     found = extract_memory_markers(raw)
+    checked = list(found.markers)
+    if scope_check:
+        from kairox_core.memory.scope_check import provider_check
+
+        check = provider_check(provider, timeout=60.0)
+        checked = [replace(m, scope=(await check(m)).scope) for m in found.markers]
     tokens = usage.completion_tokens if usage else 0
     gen = (end - first) if first is not None else 0.0
     return {
         "prompt": prompt,
         "raw": raw,
         "visible": found.visible.strip(),
-        "markers": [(m.scope, m.key, m.body) for m in found.markers],
+        "markers": [(m.scope, m.key, m.body) for m in checked],  # after the check
+        "written": [(m.scope, m.key, m.body) for m in found.markers],
         "invalid": [i.reason for i in found.invalid],
         "tags": raw.count("<memory"),
         "first_token_s": (first - start) if first is not None else None,
@@ -146,7 +161,9 @@ async def _turn(
     }
 
 
-async def run_model(name: str, system: str | None = None) -> dict[str, Any]:
+async def run_model(
+    name: str, system: str | None = None, scope_check: bool = False
+) -> dict[str, Any]:
     from kairox_core.config import ProviderConfig
     from kairox_llamacpp.provider import LlamaCppProvider
 
@@ -157,15 +174,21 @@ async def run_model(name: str, system: str | None = None) -> dict[str, Any]:
     await provider.warm_up()
     load_s = time.perf_counter() - start
     try:
-        remember = [await _turn(provider, p, memory=None, system=system) for p, _, _ in REMEMBER]
+        remember = [
+            await _turn(provider, p, memory=None, system=system, scope_check=scope_check)
+            for p, _, _ in REMEMBER
+        ]
         plain = [await _turn(provider, p, memory=None, system=system) for p in PLAIN]
         recall = [await _turn(provider, q, memory=m, system=system) for m, q, _ in RECALL]
     finally:
         await provider.close()
-    tag_hits = [
-        any(scope in want and key and word in body.lower() for scope, key, body in r["markers"])
-        for r, (_, want, word) in zip(remember, REMEMBER, strict=True)
-    ]
+    tag_hits, written_hits = (
+        [
+            any(scope in want and key and word in body.lower() for scope, key, body in r[field])
+            for r, (_, want, word) in zip(remember, REMEMBER, strict=True)
+        ]
+        for field in ("markers", "written")
+    )
     recall_hits = [
         word in r["visible"].lower() for r, (_, _, word) in zip(recall, RECALL, strict=True)
     ]
@@ -175,14 +198,17 @@ async def run_model(name: str, system: str | None = None) -> dict[str, Any]:
     firsts = [r["first_token_s"] for r in everything if r["first_token_s"]]
     return {
         "model": name,
+        "scope_check": scope_check,
         "tags_ok": sum(tag_hits),
         "tags_asked": len(REMEMBER),
+        "written_ok": sum(written_hits),  # the same, with the scopes the model wrote
         "false_tags": sum(false_tags),
         "recall_ok": sum(recall_hits),
         "recall_asked": len(RECALL),
         "recall_retagged": sum(bool(r["tags"]) for r in recall),  # stored it again
         "held_out": {
             "tags_ok": sum(tag_hits[TUNED:]),
+            "written_ok": sum(written_hits[TUNED:]),
             "false_tags": sum(false_tags[TUNED:]),
             "recall_ok": sum(recall_hits[TUNED:]),
             "of": len(REMEMBER) - TUNED,
@@ -199,8 +225,11 @@ async def run_model(name: str, system: str | None = None) -> dict[str, Any]:
 CONVERSATION_MAX_TOKENS = 80  # a reply in the conversation: a short answer or a tag
 
 
-async def run_conversation(name: str, history_tags: bool, system: str | None) -> dict[str, Any]:
-    """One model, one history setting: the 30-turn conversation and its resumption."""
+async def run_conversation(
+    name: str, history_tags: bool, system: str | None, scope_check: bool | None = None
+) -> dict[str, Any]:
+    """One model, one history and scope-check setting: the 30-turn conversation and its
+    resumption (``scope_check`` None: ``[memory] scope_check``'s default)."""
     import conversation
 
     from kairox_core.config import ProviderConfig
@@ -212,7 +241,10 @@ async def run_conversation(name: str, history_tags: bool, system: str | None) ->
         )
 
     config = conversation.chat_config(
-        history_tags=history_tags, reserve=CONVERSATION_MAX_TOKENS, system_prompt=system
+        history_tags=history_tags,
+        reserve=CONVERSATION_MAX_TOKENS,
+        system_prompt=system,
+        scope_check=scope_check,
     )
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -220,12 +252,15 @@ async def run_conversation(name: str, history_tags: bool, system: str | None) ->
         records = await conversation.converse(
             opener,
             on_turn=lambda r: print(
-                f"[{r.kind}] {r.prompt} -> {r.text!r} {r.tags}", file=sys.stderr
+                f"[{r.kind}] {r.prompt} -> {r.text!r} {r.tags} {r.checks}",
+                file=sys.stderr,
+                flush=True,
             ),
         )
     return {
         "model": name,
         "history_tags": history_tags,
+        "scope_check": config.memory.scope_check,
         **conversation.score(records),
         "seconds": round(time.perf_counter() - start),
         "peak_rss_mb": _peak_rss_mb(),
@@ -259,15 +294,23 @@ def main() -> None:
         default="off,on",
         help="conversation mode: [memory] history_tags settings to run (off,on)",
     )
+    parser.add_argument(
+        "--scope-check",
+        default="default",
+        help="[memory] scope_check: conversation mode, the settings to run (off,on; default: "
+        "the built-in default); single prompts, on or off (default: off)",
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)  # the child process: one model
     parser.add_argument("--tags-on", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--check", default="default", help=argparse.SUPPRESS)
     args = parser.parse_args()
     system = Path(args.prompt).read_text() if args.prompt else None
     if args.one:
         if args.conversation:
-            result = asyncio.run(run_conversation(args.one, args.tags_on, system))
+            check = {"on": True, "off": False}.get(args.check)
+            result = asyncio.run(run_conversation(args.one, args.tags_on, system, check))
         else:
-            result = asyncio.run(run_model(args.one, system))
+            result = asyncio.run(run_model(args.one, system, args.check == "on"))
         print(json.dumps(result))
         return
 
@@ -275,7 +318,14 @@ def main() -> None:
 
     names = args.models.split(",") if args.models else [m.name for m in models.installed()]
     if args.conversation:
-        converse_all(names, args.history_tags.split(","), args.prompt, args.json, args.show)
+        converse_all(
+            names,
+            args.history_tags.split(","),
+            args.prompt,
+            args.json,
+            args.show,
+            checks=args.scope_check.split(","),
+        )
         return
     results = []
     for name in names:
@@ -285,6 +335,8 @@ def main() -> None:
                 __file__,
                 "--one",
                 name,
+                "--check",
+                "on" if args.scope_check == "on" else "off",
                 *(["--prompt", args.prompt] * bool(args.prompt)),
             ],
             capture_output=True,
@@ -298,15 +350,17 @@ def main() -> None:
         print(json.dumps(results, indent=2))
         return
     print(
-        f"{'model':30} {'tags':>5} {'false':>5} {'recall':>6} {'retag':>5} {'held out t/f/r':>14} "
-        f"{'empty':>5} "
+        f"{'model':30} {'tags':>5} {'written':>7} {'false':>5} {'recall':>6} {'retag':>5} "
+        f"{'held out t(w)/f/r':>17} {'empty':>5} "
         f"{'tok/s':>6} {'1st s':>6} {'load s':>6} {'RSS MB':>6}"
     )
+    held = "{tags_ok}({written_ok})/{false_tags}/{recall_ok} of {of}"
     for r in results:
         print(
-            f"{r['model']:30} {r['tags_ok']:>2}/{r['tags_asked']:<2} {r['false_tags']:>5} "
+            f"{r['model']:30} {r['tags_ok']:>2}/{r['tags_asked']:<2} "
+            f"{r['written_ok']:>4}/{r['tags_asked']:<2} {r['false_tags']:>5} "
             f"{r['recall_ok']:>3}/{r['recall_asked']:<2} {r['recall_retagged']:>5} "
-            f"{'{tags_ok}/{false_tags}/{recall_ok} of {of}'.format(**r['held_out']):>14} "
+            f"{held.format(**r['held_out']):>17} "
             f"{r['empty_visible_when_remembering']:>5} {r['tokens_per_s'] or 0:>6} "
             f"{r['first_token_s'] or 0:>6} {r['load_s']:>6} {r['peak_rss_mb'] or 0:>6}"
         )
@@ -317,40 +371,54 @@ def main() -> None:
 
 
 def converse_all(
-    names: list[str], settings: list[str], prompt: str | None, as_json: bool, show: bool
+    names: list[str],
+    settings: list[str],
+    prompt: str | None,
+    as_json: bool,
+    show: bool,
+    checks: list[str] = ["default"],  # noqa: B006 (never mutated)
 ) -> None:
-    """Each (model, history setting) in its own process; a table or JSON of the scores."""
+    """Each (model, history setting, scope-check setting) in its own process; a table or
+    JSON of the scores."""
     results = []
     for name in names:
         for setting in settings:
-            child = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--conversation",
-                    "--one",
-                    name,
-                    *(["--tags-on"] * (setting == "on")),
-                    *(["--prompt", prompt] * bool(prompt)),
-                ],
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-            if child.returncode != 0:
-                print(f"{name} (history_tags {setting}): failed", file=sys.stderr)
-                continue
-            results.append(json.loads(child.stdout.strip().splitlines()[-1]))
+            for check in checks:
+                child = subprocess.run(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--conversation",
+                        "--one",
+                        name,
+                        "--check",
+                        check,
+                        *(["--tags-on"] * (setting == "on")),
+                        *(["--prompt", prompt] * bool(prompt)),
+                    ],
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+                if child.returncode != 0:
+                    print(
+                        f"{name} (history_tags {setting}, check {check}): failed", file=sys.stderr
+                    )
+                    continue
+                results.append(json.loads(child.stdout.strip().splitlines()[-1]))
     if as_json:
         print(json.dumps(results, indent=2))
         return
     print(
-        f"{'model':30} {'history tags':>12} {'right':>6} {'untagged':>8} {'unflagged':>9} "
+        f"{'model':30} {'history tags':>12} {'check':>5} {'right':>6} {'as written':>10} "
+        f"{'moved':>5} {'untagged':>8} {'unflagged':>9} "
         f"{'false':>5} {'recall':>6} {'resumed':>7} {'s':>5}"
     )
     for r in results:
         print(
             f"{r['model']:30} {'on' if r['history_tags'] else 'off':>12} "
-            f"{r['tags_ok']:>3}/{r['tags_asked']:<2} {r['untagged']:>8} {r['unflagged']:>9} "
+            f"{'on' if r.get('scope_check') else 'off':>5} "
+            f"{r['tags_ok']:>3}/{r['tags_asked']:<2} {r['written_ok']:>7}/{r['tags_asked']:<2} "
+            f"{r['moved']:>5} {r['untagged']:>8} {r['unflagged']:>9} "
             f"{r['false_tags']:>5} {r['recall_ok']:>3}/{r['recall_asked']:<2} "
             f"{r['resumed_ok']:>4}/{r['resumed_asked']:<2} {r['seconds']:>5}"
         )

@@ -230,6 +230,10 @@ class MemoryProposed(Event):
     tainted: bool = False
     supersedes: str | None = None  # the pending proposal this one replaces
     source: str = "assistant"  # "assistant" (a marker) or "user" (remembered by hand)
+    # set when a scope check ran (kairox_core.memory.scope_check): the scope the model
+    # wrote in its tag, and what the check did ("the model wrote workspace; ...")
+    model_scope: str | None = None
+    scope_check: str | None = None
 
 
 @register_event

@@ -14,6 +14,7 @@ from typing import Any
 from kairox_core.events import CompactionSummary, Event
 from kairox_core.markers import InvalidMarker, MemoryMarker
 from kairox_core.memory.records import Proposal
+from kairox_core.memory.scope_check import ScopeVerdict
 from kairox_core.retrieval.base import RetrievalHit
 
 
@@ -89,6 +90,7 @@ class TurnResult:
     memory_events: list[Event] = field(default_factory=list)
     compactions: list[CompactionResult] = field(default_factory=list)
     recalled: list[RetrievalHit] = field(default_factory=list)
+    scope_checks: list[ScopeVerdict] = field(default_factory=list)  # one per marker, if run
 
     @property
     def pending(self) -> list[Proposal]:

@@ -29,6 +29,7 @@ from kairox_core.events import (
 from kairox_core.inputs import clean_text
 from kairox_core.markers import MarkerStreamParser, MemoryMarker, is_tainted
 from kairox_core.memory.records import Proposal
+from kairox_core.memory.scope_check import ScopeCheck, ScopeVerdict, applied
 from kairox_core.results import TurnResult
 from kairox_core.retrieval.base import RetrievalHit
 from kairox_core.sync_twins import twin
@@ -228,11 +229,14 @@ class Turn:
         model: str | None = None,
         provider: str | None = None,
         usage: Mapping[str, int] | None = None,
+        scope_check: ScopeCheck | None = None,
     ) -> TurnResult:
         """Record the reply and route its memory markers; then the turn-end hooks.
 
         ``text``: the whole raw reply, for a model that did not stream (it goes through
-        the same parser as ``feed``)."""
+        the same parser as ``feed``). ``scope_check``: asked about each marker's scope
+        before it is routed (``kairox_core.memory.scope_check``); its verdicts ride on
+        the ``MemoryProposed`` events and in ``TurnResult.scope_checks``."""
         self._check_open()
         session = self.session
         services = session.services
@@ -245,6 +249,7 @@ class Turn:
             visible = "".join(self._visible)
             markers = list(self._parser.markers)
             invalid = list(self._parser.invalid)
+            verdicts = [await scope_check(m) for m in markers] if scope_check else []
             counter = session.assembler().counter
             reply = with_tokens(
                 AssistantMessageCompleted(
@@ -271,7 +276,7 @@ class Turn:
                 if markers:
                     untrusted = [e.result for e in self._tool_events]
                     untrusted += [h.text for h in (*self.hits, *recalled)]
-                    proposals, memory_events = self._route(markers, untrusted)
+                    proposals, memory_events = self._route(markers, untrusted, verdicts)
             result = TurnResult(
                 turn_id=self.turn_id,
                 text=visible,
@@ -282,6 +287,7 @@ class Turn:
                 tool_results=len(self._tool_events),
                 memory_events=memory_events,
                 recalled=recalled,
+                scope_checks=verdicts,
             )
             self._done = True
             await session._after_turn(result)
@@ -290,20 +296,26 @@ class Turn:
             self._release()
 
     def _route(
-        self, markers: Sequence[MemoryMarker], untrusted: Sequence[str]
+        self,
+        markers: Sequence[MemoryMarker],
+        untrusted: Sequence[str],
+        verdicts: Sequence[ScopeVerdict] = (),
     ) -> tuple[list[Proposal], list[Event]]:
         """The proposals the markers made (a marker that would change nothing makes
-        none), each with its status as the turn ends, and the events they recorded."""
+        none), each with its status as the turn ends, and the events they recorded.
+        A scope check's verdict changes the scope only (taint is the body's)."""
         session = self.session
         proposals: list[Proposal] = []
         events: list[Event] = []
-        for marker in markers:
+        for i, marker in enumerate(markers):
+            verdict = verdicts[i] if i < len(verdicts) else None
             proposal, recorded = session.services.approvals.route(
                 session.id,
                 session.workspace_id,
                 self.turn_id,
-                marker,
+                applied(marker, verdict) if verdict else marker,
                 tainted=is_tainted(marker.body, untrusted),
+                scope_check=verdict,
             )
             if proposal is not None:
                 proposals.append(proposal)

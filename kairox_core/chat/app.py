@@ -296,7 +296,7 @@ class ChatApp(App[str]):
             self.trace_panel.add_line(
                 f"{step.source}: {step.call_line(80)}", "cyan" if step.ok else "red"
             )
-        for line in outcome.tool_notes:
+        for line in [*outcome.tool_notes, *outcome.scope_notes]:
             self.trace_panel.add_line(line, "yellow")
         for line in dict.fromkeys(bad.describe() for bad in outcome.invalid):
             self.trace_panel.add_line(line, "yellow")  # a misspelt tag and its closer: once

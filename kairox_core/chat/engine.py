@@ -29,9 +29,11 @@ from kairox_core.events import (
 )
 from kairox_core.markers import InvalidMarker
 from kairox_core.memory.records import MemoryRecord, Proposal
+from kairox_core.memory.scope_check import ScopeVerdict, provider_check
 from kairox_core.prompt import front_end_system_prompt
 from kairox_core.providers.base import ModelProvider
 from kairox_core.providers.resolve import build_provider, choose_provider
+from kairox_core.providers.scripted import ScriptedProvider
 from kairox_core.results import TurnResult
 from kairox_core.toolloop import Tool, ToolStep, run_model_turn, tool_limitation
 
@@ -66,6 +68,13 @@ class TurnOutcome:
     tool_notes: list[str] = field(default_factory=list)  # servers down, bounds reached
     unsaved: str = ""  # the reply claims to have noted something, and nothing was saved
     turn_id: str = ""  # the turn's id in the event log ("" when it never began)
+    scope_checks: list[ScopeVerdict] = field(default_factory=list)  # [memory] scope_check
+
+    @property
+    def scope_notes(self) -> list[str]:
+        """What the scope check changed or could not do, one line each (an agreement
+        says nothing: the card shows the scope)."""
+        return [f"memory scope: {v.note}" for v in self.scope_checks if not v.agreed]
 
 
 def collect_turn_result(result: TurnResult, outcome: TurnOutcome) -> None:
@@ -136,6 +145,7 @@ class ChatEngine:
         provider: ModelProvider,
         provider_note: str,
         toolbox: Toolbox | None = None,
+        scope_check: bool | None = None,
     ) -> None:
         self.kx = kx
         self.session = session
@@ -147,6 +157,13 @@ class ChatEngine:
         self._toolbox_profile = session.profile
         self.staged: list[dict[str, Any]] = []  # /attach: files that go with the next prompt
         self._own_toolbox = False  # True: built from [mcp_servers] for the session's profile
+        # ask the model about each tag's scope before it is proposed ([memory] scope_check;
+        # None: the setting, for a real model only, never the scripted test provider)
+        self.scope_check = (
+            config.memory.scope_check and not isinstance(provider, ScriptedProvider)
+            if scope_check is None
+            else scope_check
+        )
 
     @classmethod
     def open(
@@ -158,6 +175,7 @@ class ChatEngine:
         workspace: str | None = None,
         session_id: str | None = None,
         provider: ModelProvider | None = None,
+        scope_check: bool | None = None,
     ) -> ChatEngine:
         from kairox_core.facade import Kairox
 
@@ -186,7 +204,15 @@ class ChatEngine:
             from kairox_core.mcp.client import McpToolbox  # the SDK loads on the first turn
 
             toolbox = McpToolbox.for_profile(config, profile_name)
-        engine = cls(kx, session, config, provider=provider, provider_note=note, toolbox=toolbox)
+        engine = cls(
+            kx,
+            session,
+            config,
+            provider=provider,
+            provider_note=note,
+            toolbox=toolbox,
+            scope_check=scope_check,
+        )
         engine._own_toolbox = True
         return engine
 
@@ -260,11 +286,20 @@ class ChatEngine:
             if loop.error and not loop.fed and not loop.steps:
                 await turn.abort()  # the prompt stays in the audit; no empty reply recorded
                 return outcome
+            memory = self.config.memory
             result = await turn.complete(
-                model=self.provider.model, provider=self.provider.name, usage=loop.usage
+                model=self.provider.model,
+                provider=self.provider.name,
+                usage=loop.usage,
+                scope_check=(
+                    provider_check(self.provider, timeout=memory.scope_check_timeout)
+                    if self.scope_check
+                    else None
+                ),
             )
         outcome.text = result.text
         outcome.invalid = list(result.invalid)
+        outcome.scope_checks = list(result.scope_checks)
         collect_turn_result(result, outcome)
         outcome.acknowledgement = acknowledgement(outcome)
         outcome.unsaved = unsaved_claim(result.text, result.markers)
@@ -365,7 +400,10 @@ def describe_event(event: Event) -> str:
     """One line for an event, as the trace panel and ``--plain`` show it."""
     if isinstance(event, MemoryProposed):
         taint = " TAINTED" if event.tainted else ""
-        return f"MemoryProposed {scoped(event.scope, event.key)}{taint} id={event.proposal_id}"
+        check = f" ({event.scope_check})" if event.scope_check else ""
+        return (
+            f"MemoryProposed {scoped(event.scope, event.key)}{taint} id={event.proposal_id}{check}"
+        )
     if isinstance(event, MemoryAccepted):
         edited = " (edited)" if event.edited else ""
         return f"MemoryAccepted {scoped(event.scope, event.key)}{edited}"

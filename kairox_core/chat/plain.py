@@ -155,7 +155,7 @@ class PlainChat:
         if outcome.error:
             self.failures += 1
             self.say(f"error: {outcome.error}")
-        for line in outcome.tool_notes:
+        for line in [*outcome.tool_notes, *outcome.scope_notes]:
             self.say(line)
         for line in dict.fromkeys(bad.describe() for bad in outcome.invalid):
             self.say(line)  # a misspelt tag and its closer say it once

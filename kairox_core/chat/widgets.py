@@ -130,6 +130,12 @@ class MemoryCard(Static, can_focus=True):
         text.append(f"[{p.scope}] ", style="bold magenta")
         text.append(f"{p.key}\n", style="bold cyan")
         text.append(p.body + "\n")
+        if p.model_scope and p.model_scope != p.scope:  # moved by [memory] scope_check
+            text.append(
+                f"the model wrote {p.model_scope}; the scope check chose {p.scope} "
+                "(e changes it)\n",
+                style="yellow",
+            )
         if p.tainted:
             text.append(
                 "⚠ tainted: this text also appears in a tool result or retrieved "

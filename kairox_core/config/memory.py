@@ -24,3 +24,9 @@ class MemorySection(Strict):
     # tagged 9 of 10 requests with it (1 without: past "Noted." replies teach "Noted."
     # with no tag), with no false tag and no recall lost (docs/memory.md).
     history_tags: bool = True
+    # before a memory tag becomes a proposal, ask the model about that fact alone which
+    # scope it belongs to (kairox_core.memory.scope_check; never into session, an
+    # unreadable answer or a failed call keeps the tag's scope). Only with a real model:
+    # the scripted test provider is not asked unless a caller asks for it.
+    scope_check: bool = False
+    scope_check_timeout: float = Field(60.0, gt=0)  # seconds for the one-word answer

@@ -51,6 +51,7 @@ from kairox_core.memory.records import (
     owner_of,
     parse_scope,
 )
+from kairox_core.memory.scope_check import ScopeVerdict
 from kairox_core.store.database import DatabaseStore
 from kairox_core.store.event_store import EventStore
 from kairox_core.store.proposal_store import SqliteProposalStore
@@ -154,11 +155,22 @@ class ApprovalService:
         marker: MarkerLike,
         *,
         tainted: bool = False,
+        scope_check: ScopeVerdict | None = None,
     ) -> tuple[Proposal | None, list[Event]]:
         """``propose``, also returning the events it recorded as stored (``MemoryProposed``
         and, for a session memory taken at once, ``MemoryAccepted``): a turn hands them
-        to its caller, which then need not read the log for them."""
+        to its caller, which then need not read the log for them.
+
+        ``scope_check``: the verdict that chose ``marker.scope``; the event records the
+        scope the model wrote and the check's note. It can never make a memory that
+        needed a person auto-accepted: that is refused here too, not only in the check."""
         scope = parse_scope(marker.scope)
+        if (
+            scope_check is not None
+            and scope == MemoryScope.SESSION
+            and scope_check.model_scope != MemoryScope.SESSION
+        ):
+            raise ValueError("a scope check must never move a memory into session scope")
         return self._propose(
             scope,
             marker.key,
@@ -170,6 +182,7 @@ class ApprovalService:
             tainted=tainted,
             source="assistant",
             auto_accept=scope == "session" and not tainted,
+            scope_check=scope_check,
         )
 
     def _propose(
@@ -185,6 +198,7 @@ class ApprovalService:
         tainted: bool,
         source: str,
         auto_accept: bool,
+        scope_check: ScopeVerdict | None = None,
     ) -> tuple[Proposal | None, list[Event]]:
         if source == "user":
             self._check_body(body)  # markers were already checked by the parser
@@ -239,6 +253,8 @@ class ApprovalService:
                     tainted=tainted,
                     supersedes=proposal.supersedes,
                     source=source,
+                    model_scope=scope_check.model_scope.value if scope_check else None,
+                    scope_check=scope_check.note if scope_check else None,
                 )
             ]
             if record is not None:

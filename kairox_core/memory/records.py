@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kairox_core.errors import KairoxUserError
-from kairox_core.markers import MemoryScope
+from kairox_core.markers import MemoryScope, extract_memory_markers
 
 USER_OWNER = "user"
 SCOPES: tuple[str, ...] = tuple(s.value for s in MemoryScope)
@@ -166,10 +166,21 @@ class Proposal:
     memory_id: str | None = None
     final_body: str | None = None
 
+    @property
+    def model_scope(self) -> str | None:
+        """The scope the model wrote in its tag (``raw``), when that is not ``scope``:
+        a scope check moved it (``kairox_core.memory.scope_check``). None otherwise."""
+        if self.source != "assistant" or not self.raw:
+            return None
+        found = extract_memory_markers(self.raw, max_body_chars=len(self.raw) + 1).markers
+        written = found[0].scope.value if found else None
+        return written if written is not None and written != self.scope.value else None
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "scope": self.scope.value,
+            "model_scope": self.model_scope,
             "key": self.key,
             "body": self.body,
             "tainted": self.tainted,

@@ -109,6 +109,9 @@ async def stream_turn(
             "turn_id": outcome.turn_id,
             "invalid": [i.reason for i in outcome.invalid],
             # what the person is told about them, once each
-            "notes": list(dict.fromkeys(i.describe() for i in outcome.invalid)),
+            "notes": [
+                *dict.fromkeys(i.describe() for i in outcome.invalid),
+                *outcome.scope_notes,
+            ],
         },
     )

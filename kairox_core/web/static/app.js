@@ -148,8 +148,14 @@ function proposalCard(p) {
     el("button", { type: "button", class: "edit", onclick: () => { body.readOnly = false; fields.hidden = false; body.focus(); } }, "Edit"));
   const title = el("div", { class: "card-title" }, `Remember this? ${p.scope}${p.key ? ":" + p.key : ""}`
       + (p.tainted ? " (echoes a tool result or retrieved text)" : ""));
-  const card = el("div", { class: "card", "data-proposal": p.id }, title, fields, body, buttons, result);
+  const card = el("div", { class: "card", "data-proposal": p.id }, title, scopeChecked(p), fields, body, buttons, result);
   return card;
+}
+
+// The scope check moved this proposal: say what the model wrote (Edit changes it again)
+function scopeChecked(p) {
+  if (!p.model_scope || p.model_scope === p.scope) return null;
+  return el("div", { class: "note scope-check" }, `the model wrote ${p.model_scope}; the scope check chose ${p.scope}`);
 }
 
 // A card already decided (shown on reload): what was proposed and what became of it.
@@ -159,7 +165,7 @@ function decidedCard(p) {
   const verdict = p.status === "accepted" ? "Saved to memory." : p.status === "rejected" ? "Rejected." : p.status;
   return el("div", { class: "card decided", "data-proposal": p.id },
     el("div", { class: "card-title" }, `Remember this? ${p.scope}${p.key ? ":" + p.key : ""}`),
-    body, el("span", { class: "note" }, verdict));
+    scopeChecked(p), body, el("span", { class: "note" }, verdict));
 }
 
 // Bumped by every send(): a chat reload that was in flight when a turn began would
