@@ -70,8 +70,17 @@ def test_no_answer_moves_a_memory_into_session(written: MemoryScope, answer: str
     assert verdict.model_scope is written
     if written is not MemoryScope.SESSION:
         assert verdict.scope is not MemoryScope.SESSION
+    if written is MemoryScope.USER:  # never shared into the workspace by a check
+        assert verdict.scope is MemoryScope.USER
     if parse_answer(answer) is None:
         assert verdict.scope is written and "unreadable" in verdict.note
+
+
+def test_a_personal_memory_is_never_moved_into_the_workspace() -> None:
+    verdict = decide(MemoryScope.USER, "project")
+    assert verdict.scope is MemoryScope.USER and not verdict.agreed
+    assert verdict.note.startswith("scope check chose workspace; kept user")
+    assert decide(MemoryScope.SESSION, "project").scope is MemoryScope.WORKSPACE
 
 
 def test_the_question_holds_the_fact_alone() -> None:

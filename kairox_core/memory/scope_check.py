@@ -8,12 +8,14 @@ one short question about that fact alone, at temperature 0, with a few tokens.
 The question is "personal or project?" with two worked examples of each (the 0.5B
 model never answered "user" when asked for a scope name). Rules that keep approval
 meaningful: the check may move a memory to a scope a person approves (``session`` to
-``user``/``workspace``, ``user`` and ``workspace`` either way), never into ``session``,
+``user``/``workspace``, ``workspace`` to ``user``), never into ``session``,
 which is accepted without a person: no answer means session, and
 ``ApprovalService.route`` refuses such a move too. An answer that is not exactly one
 of the two words, an error or a timeout keeps the model's scope, and the verdict says
 so (``note``): the proposal event carries it, the trace and the card show it. Taint is
-decided apart from the scope and is never changed here.
+decided apart from the scope and is never changed here. Nor does it move ``user`` to
+``workspace``: that would share what the model kept for the person with the project,
+and on single prompts it was the check's only mistake (README, 2 December).
 """
 
 from __future__ import annotations
@@ -93,6 +95,14 @@ def decide(model_scope: MemoryScope, answer: str | None, error: str | None = Non
         )
     if chosen == model_scope:
         return ScopeVerdict(model_scope, model_scope, answer, f"scope check agreed: {was}")
+    if model_scope == MemoryScope.USER:
+        return ScopeVerdict(
+            model_scope,
+            model_scope,
+            answer,
+            "scope check chose workspace; kept user (a check never moves what the model "
+            "kept for the person into the shared workspace)",
+        )
     return ScopeVerdict(
         model_scope, chosen, answer, f"the model wrote {was}; the scope check chose {chosen.value}"
     )
