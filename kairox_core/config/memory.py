@@ -27,6 +27,8 @@ class MemorySection(Strict):
     # before a memory tag becomes a proposal, ask the model about that fact alone which
     # scope it belongs to (kairox_core.memory.scope_check; never into session, an
     # unreadable answer or a failed call keeps the tag's scope). Only with a real model:
-    # the scripted test provider is not asked unless a caller asks for it.
-    scope_check: bool = False
+    # the scripted test provider is not asked unless a caller asks for it. On by
+    # default: in benchmarks/protocol.py's conversation the default 0.5B model's tags
+    # were right 4/10 as written, 9/10 after the check; single prompts 8/10 either way.
+    scope_check: bool = True
     scope_check_timeout: float = Field(60.0, gt=0)  # seconds for the one-word answer
