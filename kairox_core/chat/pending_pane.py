@@ -61,6 +61,8 @@ class PendingPane(Vertical):
             body = p.body if len(p.body) <= 80 else p.body[:77] + "..."
             taint = " ⚠" if p.tainted else ""
             scope = p.scope.value
+            if p.model_scope:  # the scope check moved it
+                scope += f" (model: {p.model_scope})"
             table.add_row(f"{scope}{taint}", p.key or "-", body, p.session_id, p.id, key=p.id)
         if pending:
             table.move_cursor(row=min(row, len(pending) - 1), animate=False)
