@@ -49,12 +49,22 @@ from kairox_core.events import (
     UserMessageAdded,
 )
 from kairox_core.inputs import InvalidInputError, check_text, json_problem
+from kairox_core.memory.decided import DecidedReplies
 from kairox_core.results import CompactionResult, TurnResult
 from kairox_core.retrieval.composite import CompositeWorkspaceRetriever
 from kairox_core.session_services import SessionServices
 from kairox_core.store.leases import HOST
 from kairox_core.sync_twins import idle_twin, twin
 from kairox_core.turn import DELTA_BATCH_CHARS, DELTA_BATCH_COUNT, Turn, model_view
+
+
+def _reply_view(services: SessionServices) -> DecidedReplies | None:
+    """How the model reads back its tagged replies: as decided with ``[memory]
+    history_decided`` (kairox_core/memory/decided.py), else as it wrote them."""
+    memory = services.config.memory
+    if not (memory.history_tags and memory.history_decided):
+        return None
+    return DecidedReplies(services.approvals.store, services.memories)
 
 
 class TurnInProgress(KairoxUserError):
@@ -88,7 +98,7 @@ class Session:
         self.profile = profile
         self.system_prompt = system_prompt
         self.compaction = CompactionState()
-        self._history = HistoryCache(services.events, session_id)
+        self._history = HistoryCache(services.events, session_id, _reply_view(services))
         self._lock = asyncio.Lock()
         self._compactions: list[CompactionResult] | None = None  # a turn end's, collected
         self._retriever: CompositeWorkspaceRetriever | None = None

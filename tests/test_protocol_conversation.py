@@ -169,3 +169,32 @@ def test_chat_config_sets_the_history_switch_and_the_reply_length(history_tags: 
     assert config.memory.history_tags is history_tags
     assert config.resolve_profile(None)[1].reserve == 80
     assert config.kairox.system_prompt == "Be brief."
+
+
+async def test_the_fixer_corrects_the_scope_and_the_score_keeps_the_models_tag(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    """The fixer approves the wrong-scope card with the scope corrected; the score still
+    counts the model's tag (wrong), and with history_decided the model then reads
+    the corrected tag in its history."""
+    config = conv.chat_config(history_tags=True, reserve=64, history_decided=True)
+    assert config.memory.history_decided is True
+    providers: list[ScriptedProvider] = []
+
+    def provider() -> ScriptedProvider:
+        providers.append(ScriptedProvider(fake_model))
+        return providers[-1]
+
+    records = await conv.converse(
+        conv.engine_opener(config, tmp_path / "k.db", provider), person="fixer"
+    )
+    s = conv.score(records)
+    assert (s["tags_ok"], s["wrong_scope"], s["false_tags"]) == (8, 1, 1)
+    resumed = providers[1].calls[0]
+    memories = [str(m["content"]) for m in resumed if "<kairox:memories" in str(m["content"])]
+    block = memories[-1].split("<kairox:memories", 2)[-1]
+    assert conv.FACTS[1].request in block  # the corrected card became a memory
+    home = f'<memory scope="user" key="home">{conv.FACTS[1].request}</memory>'
+    replies = [str(m["content"]) for m in resumed if m["role"] == "assistant"]
+    assert f"Noted. {home}" in replies  # read back as the person fixed it
+    assert not any('key="sum"' in r for r in replies)  # the rejected false tag: a note

@@ -24,3 +24,8 @@ class MemorySection(Strict):
     # tagged 9 of 10 requests with it (1 without: past "Noted." replies teach "Noted."
     # with no tag), with no false tag and no recall lost (docs/memory.md).
     history_tags: bool = True
+    # with history_tags: each tag the model reads back shows what became of it (the
+    # approved scope, key and body; a note for a rejected one; pending as written), so
+    # a rejected or corrected tag is not copied into the next reply (issue 28;
+    # kairox_core/memory/decided.py, docs/memory.md)
+    history_decided: bool = False
