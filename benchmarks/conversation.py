@@ -260,6 +260,7 @@ def chat_config(
     reserve: int,
     system_prompt: str | None = None,
     history_decided: bool | None = None,
+    history_rejected: str | None = None,
 ) -> Any:
     """The configuration the conversation runs under: the defaults, but for the
     history switches (None: the default), the reply length and (to compare wordings)
@@ -272,6 +273,8 @@ def chat_config(
     }
     if history_decided is not None:
         raw["memory"]["history_decided"] = history_decided
+    if history_rejected is not None:
+        raw["memory"]["history_rejected"] = history_rejected
     if system_prompt:
         raw["kairox"] = {"system_prompt": system_prompt}
     return parse_config(raw)

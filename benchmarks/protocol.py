@@ -206,6 +206,7 @@ async def run_conversation(
     system: str | None,
     *,
     decided: bool | None = None,
+    rejected: str | None = None,
     person: str = "careful",
 ) -> dict[str, Any]:
     """One model, one history setting: the 30-turn conversation and its resumption."""
@@ -224,6 +225,7 @@ async def run_conversation(
         reserve=CONVERSATION_MAX_TOKENS,
         system_prompt=system,
         history_decided=decided,
+        history_rejected=rejected,
     )
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -239,6 +241,7 @@ async def run_conversation(
         "model": name,
         "history_tags": history_tags,
         "history_decided": config.memory.history_decided,
+        "history_rejected": config.memory.history_rejected,
         "person": person,
         **conversation.score(records),
         "seconds": round(time.perf_counter() - start),
@@ -280,6 +283,11 @@ def main() -> None:
         help="conversation mode: [memory] history_decided (default: the built-in default)",
     )
     parser.add_argument(
+        "--rejected",
+        choices=("note", "hidden"),
+        help="conversation mode: [memory] history_rejected (default: the built-in default)",
+    )
+    parser.add_argument(
         "--person",
         default="careful",
         help="conversation mode: who decides the cards, careful and/or fixer (careful,fixer)",
@@ -293,7 +301,12 @@ def main() -> None:
             decided = None if args.decided == "default" else args.decided == "on"
             result = asyncio.run(
                 run_conversation(
-                    args.one, args.tags_on, system, decided=decided, person=args.person
+                    args.one,
+                    args.tags_on,
+                    system,
+                    decided=decided,
+                    rejected=args.rejected,
+                    person=args.person,
                 )
             )
         else:
@@ -313,6 +326,7 @@ def main() -> None:
             args.json,
             args.show,
             args.decided,
+            args.rejected,
         )
         return
     results = []
@@ -362,6 +376,7 @@ def converse_all(
     as_json: bool,
     show: bool,
     decided: str = "default",
+    rejected: str | None = None,
 ) -> None:
     """Each (model, history setting, person) in its own process; a table or JSON."""
     results = []
@@ -379,6 +394,7 @@ def converse_all(
                 decided,
                 "--person",
                 person,
+                *(["--rejected", rejected] if rejected else []),
             ],
             stdout=subprocess.PIPE,
             text=True,

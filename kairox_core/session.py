@@ -49,7 +49,7 @@ from kairox_core.events import (
     UserMessageAdded,
 )
 from kairox_core.inputs import InvalidInputError, check_text, json_problem
-from kairox_core.memory.decided import DecidedReplies
+from kairox_core.memory.decided import REJECTED_NOTE, DecidedReplies
 from kairox_core.results import CompactionResult, TurnResult
 from kairox_core.retrieval.composite import CompositeWorkspaceRetriever
 from kairox_core.session_services import SessionServices
@@ -64,7 +64,8 @@ def _reply_view(services: SessionServices) -> DecidedReplies | None:
     memory = services.config.memory
     if not (memory.history_tags and memory.history_decided):
         return None
-    return DecidedReplies(services.approvals.store, services.memories)
+    rejected = REJECTED_NOTE if memory.history_rejected == "note" else ""
+    return DecidedReplies(services.approvals.store, services.memories, rejected)
 
 
 class TurnInProgress(KairoxUserError):

@@ -20,12 +20,21 @@ NOTE = '<memory scope="session">Talking about pets</memory>'
 
 
 def engine_for(
-    tmp_path: Path, replies: list[str], *, decided: bool = True, **kw: str
+    tmp_path: Path,
+    replies: list[str],
+    *,
+    decided: bool = True,
+    rejected: str = "note",
+    **kw: str,
 ) -> ChatEngine:
     config = parse_config(
         {
             "profiles": {"default": {"context_window": 4096, "reserve": 256}},
-            "memory": {"history_tags": True, "history_decided": decided},
+            "memory": {
+                "history_tags": True,
+                "history_decided": decided,
+                "history_rejected": rejected,
+            },
         }
     )
     return ChatEngine.open(config, tmp_path / "k.db", provider=ScriptedProvider(replies), **kw)
@@ -111,4 +120,15 @@ async def test_off_reads_the_tags_as_written(tmp_path: Path, kairox_home: Path) 
     outcome = await engine.run_turn("Remember that I live in Porto.", lambda _: None)
     engine.reject(outcome.proposals[0].proposal_id)
     assert await model_sees(engine) == [f"Noted. {CITY}"]
+    await engine.close()
+
+
+async def test_a_hidden_rejection_leaves_the_visible_text(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    engine = engine_for(tmp_path, [f"Noted. {CITY} {NOTE}", CITY], rejected="hidden")
+    for prompt in ("Remember that I live in Porto.", "Again: I live in Porto."):
+        outcome = await engine.run_turn(prompt, lambda _: None)
+        engine.reject(next(p for p in outcome.proposals if p.scope == "workspace").proposal_id)
+    assert await model_sees(engine) == [f"Noted. {NOTE}", ""]
     await engine.close()

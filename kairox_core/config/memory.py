@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from kairox_core.config.base import Strict
@@ -29,3 +31,5 @@ class MemorySection(Strict):
     # a rejected or corrected tag is not copied into the next reply (issue 28;
     # kairox_core/memory/decided.py, docs/memory.md)
     history_decided: bool = False
+    # what a rejected tag becomes there: "note" (a short note in its place) or "hidden"
+    history_rejected: Literal["note", "hidden"] = "note"
