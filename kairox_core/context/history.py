@@ -305,7 +305,9 @@ class HistoryCache:
     A turn then reads from the database only what was appended since the last turn
     (by any process) and, if the budget reaches further back than the cache, older
     reverse pages. Valid because events are append-only and summaries only ever widen
-    what they replace. ``trim`` bounds it to about what a turn can include.
+    what they replace. ``trim`` bounds it to about what a turn can include. With a
+    ``view`` (``[memory] history_decided``), a reply whose memory tags wait for a
+    person is rendered again each turn until they are decided (``_settle``).
 
     Units are kept oldest first with running token sums (``sums[i]``: the tokens of
     ``units[:i]`` plus a base), so the newest units that fit a budget are found by
