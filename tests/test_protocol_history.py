@@ -143,6 +143,7 @@ async def test_a_tag_that_only_repeats_a_kept_memory_is_flagged(
     await engine.close()
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_the_tui_says_nothing_was_saved(tmp_path: Path, kairox_home: Path) -> None:
     from textual.widgets import Input
 
@@ -163,6 +164,7 @@ async def test_the_tui_says_nothing_was_saved(tmp_path: Path, kairox_home: Path)
 # --- "thinking…" until the first token (issue 28, item 7) -----------------------------------
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_the_tui_shows_thinking_until_the_first_token(
     tmp_path: Path, kairox_home: Path
 ) -> None:

@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kairox_core.capabilities import ProviderCapabilities
 from kairox_core.chat.engine import ChatEngine
 from kairox_core.chat.plain import PlainChat
@@ -163,6 +165,7 @@ async def test_the_web_says_first_that_it_starts_no_mcp_servers(
     assert first == [{"message": expected}]
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_the_tui_says_it_before_the_first_turn(tmp_path: Path, kairox_home: Path) -> None:
     from kairox_core.chat.app import ChatApp
     from kairox_core.chat.widgets import ChatMessage
