@@ -26,6 +26,7 @@ Nothing here needs a model: ``converse`` takes any provider (the tests script on
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -175,8 +176,18 @@ def score(records: Sequence[TurnRecord]) -> dict[str, Any]:
     }
 
 
-Person = Literal["careful", "fixer"]
-PERSONS: tuple[Person, ...] = ("careful", "fixer")
+Person = Literal["careful", "fixer", "editor"]
+PERSONS: tuple[Person, ...] = ("careful", "fixer", "editor")
+_ASKING = re.compile(
+    r"^(?:please )?(?:remember|keep in mind|note|don't forget)(?: this)?:?(?: that)?\s+",
+    re.IGNORECASE,
+)
+
+
+def told(fact: Fact) -> str:
+    """The fact as the person said it, without the asking ("I take my coffee black.")."""
+    said = _ASKING.sub("", fact.request)
+    return said[:1].upper() + said[1:]
 
 
 def decide(
@@ -185,19 +196,37 @@ def decide(
     """A person at the cards. ``careful`` approves a right proposal and rejects the
     rest; ``fixer`` also approves a remember turn's proposal that holds the fact under
     a wrong scope (or with no key), with the scope and key corrected on the card
-    (``kairox memory approve --scope``, the card's edit). The score still counts the
-    tag as the model wrote it."""
+    (``kairox memory approve --scope``, the card's edit); ``editor`` also rewrites a
+    body that lost the fact to the fact as told (the card's edit), so every tag the
+    person keeps is right. The score still counts the tag as the model wrote it."""
     for p in proposals:
         if record.kind == "remember" and right_tag(
             TurnRecord(record.kind, record.index, record.prompt, "", [(p.scope, p.key, p.body)])
         ):
             engine.approve(p.proposal_id)
-        elif person == "fixer" and record.kind == "remember" and _holds_fact(record, p.body):
+        elif record.kind == "remember" and (
+            person == "editor" or (person == "fixer" and _holds_fact(record, p.body))
+        ):
             fact = FACTS[record.index]
             scope = p.scope if p.scope in fact.scopes else min(fact.scopes)
-            engine.approve(p.proposal_id, scope=scope, key=p.key or fact.word)
+            body = p.body if _holds_fact(record, p.body) else told(fact)
+            engine.approve(p.proposal_id, body, scope=scope, key=_key_for(engine, scope, p, fact))
         else:
             engine.reject(p.proposal_id, reason="benchmark: not the fact asked for")
+
+
+def _key_for(engine: Any, scope: str, p: Any, fact: Fact) -> str:
+    """The model's key, unless it has none or it names another memory already kept
+    (a person would not overwrite that fact): then one of the person's own."""
+    if (
+        p.key
+        and engine.kx.memories.get(
+            scope, p.key, workspace_id=engine.session.workspace_id, session_id=engine.session_id
+        )
+        is None
+    ):
+        return str(p.key)
+    return fact.word
 
 
 def _holds_fact(record: TurnRecord, body: str) -> bool:
