@@ -145,7 +145,7 @@ class TokenCounter:
         encoding: str = DEFAULT_ENCODING,
         *,
         margin: float = 0.0,
-        cache_size: int = 16_384,  # ~170 bytes an entry besides its text
+        cache_size: int = 4_096,  # texts a turn counts again: memories, packs, the prompt
         cache_chars: int = 1_000_000,
     ) -> None:
         if margin < 0:

@@ -211,8 +211,8 @@ def test_word_caches_stay_within_their_bound_as_new_words_keep_coming() -> None:
     for turn in range(200):
         text = f"turn {turn} about week {turn // 7} and item-{turn * 31}"
         assert emb.embed_documents([text]) == fresh.embed_documents([text])
-        assert len(emb._word_cache) <= 50 and len(emb._pair_cache) <= 50
+        assert len(emb._word_cache) <= 50 and len(emb._pair_cache) <= 50  # both generations
     # the registry's default is the module's (whose comment says what an entry costs)
     loaded = load_embedding_backend("hashing", {})
     assert isinstance(loaded, HashingEmbedding)
-    assert loaded._cache_size == HashingEmbedding()._cache_size == CACHE_SIZE
+    assert loaded._word_cache.size == HashingEmbedding()._word_cache.size == CACHE_SIZE

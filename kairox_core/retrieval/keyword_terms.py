@@ -47,7 +47,7 @@ MAX_TERMS = 16  # a long prompt's keyword query keeps its rarest terms
 CHEAP_ROWS = 2048  # a term in at most this many rows is always read (a short doclist)
 WEIGHTLESS_ROWS = 256  # a weightless term in more rows than this is dropped
 REFRESH_GROWTH = 1.25  # a cached count is stale once the table grew by this factor
-_CACHE_LIMIT = 16_384  # words (and stems) remembered: ~100 bytes each, new ones every turn
+_CACHE_LIMIT = 4_096  # query words (and stems) remembered; a miss is one SQL statement a search
 # The common terms' counts as of a pass over the vocabulary (``refresh_stats``), and
 # the table's size and ``weightless_floor()`` then (retrieval migration 6).
 STATS_SCHEMA = """
