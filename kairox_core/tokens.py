@@ -145,8 +145,8 @@ class TokenCounter:
         encoding: str = DEFAULT_ENCODING,
         *,
         margin: float = 0.0,
-        cache_size: int = 4_096,  # texts a turn counts again: memories, packs, the prompt
-        cache_chars: int = 1_000_000,
+        cache_size: int = 65536,
+        cache_chars: int = 2_000_000,  # a whole window's texts: a turn counts them again
     ) -> None:
         if margin < 0:
             raise ValueError("margin must be >= 0")

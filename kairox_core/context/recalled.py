@@ -220,7 +220,7 @@ def counted_line(line: str) -> str:
 # Remembered for the turns: the same turns come back turn after turn, and ``neutralise``
 # (regexes) cost more than the cached count. Indexing calls ``counted_line`` itself, so
 # a bulk index does not push the turns' lines out.
-_neutral_line = functools.lru_cache(maxsize=4096)(counted_line)
+_neutral_line = functools.lru_cache(maxsize=8192)(counted_line)
 
 
 __all__ = [

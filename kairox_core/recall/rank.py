@@ -135,7 +135,7 @@ def propagate(
     return [replace(by_seq[s], score=score[s]) for s in order]
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=8192)
 def content_words(text: str) -> int:
     """Words that may carry a fact: not stop words, three letters or more. Remembered:
     the same turns come back prompt after prompt, and counting re-tokenizes each."""
