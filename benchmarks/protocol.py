@@ -33,11 +33,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -226,10 +228,17 @@ CONVERSATION_MAX_TOKENS = 80  # a reply in the conversation: a short answer or a
 
 
 async def run_conversation(
-    name: str, history_tags: bool, system: str | None, scope_check: bool | None = None
+    name: str,
+    history_tags: bool,
+    system: str | None,
+    *,
+    decided: bool | None = None,
+    rejected: str | None = None,
+    person: str = "careful",
+    scope_check: bool | None = None,
 ) -> dict[str, Any]:
     """One model, one history and scope-check setting: the 30-turn conversation and its
-    resumption (``scope_check`` None: ``[memory] scope_check``'s default)."""
+    resumption (None: the built-in default)."""
     import conversation
 
     from kairox_core.config import ProviderConfig
@@ -244,6 +253,8 @@ async def run_conversation(
         history_tags=history_tags,
         reserve=CONVERSATION_MAX_TOKENS,
         system_prompt=system,
+        history_decided=decided,
+        history_rejected=rejected,
         scope_check=scope_check,
     )
     start = time.perf_counter()
@@ -256,10 +267,14 @@ async def run_conversation(
                 file=sys.stderr,
                 flush=True,
             ),
+            person=person,  # type: ignore[arg-type]
         )
     return {
         "model": name,
         "history_tags": history_tags,
+        "history_decided": config.memory.history_decided,
+        "history_rejected": config.memory.history_rejected,
+        "person": person,
         "scope_check": config.memory.scope_check,
         **conversation.score(records),
         "seconds": round(time.perf_counter() - start),
@@ -295,6 +310,22 @@ def main() -> None:
         help="conversation mode: [memory] history_tags settings to run (off,on)",
     )
     parser.add_argument(
+        "--decided",
+        choices=("default", "on", "off"),
+        default="default",
+        help="conversation mode: [memory] history_decided (default: the built-in default)",
+    )
+    parser.add_argument(
+        "--rejected",
+        choices=("note", "hidden"),
+        help="conversation mode: [memory] history_rejected (default: the built-in default)",
+    )
+    parser.add_argument(
+        "--person",
+        default="careful",
+        help="conversation mode: who decides the cards, careful and/or fixer (careful,fixer)",
+    )
+    parser.add_argument(
         "--scope-check",
         default="default",
         help="[memory] scope_check: conversation mode, the settings to run (off,on; default: "
@@ -307,8 +338,18 @@ def main() -> None:
     system = Path(args.prompt).read_text() if args.prompt else None
     if args.one:
         if args.conversation:
-            check = {"on": True, "off": False}.get(args.check)
-            result = asyncio.run(run_conversation(args.one, args.tags_on, system, check))
+            decided = None if args.decided == "default" else args.decided == "on"
+            result = asyncio.run(
+                run_conversation(
+                    args.one,
+                    args.tags_on,
+                    system,
+                    decided=decided,
+                    rejected=args.rejected,
+                    person=args.person,
+                    scope_check={"on": True, "off": False}.get(args.check),
+                )
+            )
         else:
             result = asyncio.run(run_model(args.one, system, args.check == "on"))
         print(json.dumps(result))
@@ -321,9 +362,12 @@ def main() -> None:
         converse_all(
             names,
             args.history_tags.split(","),
+            args.person.split(","),
             args.prompt,
             args.json,
             args.show,
+            args.decided,
+            args.rejected,
             checks=args.scope_check.split(","),
         )
         return
@@ -373,49 +417,57 @@ def main() -> None:
 def converse_all(
     names: list[str],
     settings: list[str],
+    persons: list[str],
     prompt: str | None,
     as_json: bool,
     show: bool,
-    checks: list[str] = ["default"],  # noqa: B006 (never mutated)
+    decided: str = "default",
+    rejected: str | None = None,
+    checks: Sequence[str] = ("default",),
 ) -> None:
-    """Each (model, history setting, scope-check setting) in its own process; a table or
-    JSON of the scores."""
+    """Each (model, history setting, person, scope-check setting) in its own process;
+    a table or JSON."""
     results = []
-    for name in names:
-        for setting in settings:
-            for check in checks:
-                child = subprocess.run(
-                    [
-                        sys.executable,
-                        __file__,
-                        "--conversation",
-                        "--one",
-                        name,
-                        "--check",
-                        check,
-                        *(["--tags-on"] * (setting == "on")),
-                        *(["--prompt", prompt] * bool(prompt)),
-                    ],
-                    stdout=subprocess.PIPE,
-                    text=True,
-                )
-                if child.returncode != 0:
-                    print(
-                        f"{name} (history_tags {setting}, check {check}): failed", file=sys.stderr
-                    )
-                    continue
-                results.append(json.loads(child.stdout.strip().splitlines()[-1]))
+    for name, setting, person, check in itertools.product(names, settings, persons, checks):
+        child = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--conversation",
+                "--one",
+                name,
+                *(["--tags-on"] * (setting == "on")),
+                *(["--prompt", prompt] if prompt else []),
+                "--decided",
+                decided,
+                "--person",
+                person,
+                *(["--rejected", rejected] if rejected else []),
+                "--check",
+                check,
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        if child.returncode != 0:
+            print(
+                f"{name} (history_tags {setting}, {person}, check {check}): failed",
+                file=sys.stderr,
+            )
+            continue
+        results.append(json.loads(child.stdout.strip().splitlines()[-1]))
     if as_json:
         print(json.dumps(results, indent=2))
         return
     print(
-        f"{'model':30} {'history tags':>12} {'check':>5} {'right':>6} {'as written':>10} "
-        f"{'moved':>5} {'untagged':>8} {'unflagged':>9} "
-        f"{'false':>5} {'recall':>6} {'resumed':>7} {'s':>5}"
+        f"{'model':30} {'history tags':>12} {'decided':>7} {'person':>7} {'check':>5} "
+        f"{'right':>6} {'as written':>10} {'moved':>5} "
+        f"{'untagged':>8} {'unflagged':>9} {'false':>5} {'recall':>6} {'resumed':>7} {'s':>5}"
     )
     for r in results:
         print(
             f"{r['model']:30} {'on' if r['history_tags'] else 'off':>12} "
+            f"{'on' if r['history_decided'] else 'off':>7} {r['person']:>7} "
             f"{'on' if r.get('scope_check') else 'off':>5} "
             f"{r['tags_ok']:>3}/{r['tags_asked']:<2} {r['written_ok']:>7}/{r['tags_asked']:<2} "
             f"{r['moved']:>5} {r['untagged']:>8} {r['unflagged']:>9} "

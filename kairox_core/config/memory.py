@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from kairox_core.config.base import Strict
@@ -32,3 +34,13 @@ class MemorySection(Strict):
     # were right 4/10 as written, 9/10 after the check; single prompts 8/10 either way.
     scope_check: bool = True
     scope_check_timeout: float = Field(60.0, gt=0)  # seconds for the one-word answer
+    # with history_tags: each tag the model reads back shows what became of it (the
+    # approved scope, key and body; a note for a rejected one; pending as written), so
+    # a rejected or corrected tag is not copied into the next reply (issue 28;
+    # kairox_core/memory/decided.py, docs/memory.md). Off by default: in the 30-turn
+    # conversation it gave the 0.5B model at most one more right tag (5/10 against
+    # 4/10, within a rerun's variation), and it copied a rejection note or a bare
+    # "Noted." it read instead (README).
+    history_decided: bool = False
+    # what a rejected tag becomes there: "note" (a short note in its place) or "hidden"
+    history_rejected: Literal["note", "hidden"] = "note"
