@@ -236,3 +236,27 @@ async def test_the_editor_rewrites_a_lost_fact_under_a_key_of_its_own(
     assert f"Noted. {edited}" in replies
     database = f'<memory scope="workspace" key="fact-2">{conv.FACTS[2].request}</memory>'
     assert f"Noted. {database}" in replies  # the earlier fact kept its key
+
+
+def test_score_counts_the_stored_scope_and_the_written_one_apart() -> None:
+    prompt = conv.FACTS[1].request  # Porto: a user fact
+    moved = Record(
+        "remember",
+        1,
+        prompt,
+        "Noted.",
+        [("user", "city", "Porto")],
+        written=[("workspace", "city", "Porto")],
+        checks=["the model wrote workspace; the scope check chose user"],
+    )
+    kept = Record("remember", 0, conv.FACTS[0].request, "Noted.", [("user", "dog", "Biscuit")])
+    failed = Record(
+        "remember",
+        2,
+        conv.FACTS[2].request,
+        "Noted.",
+        [("user", "db", "PostgreSQL 16")],
+        checks=["scope check failed (TimeoutError); kept user"],
+    )
+    s = conv.score([moved, kept, failed])
+    assert (s["tags_ok"], s["written_ok"], s["moved"], s["check_failed"]) == (2, 1, 1, 1)
