@@ -200,3 +200,27 @@ def test_the_approval_flow_refuses_a_move_into_session(tmp_path: Path, kairox_ho
             kx.approvals.route("s1", "w", None, marker, scope_check=wrong)
     finally:
         kx.close()
+
+
+def test_kairox_memory_pending_shows_the_scope_the_model_wrote(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    from rich.console import Console
+
+    from kairox_core.cli.memory_cmd import _proposal_table
+
+    kx = Kairox.open(tmp_path / "k.db", config=parse_config({}))
+    try:
+        marker = MemoryMarker(
+            MemoryScope.USER,
+            "city",
+            "Lives in Porto",
+            '<memory scope="workspace" key="city">Lives in Porto</memory>',
+        )
+        verdict = decide(MemoryScope.WORKSPACE, "personal")
+        kx.approvals.route("s1", "w", None, marker, scope_check=verdict)
+        console = Console(width=200, record=True)
+        console.print(_proposal_table(kx.approvals.pending()))
+        assert "(model: workspace)" in console.export_text()
+    finally:
+        kx.close()

@@ -214,7 +214,7 @@ def _proposal_table(proposals: list[Proposal]) -> Table:
         )
         table.add_row(
             p.id,
-            p.scope.value,
+            p.scope.value + (f"\n(model: {p.model_scope})" if p.model_scope else ""),
             escape(p.key or "-"),
             escape(_short(p.body, 80)),
             origin,
