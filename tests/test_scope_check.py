@@ -224,3 +224,18 @@ def test_kairox_memory_pending_shows_the_scope_the_model_wrote(
         assert "(model: workspace)" in console.export_text()
     finally:
         kx.close()
+
+
+async def test_plain_mode_says_what_the_check_did(tmp_path: Path, kairox_home: Path) -> None:
+    import io
+
+    from kairox_core.chat.plain import PlainChat
+
+    chat = engine(tmp_path, model(PORTO, RuntimeError("server went away")))
+    err = io.StringIO()
+    plain = PlainChat(chat, io.StringIO("I live in Porto\n"), io.StringIO(), err)
+    assert await plain.run() == 0
+    log = err.getvalue()
+    assert "memory scope: scope check failed (RuntimeError: server went away)" in log
+    assert "[workspace:home-city]" in log
+    await chat.close()
