@@ -290,7 +290,7 @@ def main() -> None:
     parser.add_argument(
         "--person",
         default="careful",
-        help="conversation mode: who decides the cards, careful and/or fixer (careful,fixer)",
+        help="conversation mode: who decides the cards: careful, fixer, editor, later",
     )
     parser.add_argument("--one", help=argparse.SUPPRESS)  # the child process: one model
     parser.add_argument("--tags-on", action="store_true", help=argparse.SUPPRESS)
