@@ -147,7 +147,7 @@ class Cleaner:
             m = _NON_WS(src, a, b)
             if m is None:
                 self.ws += src[a:b]
-                self.marker()
+                self.marker(ml)
                 return
             j = m.start()
             ws = self.ws + src[a:j] if j > a else self.ws
