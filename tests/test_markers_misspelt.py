@@ -48,6 +48,10 @@ def assert_same_at_every_split(text: str) -> MarkerExtraction:
         ("<MEMORIES>409.</Memories >", "409."),
         (f"{OPEN}\n409.\n</memories>\n", "409.\n"),
         ("A </memories> B", "A B"),  # a lone closer goes too
+        ("A </MEMORIES\n\n > B", "A B"),  # blanks before '>', as a closer may have
+        # a tag spanning lines after another removal keeps its line break by a backtick
+        # (whole text once gave "` a", the stream "`\na")
+        ("`<memories> </memories\n>a", "`\na"),
     ],
 )
 def test_the_tags_go_the_body_stays_and_nothing_is_proposed(text: str, visible: str) -> None:
@@ -104,6 +108,9 @@ def test_released_text_is_defused() -> None:
 PIECES = [
     OPEN,
     "</memories>",
+    "</memories\n\n >",  # blanks before '>', as a closer may have
+    "<memories\n key='k'\n>",
+    "</memory\n>",
     "<MEMORIES>",
     "<memories key='k' >",
     '<memory scope="session">',
