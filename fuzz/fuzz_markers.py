@@ -2,7 +2,9 @@
 
 Each input is a reply plus split points. Checked: neither parser raises; the stream
 parser under that split gives exactly the whole-text result; the visible text never
-parses into a marker or an invalid element again (issue 13, items 4 and 11).
+parses into a marker or an invalid element again (issue 13, items 4 and 11); no
+character other than a blank is lost: what is shown is the reply minus the removed
+elements and tags, blanks aside.
 
     python fuzz/fuzz_markers.py -runs=20000 -dict=fuzz/markers.dict [corpus_dir]
 """
@@ -10,11 +12,34 @@ parses into a marker or an invalid element again (issue 13, items 4 and 11).
 from __future__ import annotations
 
 import sys
+from collections import Counter
 
 import atheris
 
 with atheris.instrument_imports():
-    from kairox_core.markers import MarkerStreamParser, extract_memory_markers
+    from kairox_core.markers import (
+        DEFUSE,
+        InvalidReason,
+        MarkerExtraction,
+        MarkerStreamParser,
+        extract_memory_markers,
+    )
+
+
+def _ink(text: str) -> Counter[str]:
+    return Counter(c for c in text if not c.isspace() and c != DEFUSE)
+
+
+# Invalid elements whose text stays visible: unterminated tags, and past MAX_TAGS the
+# rest of the reply (``too many proposals``; no cap on proposals is set here).
+_SHOWN = (InvalidReason.UNTERMINATED, InvalidReason.TOO_MANY)
+
+
+def check_nothing_lost(text: str, whole: MarkerExtraction) -> None:
+    removed = [m.raw for m in whole.markers]
+    removed += [i.raw for i in whole.invalid if i.reason not in _SHOWN]
+    if _ink(text) != _ink(whole.visible) + _ink("".join(removed)):
+        raise AssertionError(f"{whole.visible!r} (from {text!r}) lost or gained text")
 
 
 def check(data: bytes) -> None:
@@ -31,6 +56,7 @@ def check(data: bytes) -> None:
     streamed = "".join(out)
     if (streamed, parser.markers, parser.invalid) != (whole.visible, whole.markers, whole.invalid):
         raise AssertionError(f"split {cuts} of {text!r} differs from the whole text")
+    check_nothing_lost(text, whole)
     again = extract_memory_markers(whole.visible)
     if again.markers or again.invalid:
         raise AssertionError(f"{whole.visible!r} (from {text!r}) parses again: {again}")
