@@ -177,3 +177,31 @@ def test_closers_with_blanks_stream_as_the_whole_text(data: st.DataObject, text:
     same(stream(text, []), whole)
     again = extract_memory_markers(whole.visible)
     assert again.markers == [] and again.invalid == []
+
+
+# A removal between what may still grow into a tag (left) and code the reply had
+# (right): the join is defused without breaking that fence or span (a DEFUSE before
+# a fence's run once made the tags inside it parse again). Fast tier.
+grows = st.tuples(
+    st.sampled_from(["<memories", "<memory", "</memory", "<mem", "a"]),
+    st.sampled_from(["", " ", "\n", " \n", "\f"]),
+).map("".join)
+removed = st.sampled_from(
+    ["</memory>", '<memory scope="session">x</memory>', "</memories\n>", "<memories>"]
+)
+code = st.tuples(
+    st.sampled_from(["", "\n", "\n  ", " "]),
+    st.sampled_from(["~~~", "```", "`", "``", ">", "ory>"]),
+    st.sampled_from(["", "\n", "x"]),
+    st.sampled_from(["</memories>", "</memory>", ">", '<memory scope="session">y</memory>']),
+    st.sampled_from(["", "`", "\n~~~", "\n```"]),
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), text=st.builds("{}{}{}".format, grows, removed, code))
+def test_a_defused_join_never_breaks_the_code_after_it(data: st.DataObject, text: str) -> None:
+    whole = extract_memory_markers(text)
+    same(stream(text, data.draw(st.lists(st.integers(0, len(text)), max_size=4))), whole)
+    again = extract_memory_markers(whole.visible)
+    assert again.markers == [] and again.invalid == []
