@@ -83,9 +83,23 @@ class ProviderCapabilities:
     """What a model provider supports beyond the protocol.
 
     ``tools``: ``stream`` and ``complete`` take ``tools=`` (OpenAI's ``tools`` schema),
-    so the tool loop offers tools to it."""
+    so the tool loop offers tools to it. ``tool_limitation``: ``async tool_limitation()
+    -> str | None`` says why the model it serves cannot call tools though the provider
+    takes them (a local model's chat template), None when it can."""
 
     tools: bool = False
+    tool_limitation: bool = False
+
+
+@dataclass(frozen=True)
+class StrategyCapabilities:
+    """What a compaction strategy supports beyond the protocol (a strategy that declares
+    none supports nothing optional).
+
+    ``model``: ``provider() -> ModelProvider`` builds the provider it writes with (the
+    caller closes it), so long attachments' synopses are written by the same model."""
+
+    model: bool = False
 
 
 @dataclass(frozen=True)
@@ -145,6 +159,11 @@ class WhenFree(Protocol):
     def when_free(self, probe: Callable[[], bool]) -> bool | None: ...
 
 
+@runtime_checkable
+class ToolLimitation(Protocol):
+    async def tool_limitation(self) -> str | None: ...
+
+
 # The methods (or attributes) a claim of each capability requires.
 REQUIRES: dict[type, dict[str, tuple[str, ...]]] = {
     IndexCapabilities: {
@@ -162,7 +181,11 @@ REQUIRES: dict[type, dict[str, tuple[str, ...]]] = {
     },
     StorageCapabilities: {"longterm": ("longterm",), "check": ("check",)},
     LongTermCapabilities: {"when_free": ("when_free",)},
-    ProviderCapabilities: {"tools": ("stream", "complete")},
+    ProviderCapabilities: {
+        "tools": ("stream", "complete"),
+        "tool_limitation": ("tool_limitation",),
+    },
+    StrategyCapabilities: {"model": ("provider",)},
     RetrieverCapabilities: {"index_files": ("index",)},
 }
 
@@ -233,6 +256,24 @@ def verify(obj: T, what: str) -> T:
     return obj
 
 
+C = TypeVar("C")
+
+
+def declared(obj: object, what: str, default: C) -> C:
+    """What ``obj`` declares, checked as ``verify`` checks it, or ``default`` (nothing
+    optional) when it declares nothing: for a seam whose plugins predate declared
+    capabilities (compaction strategies). Called once, where the thing is built."""
+    caps = getattr(obj, "capabilities", None)
+    if caps is None:
+        return default
+    if not isinstance(caps, type(default)):
+        raise CapabilityError(
+            f"{what}: capabilities must be a {type(default).__name__}, got {type(caps).__name__}"
+        )
+    verify(obj, what)
+    return caps
+
+
 def _takes_tools(method: Callable[..., Any]) -> bool:
     try:
         params = inspect.signature(method).parameters
@@ -288,6 +329,15 @@ def when_free(store: _HasLongTermCaps) -> WhenFree | None:
     return cast(WhenFree, store) if store.capabilities.when_free else None
 
 
+class _HasProviderCaps(Protocol):
+    @property
+    def capabilities(self) -> ProviderCapabilities: ...
+
+
+def tool_limitation(provider: _HasProviderCaps) -> ToolLimitation | None:
+    return cast(ToolLimitation, provider) if provider.capabilities.tool_limitation else None
+
+
 __all__ = [
     "AnnGraph",
     "CapabilityError",
@@ -300,13 +350,17 @@ __all__ = [
     "ProviderCapabilities",
     "RetrieverCapabilities",
     "StorageCapabilities",
+    "StrategyCapabilities",
     "TermStats",
+    "ToolLimitation",
     "WhenFree",
     "ann_graph",
+    "declared",
     "empty_probe",
     "file_index",
     "health_check",
     "term_stats",
+    "tool_limitation",
     "verify",
     "when_free",
 ]

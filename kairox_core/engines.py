@@ -23,11 +23,13 @@ implementing ``SynopsisWriter``; each is found by its protocol, never by name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from kairox_core.context.contributions import AssemblyRequest, Contribution, ContributionLayer
 from kairox_core.engine_context import EngineContext
+from kairox_core.hookspecs import Registrar
+from kairox_core.plugins import Category
 from kairox_core.results import CompactionResult, TurnResult
 
 if TYPE_CHECKING:
@@ -120,6 +122,14 @@ class SynopsisWriter(Protocol):
     ) -> dict[str, str] | None: ...
 
 
+# The engines registry, typed here because the registry module sits below this seam:
+# annotate ``kairox_register_engines(register: EngineRegistrar)`` with this one, and
+# mypy checks each factory against ``factory(ctx: EngineContext) -> Engine``.
+EngineFactory = Callable[[EngineContext], Engine]
+EngineRegistrar = Registrar[EngineFactory]
+ENGINES: Category[EngineFactory] = Category("engines")
+
+
 class EngineHolder(Protocol):
     """What holds engines by name (a ``Kairox``): for helpers such as ``recall_of``."""
 
@@ -127,6 +137,7 @@ class EngineHolder(Protocol):
 
 
 __all__ = [
+    "ENGINES",
     "AssemblyRequest",
     "CompactionEngine",
     "CompactionResult",
@@ -134,7 +145,9 @@ __all__ = [
     "ContributionLayer",
     "Engine",
     "EngineContext",
+    "EngineFactory",
     "EngineHolder",
+    "EngineRegistrar",
     "EngineSession",
     "SynopsisWriter",
     "TurnResult",

@@ -122,7 +122,8 @@ class Kairox:
     # --- engines ---------------------------------------------------------------------
 
     def _build_engines(self) -> tuple[Engine, ...]:
-        from kairox_core.plugins import ENGINES, get_plugins
+        from kairox_core.engines import ENGINES
+        from kairox_core.plugins import get_plugins
 
         self._engine_names: dict[str, Engine] = {}
         for name, registration in get_plugins().registry(ENGINES).items():

@@ -14,7 +14,7 @@ and calls the factory with the validated model as ``options=`` (see plugin_optio
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Never, Protocol, TypeVar
 
 import pluggy
 
@@ -23,11 +23,13 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from kairox_core.compaction.base import CompactionStrategy
+    from kairox_core.config.model import KairoxConfig
+    from kairox_core.config.sources import KnowledgeBaseConfig, ProviderConfig
     from kairox_core.events import Event
     from kairox_core.memory.base import MemoryStore
     from kairox_core.providers.base import ModelProvider
     from kairox_core.retrieval.base import EmbeddingBackend, Reranker, WorkspaceRetriever
-    from kairox_core.store.protocol import Storage
+    from kairox_core.store.base import Storage
 
 hookspec = pluggy.HookspecMarker("kairox")
 hookimpl = pluggy.HookimplMarker("kairox")
@@ -45,27 +47,44 @@ class Registrar(Protocol[F_contra]):
 
 class CompactionStrategyFactory(Protocol):
     """``factory(config=KairoxConfig, profile=str | None)`` -> the strategy ``[compaction]
-    strategy`` names (``config`` is left open here: the configuration module imports the
-    plugin host, so naming it would close an import circle)."""
+    strategy`` names, for the session's profile (None: outside a session)."""
 
-    def __call__(self, *, config: Any, profile: str | None) -> CompactionStrategy: ...
+    def __call__(self, *, config: KairoxConfig, profile: str | None) -> CompactionStrategy: ...
 
 
-# What each registry's factories are. Where a registration may carry an options model,
-# the factory takes either the section's keys or ``options=<Model>``, so its parameters
-# are left open (``...``) and only what it returns is fixed.
+# What each registry's factories are. A kind registered with an options model is called
+# with ``options=<Model>`` (the ``*WithOptions`` protocols; the core casts to the one its
+# registration says). Embedding backends and rerankers take their section's keys as
+# keyword arguments (any names), so their parameters are left open (``...``) and only
+# what they return is fixed.
 # factory(path) -> MemoryStore
 MemoryStoreFactory = Callable[[str], "MemoryStore"]
 # factory(**backend_options) -> EmbeddingBackend; factory(options=Model) with a model
 EmbeddingBackendFactory = Callable[..., "EmbeddingBackend"]
-# factory(kb: KnowledgeBaseConfig[, options=Model]) -> WorkspaceRetriever
-RetrieverFactory = Callable[..., "WorkspaceRetriever"]
-# factory(config: ProviderConfig[, options=Model]) -> ModelProvider
-ModelProviderFactory = Callable[..., "ModelProvider"]
-# factory(ctx: EngineContext) -> Engine. Typed loosely on purpose: this module sits below
-# the seams and the engines, and naming them here would import upwards; the facade checks
-# that each product is an ``Engine`` when it builds it.
-EngineFactory = Callable[[Any], object]
+
+
+class RetrieverWithOptions(Protocol):
+    """A knowledge-base kind registered with ``options=Model``: called with the validated
+    model (typed ``Any`` here so a factory may name its own model class)."""
+
+    def __call__(self, kb: KnowledgeBaseConfig, /, *, options: Any) -> WorkspaceRetriever: ...
+
+
+class ProviderWithOptions(Protocol):
+    """A provider kind registered with ``options=Model``: called with the validated model."""
+
+    def __call__(self, config: ProviderConfig, /, *, options: Any) -> ModelProvider: ...
+
+
+# factory(kb) -> WorkspaceRetriever; factory(kb, options=<Model>) with a model
+RetrieverFactory = Callable[["KnowledgeBaseConfig"], "WorkspaceRetriever"] | RetrieverWithOptions
+# factory(config) -> ModelProvider; factory(config, options=<Model>) with a model
+ModelProviderFactory = Callable[["ProviderConfig"], "ModelProvider"] | ProviderWithOptions
+# factory(ctx: EngineContext) -> Engine: typed with those names in kairox_core.engines
+# (``EngineFactory``, ``EngineRegistrar``, the ``ENGINES`` registry the facade reads).
+# This module sits below the seams (the core looks plugins up through the registry), so
+# here it is any one-argument callable; the facade checks each product is an ``Engine``.
+EngineFactory = Callable[[Never], object]
 # factory(target: str) -> Storage (a path or a URL)
 StorageFactory = Callable[[str], "Storage"]
 # factory(**reranker_options) -> Reranker
@@ -80,7 +99,7 @@ EngineRegistrar = Registrar[EngineFactory]
 StorageRegistrar = Registrar[StorageFactory]
 RerankerRegistrar = Registrar[RerankerFactory]
 # any of the above, for a plugin that does not care which
-Register = Registrar[Callable[..., Any]]
+Register = Registrar[Callable[..., object]]
 
 
 @hookspec

@@ -13,13 +13,14 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import pluggy
+from pluggy import HookImpl
 from pydantic import BaseModel
 
 from kairox_core import hookspecs
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from kairox_core.hookspecs import (
         CompactionStrategyFactory,
         EmbeddingBackendFactory,
-        EngineFactory,
         MemoryStoreFactory,
         ModelProviderFactory,
         RerankerFactory,
@@ -46,7 +46,9 @@ F = TypeVar("F", bound=Callable[..., object])
 @dataclass(frozen=True)
 class Category(Generic[F]):
     """One registry, typed with its factories' signature: ``host.get(STORAGE, name)`` is
-    a ``Registration[StorageFactory]``, so calling its factory is type-checked."""
+    a ``Registration[StorageFactory]``, so calling its factory is type-checked. A
+    registry whose products live above this module is typed where they do
+    (``kairox_core.engines.ENGINES``)."""
 
     key: str
 
@@ -56,7 +58,6 @@ EMBEDDING_BACKENDS: Category[EmbeddingBackendFactory] = Category("embedding_back
 RETRIEVERS: Category[RetrieverFactory] = Category("retrievers")
 COMPACTION_STRATEGIES: Category[CompactionStrategyFactory] = Category("compaction_strategies")
 MODEL_PROVIDERS: Category[ModelProviderFactory] = Category("model_providers")
-ENGINES: Category[EngineFactory] = Category("engines")
 STORAGE: Category[StorageFactory] = Category("storage")
 RERANKERS: Category[RerankerFactory] = Category("rerankers")
 
@@ -409,11 +410,19 @@ class PluginHost:
         if _env_flag("KAIROX_TRACE_PLUGINS"):
             print(f"kairox-trace: {hook_name} -> {plugin_name}", file=sys.stderr)
 
-    def _trace_before(self, hook_name: str, impls: Any, kwargs: Any) -> None:
+    def _trace_before(
+        self, hook_name: str, impls: Sequence[HookImpl], kwargs: Mapping[str, object]
+    ) -> None:
         names = ", ".join(i.plugin_name for i in impls)
         print(f"kairox-trace: call {hook_name}({', '.join(kwargs)}) -> [{names}]", file=sys.stderr)
 
-    def _trace_after(self, outcome: Any, hook_name: str, impls: Any, kwargs: Any) -> None:
+    def _trace_after(
+        self,
+        outcome: object,
+        hook_name: str,
+        impls: Sequence[HookImpl],
+        kwargs: Mapping[str, object],
+    ) -> None:
         print(f"kairox-trace: done {hook_name}", file=sys.stderr)
 
 

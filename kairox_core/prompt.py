@@ -9,7 +9,10 @@ falls back to ``[kairox] system_prompt`` alone (``Session``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kairox_core.config import KairoxConfig
 
 # Measured with benchmarks/protocol.py (Qwen2.5-Coder 0.5B at temperature 0): small
 # models copy what they see, so the tag forms carry no key to copy ("..."), the key is
@@ -70,6 +73,6 @@ def system_prompt_for(configured: str | None) -> str:
     return configured if configured else MEMORY_PROTOCOL
 
 
-def front_end_system_prompt(config: Any) -> str:
+def front_end_system_prompt(config: KairoxConfig) -> str:
     """What a front end's session sends as its system prompt under ``config``."""
     return system_prompt_for(config.kairox.system_prompt)

@@ -50,7 +50,8 @@ from kairox_core.events import (
 )
 from kairox_core.inputs import InvalidInputError, check_text, json_problem
 from kairox_core.results import CompactionResult, TurnResult
-from kairox_core.retrieval.composite import CompositeWorkspaceRetriever
+from kairox_core.retrieval.base import RetrievalHit
+from kairox_core.retrieval.composite import CompositeResult, CompositeWorkspaceRetriever
 from kairox_core.session_services import SessionServices
 from kairox_core.store.leases import HOST
 from kairox_core.sync_twins import idle_twin, twin
@@ -148,7 +149,9 @@ class Session:
         taken, over = history.within(limit - total)
         return total + sum(u.tokens for u in taken) + (over.tokens if over is not None else 0)
 
-    async def retrieve(self, prompt: str, profile: str | None = None) -> tuple[list[Any], Any]:
+    async def retrieve(
+        self, prompt: str, profile: str | None = None
+    ) -> tuple[list[RetrievalHit], CompositeResult | None]:
         """Hits for ``prompt`` from the profile's composite retriever, and its report."""
         name = profile or self.profile
         if not prompt.strip():
@@ -177,9 +180,9 @@ class Session:
         profile: str | None = None,
         before_seq: int | None = None,
         after_prompt: Sequence[HistoryUnit] = (),
-        hits: Sequence[Any] | None = None,
+        hits: Sequence[RetrievalHit] | None = None,
         contributions: Sequence[Contribution] | None = None,
-    ) -> tuple[AssembledContext, list[Any], list[Contribution]]:
+    ) -> tuple[AssembledContext, list[RetrievalHit], list[Contribution]]:
         """The context for ``prompt``; ``hits``/``contributions`` (None: search now,
         ask the engines now) are the retrieval hits and the engines' contributions
         (recalled past turns among them), also returned."""
@@ -248,7 +251,7 @@ class Session:
         attachments: Sequence[Mapping[str, Any]] | None = None,
         *,
         instructions: Sequence[str] = (),
-        hits: Sequence[Any] | None = None,
+        hits: Sequence[RetrievalHit] | None = None,
     ) -> Turn:
         """Assemble the context and record the user message; the session stays locked
         until ``complete()`` or ``abort()``. Raises ``ContextBudgetExceeded`` (and
@@ -367,7 +370,7 @@ class Session:
         result = await engine.compact(self, first_seq=first_seq, last_seq=last_seq, trigger=trigger)
         if result.ok:
             for other in self.services.engines:
-                name = getattr(other, "name", type(other).__name__)
+                name = other.name
                 try:
                     await other.on_compacted(self, result)
                 except Exception as exc:  # an engine never undoes a compaction

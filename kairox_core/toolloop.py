@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kairox_core.capabilities import tool_limitation as declared_limitation
 from kairox_core.capabilities import verify
 from kairox_core.context.errors import ContextBudgetExceeded
 from kairox_core.context.trace import LayerTrace, TraceItem
@@ -135,15 +136,12 @@ async def tool_limitation(provider: ModelProvider) -> str | None:
     """Why the provider's model cannot call tools, None when it can.
 
     A provider whose ``stream`` takes no ``tools=`` cannot. One that takes them may
-    still depend on its model (a local model's chat template): it says so with an
-    optional ``async tool_limitation() -> str | None`` (kairox-llamacpp has one)."""
+    still depend on its model (a local model's chat template): it declares the
+    ``tool_limitation`` capability and says why (kairox-llamacpp does)."""
     if not accepts_tools(provider):
         return f"provider {provider.name} cannot call tools"
-    ask = getattr(provider, "tool_limitation", None)
-    if ask is None:
-        return None
-    reason: str | None = await ask()
-    return reason
+    limited = declared_limitation(provider)
+    return None if limited is None else await limited.tool_limitation()
 
 
 async def run_model_turn(

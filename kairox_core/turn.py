@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from kairox_core.context import AssembledContext, ContextAssembler
     from kairox_core.context.contributions import Contribution
     from kairox_core.context.sources import HistoryUnit
+    from kairox_core.context.trace import ContextTrace
     from kairox_core.session_services import SessionServices
 
 # ModelTokenDelta batching: deltas are buffered and written as one event per batch, so a
@@ -64,9 +65,9 @@ class TurnOwner(Protocol):
         profile: str | None = None,
         before_seq: int | None = None,
         after_prompt: Sequence[HistoryUnit] = (),
-        hits: Sequence[Any] | None = None,
+        hits: Sequence[RetrievalHit] | None = None,
         contributions: Sequence[Contribution] | None = None,
-    ) -> tuple[AssembledContext, list[Any], list[Contribution]]: ...
+    ) -> tuple[AssembledContext, list[RetrievalHit], list[Contribution]]: ...
 
     async def _after_turn(self, result: TurnResult) -> None: ...
 
@@ -95,7 +96,7 @@ class Turn:
         prompt: str,
         prompt_seq: int,
         context: AssembledContext,
-        hits: list[Any],
+        hits: list[RetrievalHit],
         *,
         contributions: Sequence[Contribution] = (),
         instructions: tuple[str, ...] = (),
@@ -132,7 +133,7 @@ class Turn:
         return self.context.messages
 
     @property
-    def trace(self) -> Any:
+    def trace(self) -> ContextTrace:
         return self.context.trace
 
     @property
@@ -269,7 +270,7 @@ class Turn:
                 stored = services.events.append_many(batch)[-1]
                 if markers:
                     untrusted = [e.result for e in self._tool_events]
-                    untrusted += [getattr(h, "text", "") for h in (*self.hits, *recalled)]
+                    untrusted += [h.text for h in (*self.hits, *recalled)]
                     proposals, memory_events = self._route(markers, untrusted)
             result = TurnResult(
                 turn_id=self.turn_id,

@@ -25,11 +25,11 @@ from kairox_core.capabilities import (
     when_free,
 )
 from kairox_core.config import KairoxConfig, KnowledgeBaseConfig, ProviderConfig
+from kairox_core.engines import ENGINES
 from kairox_core.errors import KairoxUserError, PluginError
 from kairox_core.facade import open_storage
 from kairox_core.longterm.db import has_store, longterm_store
 from kairox_core.plugins import (
-    ENGINES,
     MODEL_PROVIDERS,
     RETRIEVERS,
     STORAGE,

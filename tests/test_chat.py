@@ -124,6 +124,7 @@ async def test_streamed_answer_is_cleaned_and_card_approves_memory(
     await engine.close()
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_tui_shows_an_acknowledgement_and_the_card_for_a_tag_alone(
     tmp_path: Path, kairox_home: Path
 ) -> None:
@@ -161,6 +162,7 @@ async def test_reject_and_edit_from_cards(tmp_path: Path, kairox_home: Path) -> 
     await engine.close()
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_resumed_session_shows_history(tmp_path: Path, kairox_home: Path) -> None:
     engine = engine_for(tmp_path, ["First answer."])
     await engine.run_turn("first question", lambda _: None)
@@ -176,6 +178,7 @@ async def test_resumed_session_shows_history(tmp_path: Path, kairox_home: Path) 
     await resumed.close()
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_budget_error_is_shown_and_session_intact(tmp_path: Path, kairox_home: Path) -> None:
     config = parse_config({"profiles": {"default": {"context_window": 900, "reserve": 100}}})
     engine = ChatEngine.open(config, tmp_path / "k.db", provider=ScriptedProvider(["ok"]))

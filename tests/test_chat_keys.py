@@ -97,6 +97,7 @@ async def test_a_letter_that_is_not_a_card_key_moves_to_the_input(
     await engine.close()
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_ctrl_n_without_a_pending_card_says_so(tmp_path: Path, kairox_home: Path) -> None:
     engine = engine_for(tmp_path, ["plain answer"])
     app = ChatApp(engine)
@@ -110,6 +111,7 @@ async def test_ctrl_n_without_a_pending_card_says_so(tmp_path: Path, kairox_home
     await engine.close()
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_help_lists_every_key(tmp_path: Path, kairox_home: Path) -> None:
     engine = engine_for(tmp_path, ["x"])
     app = ChatApp(engine)
@@ -123,6 +125,7 @@ async def test_help_lists_every_key(tmp_path: Path, kairox_home: Path) -> None:
     await engine.close()
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_quitting_returns_the_resume_command(tmp_path: Path, kairox_home: Path) -> None:
     engine = engine_for(tmp_path, ["x"])
     app = ChatApp(engine, resume_args=("--db", "/data/k.db"))
@@ -136,6 +139,7 @@ async def test_quitting_returns_the_resume_command(tmp_path: Path, kairox_home: 
     await engine.close()
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_the_waiting_note_goes_once_the_card_is_decided(
     tmp_path: Path, kairox_home: Path
 ) -> None:
@@ -178,6 +182,7 @@ def test_a_keyless_session_memory_is_described_without_none() -> None:
     assert describe_event(keyed) == "MemoryAccepted user:seat"
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_the_cards_edit_changes_scope_and_key_too(tmp_path: Path, kairox_home: Path) -> None:
     from textual.widgets import Select, TextArea
 

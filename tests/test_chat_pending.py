@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import DataTable, TabbedContent
 
 from kairox_core.chat.app import ChatApp
@@ -38,6 +39,7 @@ def waiting(app: ChatApp) -> list[str]:
     return [m.text for m in app.query(ChatMessage) if "for your decision" in m.text]
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_a_resumed_session_shows_its_undecided_cards(
     tmp_path: Path, kairox_home: Path
 ) -> None:
@@ -62,6 +64,7 @@ async def test_a_resumed_session_shows_its_undecided_cards(
     await resumed.close()
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_the_memory_view_lists_and_decides_pending_proposals(
     tmp_path: Path, kairox_home: Path
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import OptionList, Select
 
 from kairox_core.chat.app import ChatApp
@@ -22,6 +23,7 @@ def engine_for(tmp_path: Path) -> ChatEngine:
     return ChatEngine.open(config, tmp_path / "k.db", provider=ScriptedProvider([REPLY]))
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_a_line_of_an_answer_and_a_whole_prompt_kept_long_term(
     tmp_path: Path, kairox_home: Path
 ) -> None:

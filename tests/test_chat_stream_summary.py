@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.widgets import Input, TextArea
 
 from kairox_core.chat.app import ChatApp
@@ -54,6 +55,7 @@ async def settle(app: ChatApp, pilot: Any) -> None:
     await pilot.pause()
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_compact_in_the_chat_then_open_edit_keep_and_resume(
     tmp_path: Path, kairox_home: Path
 ) -> None:

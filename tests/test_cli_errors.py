@@ -126,6 +126,7 @@ def test_plain_chat_ends_with_the_command_that_resumes_the_session(tmp_path: Pat
     assert last == f"kairox: session {sid}; resume it with: kairox chat --session {sid}"
 
 
+@pytest.mark.slow  # starts the CLI twice (DEVELOPERS.md: test tiers)
 def test_the_printed_resume_command_resumes_a_session_of_another_workspace(
     tmp_path: Path,
 ) -> None:

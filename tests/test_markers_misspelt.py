@@ -212,6 +212,7 @@ async def test_the_web_says_it_once(tmp_path: Path, kairox_home: Path) -> None:
     await engine.close()
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_the_tui_trace_says_it_once(tmp_path: Path, kairox_home: Path) -> None:
     from textual.widgets import Input, Static
 

@@ -127,6 +127,7 @@ async def test_plain_mode_says_nothing_was_saved(tmp_path: Path, kairox_home: Pa
     await engine.close()
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_the_tui_says_nothing_was_saved(tmp_path: Path, kairox_home: Path) -> None:
     from textual.widgets import Input
 
@@ -147,6 +148,7 @@ async def test_the_tui_says_nothing_was_saved(tmp_path: Path, kairox_home: Path)
 # --- "thinking…" until the first token (issue 28, item 7) -----------------------------------
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_the_tui_shows_thinking_until_the_first_token(
     tmp_path: Path, kairox_home: Path
 ) -> None:

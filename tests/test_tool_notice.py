@@ -8,7 +8,9 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kairox_core.capabilities import ProviderCapabilities
+import pytest
+
+from kairox_core.capabilities import CapabilityError, ProviderCapabilities, verify
 from kairox_core.chat.engine import ChatEngine
 from kairox_core.chat.plain import PlainChat
 from kairox_core.config import parse_config
@@ -39,7 +41,7 @@ class Box:
 class LocalModel(ScriptedProvider):
     """A tool-calling provider whose model may not call tools (a local chat template)."""
 
-    capabilities = ProviderCapabilities(tools=True)
+    capabilities = ProviderCapabilities(tools=True, tool_limitation=True)
 
     def __init__(self, reason: str | None, replies: Sequence[str] = ("Done.",)) -> None:
         super().__init__(replies)
@@ -93,6 +95,22 @@ async def test_the_provider_hook_decides_and_a_plain_provider_cannot() -> None:
     assert await tool_limitation(LocalModel(None)) is None
     assert await tool_limitation(LocalModel(REASON)) == REASON
     assert await tool_limitation(ScriptedProvider()) == "provider scripted cannot call tools"
+
+
+class Undeclared(LocalModel):
+    """Has ``tool_limitation`` but does not declare it: the method is never probed for."""
+
+    capabilities = ProviderCapabilities(tools=True)
+
+
+class ClaimsWithoutMethod(ScriptedProvider):
+    capabilities = ProviderCapabilities(tool_limitation=True)
+
+
+async def test_the_limitation_is_declared_not_probed() -> None:
+    assert await tool_limitation(Undeclared(REASON)) is None
+    with pytest.raises(CapabilityError, match=r"'tool_limitation'.*lacks tool_limitation"):
+        verify(ClaimsWithoutMethod(), "model provider 'claims'")
 
 
 async def test_a_model_that_can_call_tools_gets_them_and_no_notice(
@@ -163,6 +181,7 @@ async def test_the_web_says_first_that_it_starts_no_mcp_servers(
     assert first == [{"message": expected}]
 
 
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_the_tui_says_it_before_the_first_turn(tmp_path: Path, kairox_home: Path) -> None:
     from kairox_core.chat.app import ChatApp
     from kairox_core.chat.widgets import ChatMessage

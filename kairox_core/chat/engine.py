@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kairox_core.config import KairoxConfig
 from kairox_core.errors import KairoxError
@@ -27,12 +27,18 @@ from kairox_core.events import (
     MemoryProposed,
     MemoryRejected,
 )
-from kairox_core.memory.records import Proposal
+from kairox_core.markers import InvalidMarker
+from kairox_core.memory.records import MemoryRecord, Proposal
 from kairox_core.prompt import front_end_system_prompt
 from kairox_core.providers.base import ModelProvider
 from kairox_core.providers.resolve import build_provider, choose_provider
 from kairox_core.results import TurnResult
 from kairox_core.toolloop import Tool, ToolStep, run_model_turn, tool_limitation
+
+if TYPE_CHECKING:
+    from kairox_core.context.trace import ContextTrace
+    from kairox_core.facade import Kairox
+    from kairox_core.session import Session
 
 COMPACTION_EVENTS = (
     ContextCompactionStarted,
@@ -48,11 +54,11 @@ class TurnOutcome:
 
     prompt: str
     text: str = ""
-    trace: Any = None
+    trace: ContextTrace | None = None
     proposals: list[MemoryProposed] = field(default_factory=list)  # waiting for a person
     pending: list[Proposal] = field(default_factory=list)  # the same, as records
     accepted: list[MemoryAccepted] = field(default_factory=list)  # session scope, untainted
-    invalid: list[Any] = field(default_factory=list)  # markers the model got wrong
+    invalid: list[InvalidMarker] = field(default_factory=list)  # markers the model got wrong
     compaction: list[Event] = field(default_factory=list)
     error: str | None = None
     acknowledgement: str = ""  # shown when the reply was memory tags and nothing else
@@ -105,10 +111,17 @@ UNSAVED = (
 )
 
 
-def unsaved_claim(text: str, markers: Sequence[Any]) -> str:
+def unsaved_claim(text: str, markers: Sequence[object]) -> str:
     """The warning for a reply that claims to have noted something while the turn
     wrote no memory tag at all (an unchanged memory is a tag: already kept)."""
     return UNSAVED if not markers and _CLAIM.search(text) else ""
+
+
+class Toolbox(Protocol):
+    """What offers tools to the model (``McpToolbox``: the profile's MCP servers)."""
+
+    async def tools(self) -> tuple[list[Tool], list[str]]: ...
+    async def aclose(self) -> None: ...
 
 
 class ChatEngine:
@@ -116,13 +129,13 @@ class ChatEngine:
 
     def __init__(
         self,
-        kx: Any,
-        session: Any,
+        kx: Kairox,
+        session: Session,
         config: KairoxConfig,
         *,
         provider: ModelProvider,
         provider_note: str,
-        toolbox: Any = None,
+        toolbox: Toolbox | None = None,
     ) -> None:
         self.kx = kx
         self.session = session
@@ -306,11 +319,11 @@ class ChatEngine:
         *,
         scope: str | None = None,
         key: str | None = None,
-    ) -> Any:
+    ) -> MemoryRecord:
         """Accept a proposal, with the person's corrections (None: as proposed)."""
         return self.kx.approvals.accept(proposal_id, body=body, scope=scope, key=key)
 
-    def reject(self, proposal_id: str, reason: str | None = None) -> Any:
+    def reject(self, proposal_id: str, reason: str | None = None) -> Proposal:
         return self.kx.approvals.reject(proposal_id, reason=reason)
 
     async def close(self) -> None:
@@ -330,7 +343,7 @@ def describe_attachment(att: dict[str, Any]) -> str:
     return f"{name} (text, {len(str(att.get('text', '')))} characters)"
 
 
-def _stored_profile(kx: Any, session_id: str) -> str | None:
+def _stored_profile(kx: Kairox, session_id: str) -> str | None:
     """The profile a stored session runs with (resolved), or None: a new session, or a
     profile this configuration lacks (opening the session then says so)."""
     info = kx.events_store.get_session(session_id)

@@ -8,7 +8,7 @@ bindings take precedence over the Memory view's while its table has focus.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -17,6 +17,9 @@ from textual.widgets import DataTable, Static
 
 from kairox_core.chat.widgets import EditScreen
 from kairox_core.errors import KairoxError
+
+if TYPE_CHECKING:
+    from kairox_core.chat.engine import ChatEngine
 
 
 class LongTermPane(Vertical):
@@ -27,7 +30,7 @@ class LongTermPane(Vertical):
         Binding("d", "delete_chunk", "Delete chunk"),
     ]
 
-    def __init__(self, engine: Any, **kwargs: Any) -> None:
+    def __init__(self, engine: ChatEngine, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.engine = engine
         self.selected: set[str] = set()

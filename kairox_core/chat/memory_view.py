@@ -13,7 +13,8 @@ proposals waiting for a decision (pending_pane.py: ``a``/``r``/``e``). The Long-
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import inspect
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import work
@@ -34,6 +35,9 @@ from kairox_core.errors import KairoxError
 from kairox_core.summary_lines import numbered_lines
 from kairox_core.usage import SessionUsage, usage
 
+if TYPE_CHECKING:
+    from kairox_core.chat.engine import ChatEngine
+
 SCOPES = ("user", "workspace", "session")
 
 
@@ -52,7 +56,7 @@ class MemoryView(Screen[None]):
         Binding("r", "refresh", "Refresh"),
     ]
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: ChatEngine) -> None:
         super().__init__()
         self.engine = engine
         self.summaries: list[Any] = []
@@ -97,7 +101,7 @@ class MemoryView(Screen[None]):
             await body.remove_children()
             await body.mount(Static(Text(f"the next turn would be refused:\n{exc}", "red")))
             return
-        self.summaries = list(getattr(session.compaction, "summaries", []) or [])
+        self.summaries = list(session.compaction.summaries)
         focused = self.focused.summary.seq if isinstance(self.focused, SummaryCard) else None
         await body.remove_children()
         header = render_header(context.trace)
@@ -326,7 +330,7 @@ class MemoryView(Screen[None]):
     async def _call_session(self, name: str, *args: Any, **kwargs: Any) -> None:
         try:
             result = getattr(self.engine.session, name)(*args, **kwargs)
-            if hasattr(result, "__await__"):
+            if inspect.isawaitable(result):
                 await result
         except KairoxError as exc:
             self.notify(str(exc), severity="error")

@@ -9,7 +9,7 @@ card in the chat (``ChatApp.sync_cards``).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -18,6 +18,9 @@ from textual.widgets import DataTable, Static
 
 from kairox_core.chat.widgets import EditScreen
 from kairox_core.errors import KairoxError
+
+if TYPE_CHECKING:
+    from kairox_core.chat.engine import ChatEngine
 
 
 class PendingPane(Vertical):
@@ -31,7 +34,7 @@ class PendingPane(Vertical):
         Binding("e", "edit", "Edit + approve"),
     ]
 
-    def __init__(self, engine: Any, **kwargs: Any) -> None:
+    def __init__(self, engine: ChatEngine, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.engine = engine
 
@@ -57,7 +60,7 @@ class PendingPane(Vertical):
         for p in pending:
             body = p.body if len(p.body) <= 80 else p.body[:77] + "..."
             taint = " ⚠" if p.tainted else ""
-            scope = getattr(p.scope, "value", p.scope)
+            scope = p.scope.value
             table.add_row(f"{scope}{taint}", p.key or "-", body, p.session_id, p.id, key=p.id)
         if pending:
             table.move_cursor(row=min(row, len(pending) - 1), animate=False)

@@ -9,7 +9,7 @@ of the session can be picked, those a ``[Summary]`` card stands for included.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -19,6 +19,10 @@ from textual.widgets import Label, OptionList, Select
 from textual.widgets.option_list import Option
 
 from kairox_core.events import AssistantMessageCompleted, Event, UserMessageAdded
+
+if TYPE_CHECKING:
+    from kairox_core.chat.engine import ChatEngine
+    from kairox_core.longterm.chunks import Chunk
 
 SCOPES = ("session", "project", "global")
 
@@ -119,7 +123,7 @@ class RememberScreen(ModalScreen[Remembered | None]):
             self.dismiss(None)
 
 
-def keep(engine: Any, chosen: Remembered) -> Any:
+def keep(engine: ChatEngine, chosen: Remembered) -> Chunk:
     """Write the chunk (``kx.longterm.add``) for the chat's session."""
     return engine.kx.longterm.add(
         chosen.text,

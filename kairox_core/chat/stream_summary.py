@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -28,6 +28,10 @@ from kairox_core.context.sources import SummaryItem
 from kairox_core.events import Event
 from kairox_core.summary_lines import numbered_lines
 
+if TYPE_CHECKING:
+    from kairox_core.facade import Kairox
+    from kairox_core.session import Session
+
 
 @dataclass(frozen=True)
 class StreamSummary:
@@ -38,7 +42,7 @@ class StreamSummary:
     originals: list[Event]  # the conversation events it stands for
 
 
-def stream_summaries(kx: Any, session: Any) -> list[StreamSummary]:
+def stream_summaries(kx: Kairox, session: Session) -> list[StreamSummary]:
     """The session's active summaries, oldest range first, with their originals."""
     from kairox_core.chat.summary_card import original_messages
 

@@ -9,7 +9,7 @@ that range. The read happens on the first expansion only: most cards are never o
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import events
@@ -25,11 +25,14 @@ from kairox_core.events import (
     UserMessageAdded,
 )
 
+if TYPE_CHECKING:
+    from kairox_core.facade import Kairox
+
 ORIGINAL_TYPES = ("UserMessageAdded", "AssistantMessageCompleted", "ToolInvocationCompleted")
 MAX_ORIGINAL_CHARS = 2000  # per message: a pasted document stays readable around it
 
 
-def original_messages(kx: Any, session_id: str, summary: SummaryItem) -> list[Event]:
+def original_messages(kx: Kairox, session_id: str, summary: SummaryItem) -> list[Event]:
     """The conversation events ``summary`` stands for, in seq order."""
     return list(
         kx.events_store.read(

@@ -7,12 +7,15 @@ import datetime as dt
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kairox_core.cli.context import CliContext, pass_cli
 from kairox_core.errors import KairoxUserError
+
+if TYPE_CHECKING:
+    from kairox_core.events import Event
 
 
 @contextmanager
@@ -102,7 +105,7 @@ def describe_attachment(att: Any) -> str:
     return f"{att.get('filename') or 'unnamed'} ({about})"
 
 
-def _describe(event: Any) -> str:
+def _describe(event: Event) -> str:
     """The interesting fields of an event, one line."""
     payload = event.payload()
     for noisy in ("tokens", "token_counter", "raw", "writer_pid", "writer_host"):

@@ -11,9 +11,9 @@ Secrets are redacted by the compactor from whatever a strategy returns.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from kairox_core.events import (
     AssistantMessageCompleted,
@@ -22,6 +22,9 @@ from kairox_core.events import (
     UserMessageAdded,
 )
 from kairox_core.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from kairox_core.providers.base import ModelProvider
 
 
 @dataclass(frozen=True)
@@ -91,13 +94,33 @@ class CompactionStrategy(Protocol):
     ) -> CompactionOutput | Awaitable[CompactionOutput]: ...
 
 
+class WritesWithModel(Protocol):
+    """A strategy declaring ``StrategyCapabilities(model=True)``: ``provider()`` builds
+    the provider it writes with (the caller closes it)."""
+
+    def provider(self) -> ModelProvider: ...
+
+
 def as_output(value: Any, strategy: str | None = None) -> CompactionOutput:
-    """Accept a ``CompactionOutput`` or anything with ``.text`` (third-party strategies)."""
+    """Accept a ``CompactionOutput`` or anything with ``.text`` (third-party strategies),
+    its ``usage`` as a plain dict (a provider's ``TokenUsage`` or any mapping): what a
+    plugin's strategy returned is validated here, once, and typed from then on."""
     if isinstance(value, CompactionOutput):
-        return value
+        return replace(value, usage=_usage(value.usage))
     text = getattr(value, "text", None)
     if not isinstance(text, str):
         raise TypeError(f"a compaction strategy returned {type(value).__name__}, not a summary")
-    return CompactionOutput(
-        text, getattr(value, "model", None), usage=getattr(value, "usage", None), strategy=strategy
-    )
+    usage = _usage(getattr(value, "usage", None))
+    return CompactionOutput(text, getattr(value, "model", None), usage=usage, strategy=strategy)
+
+
+def _usage(value: object) -> dict[str, int] | None:
+    from kairox_core.providers.base import TokenUsage
+
+    if value is None or isinstance(value, dict):
+        return value
+    if isinstance(value, TokenUsage):
+        return value.as_dict()
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"a compaction strategy reported usage as {type(value).__name__}")

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from kairox_core.capabilities import StrategyCapabilities
 from kairox_core.compaction.base import CompactionOutput, CompactionRequest, HistoryItem
 from kairox_core.compaction.redaction import redact_secrets
 from kairox_core.tokens import TokenCounter
@@ -121,6 +122,7 @@ class ExtractiveStrategy:
     """``[compaction] strategy = "extractive"`` (the default)."""
 
     name = "extractive"
+    capabilities = StrategyCapabilities()
 
     def __init__(self, **_options: Any) -> None:
         pass

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kairox_core.capabilities import StrategyCapabilities
 from kairox_core.compaction.base import CompactionOutput, CompactionRequest, HistoryItem
 from kairox_core.config import KairoxConfig
 from kairox_core.providers.base import ModelProvider, TokenUsage
@@ -67,6 +68,7 @@ class ModelStrategy:
     """Summarise with a model provider (built lazily, closed after each run)."""
 
     name = "model"
+    capabilities = StrategyCapabilities(model=True)
 
     def __init__(
         self,

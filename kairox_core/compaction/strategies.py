@@ -12,12 +12,21 @@ from __future__ import annotations
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NamedTuple, cast
 
-from kairox_core.compaction.base import CompactionStrategy
+from kairox_core.capabilities import StrategyCapabilities, declared
+from kairox_core.compaction.base import CompactionStrategy, WritesWithModel
 from kairox_core.config import KairoxConfig
 from kairox_core.context.sources import SummaryItem
-from kairox_core.events import Event
+from kairox_core.events import (
+    AssistantMessageCompleted,
+    Event,
+    ToolInvocationCompleted,
+    UserMessageAdded,
+)
+
+# the events whose stored ``tokens`` count the originals
+MESSAGE_EVENTS = (UserMessageAdded, AssistantMessageCompleted, ToolInvocationCompleted)
 
 if TYPE_CHECKING:
     from kairox_core.engines import EngineSession as Session
@@ -39,9 +48,20 @@ class StrategyOutcome:
     usage: dict[str, int] | None = None
 
 
-def build_strategy(config: KairoxConfig, session: Session | None = None) -> CompactionStrategy:
+class BuiltStrategy(NamedTuple):
+    """A strategy and what it declares (``StrategyCapabilities``), checked once."""
+
+    strategy: CompactionStrategy
+    capabilities: StrategyCapabilities
+
+    def model(self) -> WritesWithModel | None:
+        """The strategy as a writer with a model, when it declares one."""
+        return cast(WritesWithModel, self.strategy) if self.capabilities.model else None
+
+
+def build_strategy(config: KairoxConfig, session: Session | None = None) -> BuiltStrategy:
     """The strategy object ``[compaction] strategy`` names (through the plugin hook),
-    checked against the ``CompactionStrategy`` protocol."""
+    checked against the ``CompactionStrategy`` protocol and its declared capabilities."""
     from kairox_core.plugins import COMPACTION_STRATEGIES, get_plugins
 
     registration = get_plugins().get(
@@ -54,7 +74,8 @@ def build_strategy(config: KairoxConfig, session: Session | None = None) -> Comp
             f"strategy {config.compaction.strategy!r} (plugin '{registration.plugin}') is a "
             f"{type(strategy).__name__} without a summarize(request) method"
         )
-    return strategy
+    what = f"compaction strategy {config.compaction.strategy!r}"
+    return BuiltStrategy(strategy, declared(strategy, what, StrategyCapabilities()))
 
 
 async def run_strategy(
@@ -70,7 +91,7 @@ async def run_strategy(
     from kairox_core.compaction.redaction import redact_secrets
     from kairox_core.tokens import TokenCounter
 
-    strategy = build_strategy(config, session)
+    strategy = build_strategy(config, session).strategy
     counter = TokenCounter()
     request = CompactionRequest(
         events=list(prepared),
@@ -89,16 +110,13 @@ async def run_strategy(
         raise CompactionStrategyError(str(exc)) from None
     text = output.text
     text = redact_secrets(text).strip()
-    tokens_in = sum(int(getattr(e, "tokens", 0) or 0) for e in originals)
+    tokens_in = sum(e.tokens or 0 for e in originals if isinstance(e, MESSAGE_EVENTS))
     tokens_in += sum(counter.count(s.text) for s in folded)
-    usage: Any = output.usage
-    if usage is not None and not isinstance(usage, dict):
-        usage = usage.as_dict() if hasattr(usage, "as_dict") else dict(usage)
     return StrategyOutcome(
         text=text,
         strategy=output.strategy or config.compaction.strategy,
         model=output.model,
         tokens_in=tokens_in,
         tokens_out=counter.count(text),
-        usage=usage,
+        usage=output.usage,
     )

@@ -21,6 +21,7 @@ from kairox_core.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from kairox_core.engines import EngineSession as Session
+    from kairox_core.providers.base import ModelProvider
 
 SYSTEM_PROMPT = (
     "You write the synopsis of a document a user attached to a conversation, so an AI "
@@ -68,18 +69,17 @@ async def write_synopsis(
     return {"synopsis": digest(text, limit, counter), "synopsis_by": f"extractive digest{note}"}
 
 
-def _compaction_provider(config: KairoxConfig, session: Session | None) -> Any:
+def _compaction_provider(config: KairoxConfig, session: Session | None) -> ModelProvider | None:
     """The compaction strategy's own provider (built for this call), or None when the
-    strategy writes without a model (``extractive``)."""
+    strategy declares no model (``extractive``)."""
     from kairox_core.compaction.strategies import build_strategy
 
-    strategy = build_strategy(config, session)
-    provider_of = getattr(strategy, "provider", None)
-    return provider_of() if callable(provider_of) else None
+    writer = build_strategy(config, session).model()
+    return writer.provider() if writer is not None else None
 
 
 async def _ask(
-    provider: Any,
+    provider: ModelProvider,
     attachment: Mapping[str, Any],
     text: str,
     config: KairoxConfig,

@@ -14,7 +14,7 @@ import dataclasses
 import itertools
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairox_core.context.counting import ProfileCounter
 from kairox_core.context.rendering import assistant_message, tool_messages, user_message
@@ -25,6 +25,9 @@ from kairox_core.events import (
     ToolInvocationCompleted,
     UserMessageAdded,
 )
+
+if TYPE_CHECKING:
+    from kairox_core.store.base import EventLog, HistoryRow
 
 CONVERSATION_TYPES = ("AssistantMessageCompleted", "ToolInvocationCompleted", "UserMessageAdded")
 # Reverse pages grow from FIRST_PAGE to MAX_PAGE rows: small enough that the page where
@@ -122,7 +125,7 @@ def unit_from_event(event: Event, pc: ProfileCounter) -> HistoryUnit | None:
     return unit_from(event.seq, event.type, event.payload(), pc)
 
 
-def _unit_from_row(row: Sequence[Any], pc: ProfileCounter) -> HistoryUnit:
+def _unit_from_row(row: HistoryRow, pc: ProfileCounter) -> HistoryUnit:
     """A unit from a history row (``event_rows.HISTORY_COLUMNS``: plain columns)."""
     seq, kind, turn_id, tokens, extra, text = row
     if kind == 0:
@@ -133,6 +136,7 @@ def _unit_from_row(row: Sequence[Any], pc: ProfileCounter) -> HistoryUnit:
     elif kind == 1:
         messages = ({"role": "assistant", "content": text},)
     else:
+        assert extra is not None, "a tool row carries its call"
         call_id, tool, args = json.loads(extra)
         messages = tool_messages(call_id, tool, args, text)
     if tokens is None:  # not stored, or counted under another scheme
@@ -144,7 +148,7 @@ _ROLES = ("user", "assistant")
 _new_unit = tuple.__new__  # HistoryUnit's own __new__ is a Python frame per unit
 
 
-def _units_from_rows(rows: Sequence[Sequence[Any]], pc: ProfileCounter) -> list[HistoryUnit]:
+def _units_from_rows(rows: Sequence[HistoryRow], pc: ProfileCounter) -> list[HistoryUnit]:
     """``_unit_from_row`` for each row, the common case (a plain user or assistant
     message with its count stored) inline: a cold turn converts ~1,000 rows."""
     out: list[HistoryUnit] = []
@@ -166,29 +170,29 @@ def _units_from_rows(rows: Sequence[Sequence[Any]], pc: ProfileCounter) -> list[
 class _Reader:
     """Paged reads of a session's conversation events (``EventStore.history_rows``)."""
 
-    def __init__(self, store: Any, session_id: str, counter: ProfileCounter) -> None:
+    def __init__(self, store: EventLog, session_id: str, counter: ProfileCounter) -> None:
         self.store = store
         self.session_id = session_id
         self.counter = counter
         self.pages_read = 0
         self.rows_read = 0
 
-    def _units(self, rows: Sequence[Any]) -> list[HistoryUnit]:
+    def _units(self, rows: Sequence[HistoryRow]) -> list[HistoryUnit]:
         self.pages_read += 1
         self.rows_read += len(rows)
         return _units_from_rows(rows, self.counter)
 
-    def older(self, upper: int | None, size: int) -> list[tuple[Any, ...]]:
+    def older(self, upper: int | None, size: int) -> list[HistoryRow]:
         """Up to ``size`` rows below seq ``upper`` (None: the newest), newest first, not
         decoded yet (``unit``): the rows of the page where the budget runs out are not."""
-        rows: list[tuple[Any, ...]] = self.store.history_rows(
+        rows = self.store.history_rows(
             self.session_id, below=upper, limit=size, counter_key=self.counter.key
         )
         self.pages_read += 1
         self.rows_read += len(rows)
         return rows
 
-    def unit(self, row: Sequence[Any]) -> HistoryUnit:
+    def unit(self, row: HistoryRow) -> HistoryUnit:
         return _unit_from_row(row, self.counter)
 
     def newer(self, lower: int) -> list[HistoryUnit]:
@@ -238,7 +242,7 @@ class EventHistory:
 
     def __init__(
         self,
-        store: Any,
+        store: EventLog,
         session_id: str,
         counter: ProfileCounter,
         *,
@@ -285,7 +289,7 @@ class HistoryCache:
     is estimated from the tokens per unit read so far).
     """
 
-    def __init__(self, store: Any, session_id: str) -> None:
+    def __init__(self, store: EventLog, session_id: str) -> None:
         self.store = store
         self.session_id = session_id
         self.counter_key: str | None = None

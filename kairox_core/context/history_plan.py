@@ -3,9 +3,15 @@ orphan (a reply or tool call whose user message is gone)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Literal, cast
 
-from kairox_core.context.sources import HistorySource, HistoryUnit
+from kairox_core.context.sources import (
+    HistorySource,
+    HistoryUnit,
+    WindowedHistory,
+    units_within,
+)
 from kairox_core.context.trace import LayerTrace, TraceItem
 
 
@@ -24,33 +30,45 @@ class _Replay:
             yield unit
 
 
+_KINDS: dict[type, Literal["windowed", "source", "iterable"]] = {}
+
+
+def _kind(history: object) -> Literal["windowed", "source", "iterable"]:
+    """Which protocol the history's class implements, checked once per class: a
+    protocol ``isinstance`` looks up each of its members, every time it runs."""
+    cls = type(history)
+    kind = _KINDS.get(cls)
+    if kind is None:
+        if isinstance(history, WindowedHistory):
+            kind = "windowed"
+        elif isinstance(history, HistorySource):
+            kind = "source"
+        else:
+            kind = "iterable"
+        _KINDS[cls] = kind
+    return kind
+
+
 class HistoryWindow:
     """What the assembler asks of history: ``take(room)``, the newest units that fit in
     ``room`` tokens (stopping at the first that does not) and that first unit (None:
-    history ran out). A source with ``within`` (the session's cached history) answers
-    from its running sums; any other is walked once and replayed."""
+    history ran out). A ``WindowedHistory`` (the session's cached history) answers from
+    its running sums; any other source or iterable is walked once and replayed."""
+
+    take: Callable[[int], tuple[list[HistoryUnit], HistoryUnit | None]]
 
     def __init__(self, history: HistorySource | Iterable[HistoryUnit]) -> None:
-        self._within = getattr(history, "within", None)
-        self._replay: _Replay | None = None
-        if self._within is None:
-            self._replay = _Replay(
-                history.newest_first() if hasattr(history, "newest_first") else iter(history)
-            )
-
-    def take(self, room: int) -> tuple[list[HistoryUnit], HistoryUnit | None]:
-        if self._within is not None:
-            found: tuple[list[HistoryUnit], HistoryUnit | None] = self._within(room)
-            return found
-        assert self._replay is not None
-        taken: list[HistoryUnit] = []
-        used = 0
-        for unit in self._replay.replay():
-            if used + unit.tokens > room:
-                return taken, unit
-            taken.append(unit)
-            used += unit.tokens
-        return taken, None
+        kind = _kind(history)
+        if kind == "windowed":
+            self.take = cast(WindowedHistory, history).within
+            return
+        units = (
+            cast(HistorySource, history).newest_first()
+            if kind == "source"
+            else iter(cast(Iterable[HistoryUnit], history))
+        )
+        replay = _Replay(units)
+        self.take = lambda room: units_within(replay.replay(), room)
 
     def held(self, room: int) -> set[int]:
         """Seqs of the units surely in the context when history gets at least ``room``."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 from kairox_core.events import (
     ChunkDropped,
@@ -20,6 +20,7 @@ from kairox_core.events import (
     FactUnpinned,
     SummaryEdited,
 )
+from kairox_core.memory.records import MemoryRecord
 
 
 @dataclass(frozen=True)
@@ -33,14 +34,13 @@ class MemoryItem:
     updated_at: float = 0.0
 
     @classmethod
-    def from_record(cls, record: Any) -> MemoryItem:
-        scope = getattr(record.scope, "value", record.scope)
+    def from_record(cls, record: MemoryRecord) -> MemoryItem:
         return cls(
-            id=str(record.id),
-            scope=str(scope),
+            id=record.id,
+            scope=record.scope.value,
             key=record.key,
             body=record.body,
-            updated_at=float(getattr(record, "updated_at", 0.0) or 0.0),
+            updated_at=record.updated_at,
         )
 
 
@@ -88,11 +88,36 @@ class HistoryUnit(NamedTuple):
     tokens: int
 
 
+@runtime_checkable
 class HistorySource(Protocol):
     """History newest first. The assembler stops pulling as soon as the budget is full,
     so a source should read lazily (reverse pages), never the whole session."""
 
     def newest_first(self) -> Iterator[HistoryUnit]: ...
+
+
+@runtime_checkable
+class WindowedHistory(HistorySource, Protocol):
+    """A source that answers the assembler's window itself (the session's cached history,
+    from running sums): ``within(room)`` is what ``units_within(newest_first(), room)``
+    gives, without walking the units."""
+
+    def within(self, room: int) -> tuple[list[HistoryUnit], HistoryUnit | None]: ...
+
+
+def units_within(
+    units: Iterable[HistoryUnit], room: int
+) -> tuple[list[HistoryUnit], HistoryUnit | None]:
+    """The newest units (``units`` is newest first) whose tokens fit in ``room``, stopping
+    at the first that does not, and that unit (None: the units ran out)."""
+    taken: list[HistoryUnit] = []
+    used = 0
+    for unit in units:
+        if used + unit.tokens > room:
+            return taken, unit
+        taken.append(unit)
+        used += unit.tokens
+    return taken, None
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kairox_core.hookspecs import EngineRegistrar, hookimpl
+from kairox_core.engines import EngineRegistrar
+from kairox_core.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from kairox_core.engine_context import EngineContext

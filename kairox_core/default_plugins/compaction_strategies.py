@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kairox_core.hookspecs import CompactionStrategyRegistrar, hookimpl
 
 if TYPE_CHECKING:
     from kairox_core.compaction.extractive import ExtractiveStrategy
     from kairox_core.compaction.model_strategy import ModelStrategy
+    from kairox_core.config.model import KairoxConfig
 
 
-def _extractive(**options: Any) -> ExtractiveStrategy:
+def _extractive(*, config: KairoxConfig, profile: str | None) -> ExtractiveStrategy:
     from kairox_core.compaction.extractive import ExtractiveStrategy
 
-    return ExtractiveStrategy(**options)
+    return ExtractiveStrategy()
 
 
-def _model(**options: Any) -> ModelStrategy:
+def _model(*, config: KairoxConfig, profile: str | None) -> ModelStrategy:
     from kairox_core.compaction.model_strategy import ModelStrategy
 
-    return ModelStrategy(**options)
+    return ModelStrategy(config=config, profile=profile)
 
 
 @hookimpl

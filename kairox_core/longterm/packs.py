@@ -49,6 +49,7 @@ from kairox_core.longterm.store import LongTermStore, PackRow
 
 if TYPE_CHECKING:
     from kairox_core.config import KairoxConfig
+    from kairox_core.events import Event
     from kairox_core.longterm.service import LongTerm
     from kairox_core.store.protocol import Storage
 
@@ -347,7 +348,7 @@ class Packs:
         self.directory.write(file)
         return _from_file(file, self.directory)
 
-    def _event(self, event: Any) -> None:
+    def _event(self, event: Event) -> None:
         self.storage.events.append(event)
 
 

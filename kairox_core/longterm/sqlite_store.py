@@ -222,16 +222,7 @@ class SqliteLongTermStore(SqlLongTermStore[Database]):
         with self.db.lock:
             table = self._table_in_use()
             for owner in dict.fromkeys(owners):  # one vec0 KNN per partition
-                rows = conn.execute(
-                    f"SELECT rowid, distance FROM {table} "
-                    f"WHERE embedding MATCH ? AND k = ? AND owner = ?",
-                    (blob, k, owner),
-                ).fetchall()
-                found.extend(
-                    (float(r[1]), int(r[0]))
-                    for r in rows
-                    if r[1] is not None and not math.isnan(r[1])
-                )
+                found.extend(self._partition_knn(table, blob, owner, k))
             found.sort()
             best = found[:k]
             if not best:
@@ -243,6 +234,28 @@ class SqliteLongTermStore(SqlLongTermStore[Database]):
             ).fetchall()
         by_n = {int(r[0]): chunk_from_row(r) for r in rows}
         return [(by_n[n], 1.0 - dist) for dist, n in best if n in by_n]
+
+    def _partition_knn(
+        self, table: str, blob: bytes, owner: str, k: int
+    ) -> list[tuple[float, int]]:
+        """The k nearest rows of one partition with a cosine distance.
+
+        A zero vector has no cosine (vec0 gives NaN) and vec0 may rank it among the k it
+        returns, hiding a real neighbour: ask again for more until k real ones are found
+        or the partition is exhausted (one query when no zero vector is near the top)."""
+        asked = k
+        while True:
+            rows = self.db.conn.execute(
+                f"SELECT rowid, distance FROM {table} "
+                f"WHERE embedding MATCH ? AND k = ? AND owner = ?",
+                (blob, asked, owner),
+            ).fetchall()
+            real = [
+                (float(r[1]), int(r[0])) for r in rows if r[1] is not None and not math.isnan(r[1])
+            ]
+            if len(real) >= k or len(rows) < asked:
+                return real[:k]
+            asked *= 2
 
     def export_chunks(self) -> Iterator[StoredChunk]:
         with self.db.lock:

@@ -92,7 +92,7 @@ class LongTermStore(Protocol):
         """What it supports beyond this protocol (``when_free``: a probe without waiting)."""
         ...
 
-    def atomic(self) -> AbstractContextManager[Any]:
+    def atomic(self) -> AbstractContextManager[object]:
         """The storage's transaction (nests)."""
         ...
 
@@ -192,11 +192,11 @@ def chunk_filters(
     scope: str | None,
     session_id: str | None,
     workspace_id: str | None,
-) -> tuple[list[str], list[Any]]:
+) -> tuple[list[str], list[object]]:
     """``list_chunks``' equality filters as SQL terms and their arguments, for any
     dialect (``placeholder``: ``?`` or ``%s``); each store adds its own owners term."""
     where: list[str] = []
-    args: list[Any] = []
+    args: list[object] = []
     for column, value in (
         ("scope", scope),
         ("session_id", session_id),

@@ -35,7 +35,7 @@ def parse_scope(value: str | MemoryScope) -> MemoryScope:
     if known is not None:
         return known
     try:
-        return MemoryScope(str(getattr(value, "value", value)).strip().lower())
+        return MemoryScope(str(value).strip().lower())
     except ValueError:
         raise UnknownScopeError(
             f"unknown memory scope '{value}'; use one of: {', '.join(SCOPES)}"

@@ -13,11 +13,17 @@ share one endpoint.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from kairox_core.capabilities import verify
 from kairox_core.config import KairoxConfig, ProfileConfig, ProviderConfig
 from kairox_core.errors import ConfigError, KairoxUserError
 from kairox_core.providers.base import ModelProvider
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from kairox_core.hookspecs import ProviderWithOptions
 
 DEFAULT_PROVIDER = "llamacpp"
 DEFAULT_DISTRIBUTION = "kairox-llamacpp"
@@ -141,13 +147,13 @@ def build_provider(section: ProviderConfig) -> ModelProvider:
         MODEL_PROVIDERS, section.kind, context=f"providers.{name}.kind"
     )
     provider: ModelProvider
-    if registration.options is None:
-        provider = registration.factory(section)
+    if registration.options is None:  # registered without a model: factory(config)
+        provider = cast("Callable[[ProviderConfig], ModelProvider]", registration.factory)(section)
     else:
         from kairox_core.plugin_options import provider_key, validate_options
 
         options = validate_options(registration.options, section.options, key=provider_key(section))
-        provider = registration.factory(section, options=options)
+        provider = cast("ProviderWithOptions", registration.factory)(section, options=options)
     return verify(provider, f"model provider '{section.kind}'")
 
 

@@ -46,7 +46,7 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from kairox_core.capabilities import ann_graph, term_stats
 from kairox_core.compaction.base import history_items
@@ -84,6 +84,7 @@ from kairox_core.store.event_store import CONVERSATION_TYPES
 if TYPE_CHECKING:
     from kairox_core.engine_context import EngineContext
     from kairox_core.engines import EngineSession as Session
+    from kairox_core.retrieval.base import EmbeddingBackend
     from kairox_core.store.protocol import WorkspaceIndex
 
 T = TypeVar("T")
@@ -151,7 +152,7 @@ class Recall(Engine):
 
     def __init__(self, ctx: EngineContext) -> None:
         self.ctx = ctx
-        self._backend: Any = None
+        self._backend: EmbeddingBackend | None = None
         self._indexes: dict[str, WorkspaceIndex] = {}
         self._lock = threading.RLock()
         self._session_locks: dict[str, threading.Lock] = {}

@@ -41,7 +41,7 @@ import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kairox_core.context.recalled import SOURCE, turn_seq
 from kairox_core.retrieval.base import RetrievalHit
@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from kairox_core.config import RecallSection
     from kairox_core.engine_context import EngineContext
     from kairox_core.engines import EngineSession as Session
+    from kairox_core.events import Event
+    from kairox_core.retrieval.documents import DocumentInput
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Function words and conversational filler: they say nothing about what a turn is about.
@@ -198,8 +200,8 @@ NEIGHBOUR_WINDOW = 8  # seqs read either side of a hit for its neighbours (one r
 
 
 def neighbour_reader(
-    read: Callable[[int, int], Sequence[Any]],
-    to_hit: Callable[[Any], RetrievalHit | None],
+    read: Callable[[int, int], Sequence[Event]],
+    to_hit: Callable[[Event], RetrievalHit | None],
     window: int = NEIGHBOUR_WINDOW,
 ) -> Callable[[Sequence[int]], dict[int, tuple[RetrievalHit | None, ...]]]:
     """``Neighbours`` over an event store: ``read(first, last)`` returns the
@@ -215,10 +217,10 @@ def neighbour_reader(
                 spans[-1][1] = max(spans[-1][1], hi)
             else:
                 spans.append([lo, hi])
-        events: list[Any] = []
+        events: list[Event] = []
         for lo, hi in spans:
             events.extend(read(lo, hi))
-        order = [e.seq for e in events]
+        order = [e.seq or 0 for e in events]  # stored events: every seq is set
         at = {seq: i for i, seq in enumerate(order)}
         out: dict[int, tuple[RetrievalHit | None, ...]] = {}
         for seq in seqs:
@@ -267,7 +269,7 @@ def arrange_recalled(
     session: Session,
     hits: list[RetrievalHit],
     before_seq: int | None,
-    turn_document: Callable[[Any], Any],
+    turn_document: Callable[[Event], DocumentInput | None],
     prompt: str = "",
 ) -> list[RetrievalHit]:
     """``arrange`` for ``Recall.turns`` (``prompt``: the search's): the settings from
@@ -279,10 +281,10 @@ def arrange_recalled(
         return hits
     from kairox_core.store.event_store import CONVERSATION_TYPES
 
-    def read(first: int, last: int) -> Sequence[Any]:
+    def read(first: int, last: int) -> Sequence[Event]:
         return ctx.events.read(session.id, first_seq=first, last_seq=last, types=CONVERSATION_TYPES)
 
-    def to_hit(event: Any) -> RetrievalHit | None:
+    def to_hit(event: Event) -> RetrievalHit | None:
         doc = turn_document(event)
         if doc is None or (before_seq is not None and (event.seq or 0) >= before_seq):
             return None

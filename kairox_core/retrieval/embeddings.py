@@ -17,13 +17,16 @@ import threading
 import zlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from kairox_core.errors import KairoxUserError
 from kairox_core.retrieval.base import EmbeddingBackend
+
+if TYPE_CHECKING:
+    from kairox_core.config import RetrievalSection
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _Sparse = tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]
@@ -176,7 +179,7 @@ class HashingEmbedding:
 
 
 def load_embedding_backend(
-    config_or_name: Any,
+    config_or_name: str | RetrievalSection,
     options: Mapping[str, Any] | None = None,
     *,
     options_key: str = "retrieval.backend_options",

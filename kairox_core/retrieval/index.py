@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairox_core.capabilities import IndexCapabilities
 from kairox_core.retrieval import ann
@@ -58,6 +58,9 @@ from kairox_core.retrieval.keyword_terms import TermSelector
 from kairox_core.store.connection import connect, transaction
 from kairox_core.store.database import lock_for
 from kairox_core.store.migrations import migrate
+
+if TYPE_CHECKING:
+    from kairox_core.config import KairoxConfig
 
 _known_tables: dict[tuple[int, str], Any] = {}  # (id(conn), table) -> conn: it exists
 
@@ -115,7 +118,7 @@ class WorkspaceRagIndex(IndexSearch):
     @classmethod
     def from_config(
         cls,
-        config: Any,
+        config: KairoxConfig,
         database: str | os.PathLike[str] | Any,
         workspace_id: str = "default",
         backend: EmbeddingBackend | None = None,
@@ -529,7 +532,7 @@ class WorkspaceRagIndex(IndexSearch):
             "(SELECT count(*) FROM rag_chunks c WHERE c.document_id = d.id) "
             "FROM rag_documents d WHERE d.workspace_id = ?"
         )
-        args: list[Any] = [self.workspace_id]
+        args: list[object] = [self.workspace_id]
         if origin is not None:
             sql += " AND d.origin = ?"
             args.append(origin)

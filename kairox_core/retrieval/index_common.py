@@ -13,10 +13,15 @@ import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kairox_core.retrieval.base import RetrievalHit, RetrieverError
 from kairox_core.retrieval.chunking import Chunk, content_hash
+
+if TYPE_CHECKING:
+    from kairox_core.retrieval.documents import DocumentInput
+
+D = TypeVar("D")
 
 SOURCE = "workspace"
 Ranked = list[tuple[int, int, float]]  # (chunk id, document row id, score), best first
@@ -35,7 +40,7 @@ def with_context(chunk: Chunk, context: str) -> Chunk:
     return replace(chunk, content_hash=content_hash(f"{chunk.content_hash}\x00{context}"))
 
 
-def statuses(batch: Sequence[Any], stored: Mapping[str, str]) -> list[str]:
+def statuses(batch: Sequence[DocumentInput], stored: Mapping[str, str]) -> list[str]:
     """ "added", "updated" or "unchanged" per ``DocumentInput``, in order, as if added one
     at a time (``stored``: content hash per doc id before the batch)."""
     seen = dict(stored)
@@ -48,15 +53,15 @@ def statuses(batch: Sequence[Any], stored: Mapping[str, str]) -> list[str]:
     return out
 
 
-def last_per_doc_id(batch: Sequence[Any]) -> list[Any]:
+def last_per_doc_id(batch: Sequence[DocumentInput]) -> list[DocumentInput]:
     """A batch with each doc id once, its last version, in the order of those."""
     last = {doc.doc_id: i for i, doc in enumerate(batch)}
     return [batch[i] for i in sorted(last.values())]
 
 
-def batches(docs: Iterable[Any], size: int) -> Iterator[list[Any]]:
+def batches(docs: Iterable[D], size: int) -> Iterator[list[D]]:
     """``docs`` in lists of ``size`` (the last one shorter)."""
-    batch: list[Any] = []
+    batch: list[D] = []
     for doc in docs:
         batch.append(doc)
         if len(batch) >= size:

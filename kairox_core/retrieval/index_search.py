@@ -95,12 +95,17 @@ class IndexSearch:
             return self._rankings(query, n, where, args, push)
 
     def _rankings(
-        self, query: str, n: int, where: str, args: list[Any], push: tuple[str, list[Any]] | None
+        self,
+        query: str,
+        n: int,
+        where: str,
+        args: list[object],
+        push: tuple[str, list[object]] | None,
     ) -> tuple[Ranked, Ranked]:
         return self._keyword(query, n, where, args), self._vector(query, n, where, args, push)
 
     def _keyword(
-        self, query: str, k: int, where: str, args: list[Any]
+        self, query: str, k: int, where: str, args: list[object]
     ) -> list[tuple[int, int, float]]:
         words = self._keyword_terms(query)
         terms = terms_expression(words)
@@ -170,7 +175,12 @@ class IndexSearch:
             return self._selector().refresh_stats(force=force)
 
     def _vector(
-        self, query: str, k: int, where: str, args: list[Any], push: tuple[str, list[Any]] | None
+        self,
+        query: str,
+        k: int,
+        where: str,
+        args: list[object],
+        push: tuple[str, list[object]] | None,
     ) -> list[tuple[int, int, float]]:
         table = self._vec_table
         if not self._has_vec_table(table):
@@ -249,16 +259,18 @@ class IndexSearch:
         return build_hits(ranked, rows, self.workspace_id)
 
 
-def _filter_sql(filters: Mapping[str, Any]) -> tuple[str, list[Any], tuple[str, list[Any]] | None]:
+def _filter_sql(
+    filters: Mapping[str, Any],
+) -> tuple[str, list[Any], tuple[str, list[object]] | None]:
     """SQL for ``filters`` over ``d`` (documents) and, when vec0 can apply them all, for it.
 
     ``path`` takes glob patterns; ``doc_type`` and ``doc_id`` exact values; any other
     key matches the document's metadata. A value may be a list of allowed values.
     """
     where: list[str] = []
-    args: list[Any] = []
+    args: list[object] = []
     vwhere: list[str] = []
-    vargs: list[Any] = []
+    vargs: list[object] = []
     pushable = True
     for key, value in filters.items():
         values = filter_values(key, value)

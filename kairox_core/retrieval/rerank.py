@@ -13,11 +13,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairox_core.errors import KairoxUserError
 from kairox_core.retrieval.base import Reranker as Reranker  # its home before base.py
 from kairox_core.retrieval.base import RetrievalHit
+
+if TYPE_CHECKING:
+    from kairox_core.config import KairoxConfig
 
 DEFAULT_TOP_N = 20
 
@@ -69,7 +72,7 @@ def load_reranker(name: str, options: Mapping[str, Any] | None = None) -> Rerank
     return reranker
 
 
-def reranker_for_profile(config: Any, profile: str | None) -> tuple[Reranker | None, int]:
+def reranker_for_profile(config: KairoxConfig, profile: str | None) -> tuple[Reranker | None, int]:
     """The profile's reranker (None when it sets none) and how many hits it reorders."""
     _, prof = config.resolve_profile(profile)
     top_n = int(prof.rerank_top_n)
@@ -79,7 +82,7 @@ def reranker_for_profile(config: Any, profile: str | None) -> tuple[Reranker | N
 
 
 def rerank_for_profile(
-    config: Any, profile: str | None, query: str, hits: Sequence[RetrievalHit]
+    config: KairoxConfig, profile: str | None, query: str, hits: Sequence[RetrievalHit]
 ) -> list[RetrievalHit]:
     """``hits`` reranked as the profile says (unchanged when it names no reranker).
 

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kairox_core.capabilities import verify
-from kairox_core.retrieval.base import WorkspaceRetriever
+from kairox_core.retrieval.base import EmbeddingBackend, WorkspaceRetriever
 from kairox_core.retrieval.composite import CompositeWorkspaceRetriever, RetrieverSource
 from kairox_core.retrieval.isolation import IsolatedRetriever, is_third_party
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-def build_knowledge_base(kb: Any) -> WorkspaceRetriever:
+    from kairox_core.config import KairoxConfig, KnowledgeBaseConfig
+    from kairox_core.hookspecs import RetrieverWithOptions
+
+
+def build_knowledge_base(kb: KnowledgeBaseConfig) -> WorkspaceRetriever:
     """The retriever for one ``[knowledge_bases.<id>]``; an unknown kind names its plugin,
     and keys its options model rejects are a ``ConfigError``."""
     from kairox_core.plugin_options import knowledge_base_key, validate_options
@@ -19,21 +25,21 @@ def build_knowledge_base(kb: Any) -> WorkspaceRetriever:
 
     reg = get_plugins().get(RETRIEVERS, kb.kind, context=f"knowledge_bases.{kb.id}.kind")
     retriever: WorkspaceRetriever
-    if reg.options is None:
-        retriever = reg.factory(kb)
+    if reg.options is None:  # registered without a model: factory(kb)
+        retriever = cast("Callable[[KnowledgeBaseConfig], WorkspaceRetriever]", reg.factory)(kb)
     else:
         options = validate_options(reg.options, kb.options, key=knowledge_base_key(kb))
-        retriever = reg.factory(kb, options=options)
+        retriever = cast("RetrieverWithOptions", reg.factory)(kb, options=options)
     return verify(retriever, f"knowledge-base kind '{kb.kind}'")
 
 
 def retriever_for_profile(
-    config: Any,
+    config: KairoxConfig,
     profile: str | None,
     database_path: str | os.PathLike[str] | Any,
     *,
     workspace_id: str = "default",
-    backend: Any = None,
+    backend: EmbeddingBackend | None = None,
 ) -> CompositeWorkspaceRetriever:
     """The composite a turn under ``profile`` (a name or alias) queries.
 

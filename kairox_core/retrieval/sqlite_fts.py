@@ -216,7 +216,7 @@ class SqliteFtsRetriever:
             return f"{exc} (another process holds a write lock; waited {self.busy_timeout:g}s)"
         return str(exc)
 
-    def _filters(self, src: str, filters: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    def _filters(self, src: str, filters: Mapping[str, Any]) -> tuple[str, list[object]]:
         where, args = "", []
         for key, value in filters.items():
             if key not in self.options.metadata_columns:

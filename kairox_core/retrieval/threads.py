@@ -26,9 +26,10 @@ import threading
 import time
 import types
 from collections.abc import Callable, Coroutine, Generator
-from typing import Any, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, TypeVarTuple, Unpack
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 
 IDLE_MAX = 8  # idle daemon threads kept for the next calls
@@ -71,30 +72,33 @@ def _submit(job: Callable[[], Callable[[], None]]) -> None:
     worker.jobs.put(job)
 
 
-async def run_blocking(fn: Callable[..., T], /, *args: Any, name: str = "kairox-source") -> T:
+async def run_blocking(
+    fn: Callable[[Unpack[Ts]], T], /, *args: Unpack[Ts], name: str = "kairox-source"
+) -> T:
     """``fn(*args)`` in a daemon thread; cancelling the await abandons the thread.
     (``name`` is kept for callers; the reused threads are named kairox-blocking.)"""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
     context = contextvars.copy_context()
 
-    def settle(ok: bool, value: Any) -> None:
+    def settle(outcome: tuple[Literal[True], T] | tuple[Literal[False], Exception]) -> None:
         if future.done():  # the caller timed out or was cancelled
             return
-        if ok:
-            future.set_result(value)
+        if outcome[0]:
+            future.set_result(outcome[1])
         else:
-            future.set_exception(value)
+            future.set_exception(outcome[1])
 
     def work() -> Callable[[], None]:
+        outcome: tuple[Literal[True], T] | tuple[Literal[False], Exception]
         try:
-            outcome: tuple[bool, Any] = (True, context.run(fn, *args))
+            outcome = (True, context.run(fn, *args))
         except Exception as exc:
             outcome = (False, exc)
 
         def deliver() -> None:
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-                loop.call_soon_threadsafe(settle, *outcome)
+                loop.call_soon_threadsafe(settle, outcome)
 
         return deliver
 
@@ -102,7 +106,12 @@ async def run_blocking(fn: Callable[..., T], /, *args: Any, name: str = "kairox-
     return await future
 
 
-def if_free(lock: Any, fn: Callable[[], T]) -> T | None:
+class _Lock(Protocol):
+    def acquire(self, blocking: bool = ..., timeout: float = ...) -> bool: ...
+    def release(self) -> None: ...
+
+
+def if_free(lock: _Lock, fn: Callable[[], T]) -> T | None:
     """``fn()`` under ``lock`` if the lock is free at once, else None without waiting:
     a quick probe the event loop may run itself (an empty source known as such), never
     queued behind a writer holding the database."""

@@ -16,7 +16,13 @@ from contextlib import contextmanager
 from itertools import count
 from typing import Any, TypeVar
 
-from kairox_core.store.connection import Connection, connect, rollback, storage_error
+from kairox_core.store.connection import (
+    Connection,
+    KairoxConnection,
+    connect,
+    rollback,
+    storage_error,
+)
 from kairox_core.store.migrations import migrate
 from kairox_core.store.sql.dialect import SQLITE, Dialect
 
@@ -62,7 +68,8 @@ class Database:
             with _registry_lock:
                 known = _registry.get(id(target))
                 if known is None or known.conn is not target:
-                    known = cls(target, owned=False, path=getattr(target, "kx_path", None))
+                    path = target.kx_path if isinstance(target, KairoxConnection) else None
+                    known = cls(target, owned=False, path=path)
                     _registry[id(target)] = known
                 db = known
         else:

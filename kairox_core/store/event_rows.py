@@ -20,6 +20,7 @@ from kairox_core.events import (
     SessionStarted,
     event_from_dict,
 )
+from kairox_core.store.base import Row, SessionInfo
 
 # The events a conversation's history is made of, and those compaction state folds.
 CONVERSATION_TYPES = ("AssistantMessageCompleted", "ToolInvocationCompleted", "UserMessageAdded")
@@ -42,45 +43,6 @@ COMPACTION_RUN_TYPES = (
     "ContextCompactionCompleted",
     "ContextCompactionFailed",
 )
-
-
-@dataclass(frozen=True)
-class Row:
-    """One conversation event, light: enough to plan a compaction, not to summarise."""
-
-    seq: int
-    type: str
-    turn_id: str
-    tokens: int
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    """One row of the session list. ``workspace_id``/``profile`` are None until started."""
-
-    session_id: str
-    workspace_id: str | None
-    profile: str | None
-    created_at: float
-    last_seq: int
-    event_count: int
-    archived_at: float | None = None
-
-    @property
-    def archived(self) -> bool:
-        return self.archived_at is not None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "session_id": self.session_id,
-            "workspace_id": self.workspace_id,
-            "profile": self.profile,
-            "created_at": self.created_at,
-            "last_seq": self.last_seq,
-            "event_count": self.event_count,
-            "archived": self.archived,
-            "archived_at": self.archived_at,
-        }
 
 
 def checked_batch(events: Iterable[Event]) -> list[Event]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairox_core.events import (
     Event,
@@ -41,6 +41,9 @@ from kairox_core.store.event_rows import (
 from kairox_core.store.event_rows import checked_batch
 from kairox_core.store.migrations import migrate
 from kairox_core.store.sql.events import SqlEventLog
+
+if TYPE_CHECKING:
+    from kairox_core.store.base import HistoryRow
 
 COMPONENT = "events"
 # The conversation as plain columns, one row per conversation event, kept by a trigger
@@ -253,13 +256,13 @@ class EventStore(DatabaseStore, SqlEventLog[Database]):
         above: int | None = None,
         limit: int | None = None,
         counter_key: str | None = None,
-    ) -> list[tuple[Any, ...]]:
+    ) -> list[HistoryRow]:
         """What history renders (``event_rows.HISTORY_COLUMNS``: ``tokens`` is None
         unless counted under ``counter_key``), from the projection the trigger keeps.
         With ``above``: the rows above it, oldest first; otherwise newest first below
         ``below`` (None: from the newest), at most ``limit``."""
         sql = f"SELECT {_HISTORY_SELECT} WHERE session_id = ?"
-        params: list[Any] = [counter_key, session_id]
+        params: list[object] = [counter_key, session_id]
         if above is not None:
             sql += " AND seq > ? ORDER BY seq"
             params.append(above)
@@ -274,5 +277,5 @@ class EventStore(DatabaseStore, SqlEventLog[Database]):
         with self.db.lock:
             cursor = self.db.conn.cursor()
             cursor.row_factory = None  # plain tuples: no ``Row`` per row to convert back
-            rows: list[tuple[Any, ...]] = cursor.execute(sql, params).fetchall()
+            rows: list[HistoryRow] = cursor.execute(sql, params).fetchall()
             return rows

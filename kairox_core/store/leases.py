@@ -19,8 +19,9 @@ import os
 import socket
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
+
+from kairox_core.store.base import Claim, Lease
 
 
 def _host() -> str:
@@ -34,37 +35,6 @@ def _host() -> str:
 
 
 HOST = _host()
-
-
-@dataclass(frozen=True)
-class Lease:
-    """One claim: who holds ``name``, from where, until when."""
-
-    name: str
-    holder: str
-    pid: int
-    host: str
-    note: str
-    acquired_at: float
-    expires_at: float
-
-    def describe(self) -> str:
-        """For messages: ``holder c-1 (pid 42 on host h)``."""
-        return f"holder {self.holder} (pid {self.pid} on host {self.host})"
-
-
-@dataclass(frozen=True)
-class Claim:
-    """What ``acquire`` found: ``lease`` when taken (else None), ``current`` the live
-    lease that refused it, ``displaced`` a dead holder's lease it replaced."""
-
-    lease: Lease | None
-    current: Lease | None = None
-    displaced: Lease | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.lease is not None
 
 
 def pid_alive(pid: int) -> bool:

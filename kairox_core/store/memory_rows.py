@@ -229,13 +229,13 @@ def list_filter(
     workspace_id: str | None,
     session_id: str | None,
     mark: str,
-) -> tuple[str, list[Any]]:
+) -> tuple[str, list[object]]:
     """The ``WHERE`` condition of ``list`` and its parameters; ``mark`` is the dialect's
     placeholder (``?`` or ``%s``). No scope: all three; a session id narrows session
     memories to that session, else a workspace id narrows them to its sessions."""
     scopes: Sequence[MemoryScope] = [parse_scope(scope)] if scope is not None else list(MemoryScope)
     clauses: list[str] = []
-    params: list[Any] = []
+    params: list[object] = []
     for s in scopes:
         if s == "user":
             clauses.append("scope = 'user'")

@@ -22,6 +22,7 @@ from kairox_core.store.proposal_store import SqliteProposalStore
 from kairox_core.store.sql.leases import SqlLeaseStore
 
 if TYPE_CHECKING:
+    from kairox_core.config import KairoxConfig
     from kairox_core.longterm.sqlite_store import SqliteLongTermStore
     from kairox_core.retrieval.base import EmbeddingBackend
     from kairox_core.retrieval.index import WorkspaceRagIndex
@@ -103,7 +104,7 @@ class SqliteStorage:
         return self.db.atomic()
 
     def workspace_index(
-        self, config: Any, space: str, *, backend: EmbeddingBackend | None = None
+        self, config: KairoxConfig, space: str, *, backend: EmbeddingBackend | None = None
     ) -> WorkspaceRagIndex:
         from kairox_core.retrieval.index import WorkspaceRagIndex
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kairox_core.config import KairoxConfig
@@ -222,6 +222,13 @@ class LongTermStoreContract:
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )
     @given(rows=placed, query=nonzero, asked=st.sets(st.sampled_from("abc")), k=st.integers(1, 6))
+    # a zero vector (no cosine) ranked first must not hide the real nearest neighbour
+    @example(
+        rows=[("a", [0.0, 0.0, 0.0]), ("a", [0.0, 0.0, 1.0])],
+        query=[0.0, 0.0, 1.0],
+        asked={"a"},
+        k=1,
+    )
     def test_knn_is_exact_cosine_within_the_partitions_asked(
         self,
         store: LongTermStore,

@@ -202,6 +202,7 @@ class StorageContract:
             (1, 0, "t1", 9),
         ]
         user, tool = rows[3], rows[2]
+        assert user[4] is not None and tool[4] is not None
         assert json.loads(user[4]) == [{"kind": "file", "filename": "n.txt", "text": "x"}]
         assert user[5] == "look é" and rows[1][4] is None and rows[1][5] == "second"
         assert json.loads(tool[4]) == ["c", "look", '{"q": 1}'] and tool[5] == "found"

@@ -18,9 +18,10 @@ from pydantic import BaseModel, Field
 
 from kairox_core.errors import KairoxUserError
 from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted, UserMessageAdded
+from kairox_core.facade import Kairox
 from kairox_core.inputs import MAX_INT64
 from kairox_core.longterm.service import MAX_SEARCH_K
-from kairox_core.memory.records import MemoryNotFoundError
+from kairox_core.memory.records import MemoryNotFoundError, MemoryRecord
 from kairox_core.summary_lines import line_of, numbered_lines
 from kairox_core.turn_status import INTERRUPTED_NOTE, interrupted_turns
 from kairox_core.usage import usage
@@ -126,8 +127,9 @@ def uploaded(upload: Upload) -> dict[str, Any]:
     return from_bytes(upload.filename, data)
 
 
-def kx_of(request: Request) -> Any:
-    return request.app.state.kx
+def kx_of(request: Request) -> Kairox:
+    kx: Kairox = request.app.state.kx
+    return kx
 
 
 # --- sessions and turns ----------------------------------------------------------------
@@ -310,7 +312,7 @@ async def add_memory(request: Request, spec: NewMemory) -> dict[str, Any]:
     return memory_json(record)
 
 
-def _memory(kx: Any, memory_id: str) -> Any:
+def _memory(kx: Kairox, memory_id: str) -> MemoryRecord:
     record = kx.memories.get_by_id(memory_id)
     if record is None:
         raise MemoryNotFoundError(f"no memory '{memory_id}'; GET /api/memories lists them")
@@ -336,6 +338,8 @@ async def delete_memory(request: Request, memory_id: str) -> dict[str, Any]:
 async def memory_history(request: Request, memory_id: str) -> list[Any]:
     kx = kx_of(request)
     record = _memory(kx, memory_id)
+    if record.key is None:  # a memory without a key has no versions (as `kairox memory show`)
+        return []
     versions = kx.memories.history(
         record.scope, record.key, workspace_id=record.workspace_id, session_id=record.session_id
     )

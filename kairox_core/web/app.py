@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from importlib.resources import files
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -24,6 +24,9 @@ from kairox_core.prompt import front_end_system_prompt
 from kairox_core.web import api, openai_api
 from kairox_core.web.security import DEFAULT_MAX_BODY, Guard
 from kairox_core.web.turns import Providers
+
+if TYPE_CHECKING:
+    from kairox_core.facade import Kairox
 
 STATIC = files("kairox_core.web") / "static"
 # The app's own script and style only: no inline script, nothing from elsewhere.
@@ -66,7 +69,7 @@ def validation_param(exc: RequestValidationError) -> str | None:
 
 
 def create_app(
-    kx: Any,
+    kx: Kairox,
     *,
     token: str | None = None,
     host: str = "127.0.0.1",

@@ -23,7 +23,7 @@ import hashlib
 import json
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -33,6 +33,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from kairox_core.errors import KairoxUserError
 from kairox_core.web.openai_parts import PartError, attachments_of, check_types, part_text
 from kairox_core.web.turns import engine_for, stream_turn
+
+if TYPE_CHECKING:
+    from kairox_core.facade import Kairox
 
 router = APIRouter(prefix="/v1")
 
@@ -100,7 +103,7 @@ def derived_session_id(request: ChatRequest, workspace: str | None) -> str:
     return f"oai-{digest[:20]}"
 
 
-def _profile(kx: Any, model: str) -> str | None:
+def _profile(kx: Kairox, model: str) -> str | None:
     """The profile ``model`` names (None: the session's own)."""
     if model in ("", DEFAULT_MODEL):
         return None
@@ -276,7 +279,7 @@ async def chat_completions(request: Request, body: ChatRequest) -> Any:
     return StreamingResponse(events(), media_type="text/event-stream")
 
 
-def _usage(kx: Any, session_id: str) -> dict[str, int]:
+def _usage(kx: Kairox, session_id: str) -> dict[str, int]:
     """The last turn's usage as the upstream reported it (zeros when it did not)."""
     from kairox_core.events import AssistantMessageCompleted
 

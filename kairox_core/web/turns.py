@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairox_core.chat.engine import ChatEngine, TurnOutcome
 from kairox_core.errors import KairoxError, StorageError
@@ -20,11 +20,16 @@ from kairox_core.providers.base import ModelProvider
 from kairox_core.providers.resolve import build_provider, choose_provider
 from kairox_core.web.serialize import event_json, proposal_json
 
+if TYPE_CHECKING:
+    from kairox_core.config import KairoxConfig
+    from kairox_core.facade import Kairox
+    from kairox_core.session import Session
+
 
 class Providers:
     """One model provider per profile, built on first use."""
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: KairoxConfig) -> None:
         self.config = config
         self._built: dict[str, tuple[ModelProvider, str]] = {}
 
@@ -46,7 +51,7 @@ def sse(event: str, data: Any) -> str:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-def engine_for(kx: Any, providers: Providers, session: Any) -> ChatEngine:
+def engine_for(kx: Kairox, providers: Providers, session: Session) -> ChatEngine:
     provider, note = providers.get(session.profile)
     return ChatEngine(kx, session, kx.config, provider=provider, provider_note=note)
 
@@ -102,7 +107,7 @@ async def stream_turn(
             "acknowledgement": outcome.acknowledgement,
             "unsaved": outcome.unsaved,
             "turn_id": outcome.turn_id,
-            "invalid": [getattr(i, "reason", str(i)) for i in outcome.invalid],
+            "invalid": [i.reason for i in outcome.invalid],
             # what the person is told about them, once each
             "notes": list(dict.fromkeys(i.describe() for i in outcome.invalid)),
         },

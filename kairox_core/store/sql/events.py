@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairox_core.events import Event
 from kairox_core.store.event_rows import (
@@ -31,6 +31,9 @@ from kairox_core.store.event_rows import (
     wanted_types,
 )
 from kairox_core.store.sql.dialect import DB, SqlStore
+
+if TYPE_CHECKING:
+    from kairox_core.store.base import HistoryRow
 
 _CONVERSATION = f"type IN ({', '.join('?' * len(CONVERSATION_TYPES))})"
 _COMPACTION = f"type IN ({', '.join('?' * len(COMPACTION_EVENT_TYPES))})"
@@ -80,7 +83,7 @@ class SqlEventLog(SqlStore[DB], ABC):
     ) -> list[Event]:
         """The session's events in seq order, optionally a seq range (inclusive) and types."""
         sql = "SELECT data FROM events WHERE session_id = ?"
-        params: list[Any] = [session_id]
+        params: list[object] = [session_id]
         if first_seq is not None:
             sql += " AND seq >= ?"
             params.append(first_seq)
@@ -147,7 +150,7 @@ class SqlEventLog(SqlStore[DB], ABC):
                 f"{dialect.json_text('data', 'payload', 'tokens')} AS tokens "
                 f"FROM events WHERE session_id = ? AND {_CONVERSATION}"
             )
-            params: list[Any] = [session_id, *CONVERSATION_TYPES]
+            params: list[object] = [session_id, *CONVERSATION_TYPES]
             if first_seq is not None:
                 sql += " AND seq >= ?"
                 params.append(first_seq)
@@ -169,7 +172,7 @@ class SqlEventLog(SqlStore[DB], ABC):
         above: int | None = None,
         limit: int | None = None,
         counter_key: str | None = None,
-    ) -> list[tuple[Any, ...]]:
+    ) -> list[HistoryRow]:
         """What history renders (``event_rows.HISTORY_COLUMNS``: ``tokens`` is None
         unless counted under ``counter_key``). With ``above``: the rows above it, oldest
         first; otherwise newest first below ``below`` (None: from the newest), at most
@@ -179,7 +182,7 @@ class SqlEventLog(SqlStore[DB], ABC):
         """Seqs of conversation events below ``below`` (None: all), newest first, at
         most ``limit``."""
         sql = f"SELECT seq FROM events WHERE session_id = ? AND {_CONVERSATION}"
-        params: list[Any] = [session_id, *CONVERSATION_TYPES]
+        params: list[object] = [session_id, *CONVERSATION_TYPES]
         if below is not None:
             sql += " AND seq < ?"
             params.append(below)
@@ -230,7 +233,7 @@ class SqlEventLog(SqlStore[DB], ABC):
     ) -> list[SessionInfo]:
         """Every session (or one workspace's), oldest first."""
         sql = "SELECT * FROM sessions WHERE 1 = 1"
-        params: list[Any] = []
+        params: list[object] = []
         if workspace_id is not None:
             sql += " AND workspace_id = ?"
             params.append(workspace_id)

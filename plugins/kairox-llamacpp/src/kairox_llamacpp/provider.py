@@ -167,7 +167,7 @@ class LlamaCppProvider:
     """A chat model in a GGUF file, served by an in-process llama.cpp server."""
 
     # tools=: offered when the loaded model's chat template calls them (tool_limitation)
-    capabilities = ProviderCapabilities(tools=True)
+    capabilities = ProviderCapabilities(tools=True, tool_limitation=True)
 
     def __init__(
         self,
