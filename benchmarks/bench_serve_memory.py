@@ -36,12 +36,14 @@ REPLIES = [
 TOPICS = ("tomatoes", "beans", "the shed", "compost", "the fence", "roses", "the pond")
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """``field`` of ``/proc/PID/status`` in MB: ``VmRSS``, or its part ``RssAnon`` (the
+    heap: what a leak grows; ``RssFile`` is mapped files, such as the ANN graph)."""
     with open(f"/proc/{pid}/status", encoding="ascii") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmRSS for pid {pid}")
+    raise RuntimeError(f"no {field} for pid {pid}")
 
 
 def slope_per_1000(points: list[tuple[int, float]]) -> float:
@@ -73,6 +75,7 @@ def bench(turns: int, every: int, warmup: int, workdir: Path) -> dict[str, Any]:
     server = start_server(workdir, REPLIES)
     pid = server.process.pid
     samples: list[tuple[int, float]] = []
+    anon: list[tuple[int, float]] = []
     try:
         sid = server.api("POST", "/api/sessions", {})["session_id"]
         start_rss = rss_mb(pid)
@@ -82,11 +85,13 @@ def bench(turns: int, every: int, warmup: int, workdir: Path) -> dict[str, Any]:
                 run_turn(client, server, sid, i)
                 if i % every == 0:
                     samples.append((i, rss_mb(pid)))
+                    anon.append((i, rss_mb(pid, "RssAnon")))
                     print(f"  {i} turns: {samples[-1][1]:.1f} MB", file=sys.stderr, flush=True)
         seconds = time.perf_counter() - t0
     finally:
         stop_server(server)
     steady = [(n, mb) for n, mb in samples if n > warmup]
+    steady_anon = [(n, mb) for n, mb in anon if n > warmup]
     return {
         "turns": turns,
         "rss_start_mb": round(start_rss, 1),
@@ -94,6 +99,8 @@ def bench(turns: int, every: int, warmup: int, workdir: Path) -> dict[str, Any]:
         "rss_end_mb": round(samples[-1][1], 1) if samples else None,
         "mb_per_1000_turns": round(slope_per_1000(steady), 2),
         "mb_per_1000_turns_all": round(slope_per_1000(samples), 2),
+        "anon_mb_per_1000_turns": round(slope_per_1000(steady_anon), 2),
+        "rss_anon_end_mb": round(anon[-1][1], 1) if anon else None,
         "seconds": round(seconds, 1),
         "samples": samples,
     }

@@ -5,10 +5,11 @@ conversation teaches a small model: once "Noted." sits in its history, it answer
 "Noted." with no tag (issue 28). Here one session of 30 turns mixes 10 requests to
 remember a fact, 10 ordinary questions and 10 questions about a fact told earlier,
 through the chat engine the front ends use (``ChatEngine.run_turn``: the built-in
-prompt, history, memories, the "nothing was saved" flag). After each turn a careful
-person decides the cards: a right proposal is approved, any other rejected. The
-session is then resumed (a new engine on the same database and session id) and the
-10 recall questions are asked again.
+prompt, history, memories, the "nothing was saved" flag). After each turn a person
+decides the cards (``decide``): the careful one approves a right proposal and rejects
+any other; the fixer also approves a proposal holding the fact under a wrong scope,
+with the scope corrected on the card. The session is then resumed (a new engine on
+the same database and session id) and the 10 recall questions are asked again.
 
 Scored with the project's own parser (the events the turn raised):
 
@@ -25,6 +26,7 @@ Nothing here needs a model: ``converse`` takes any provider (the tests script on
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -174,19 +176,64 @@ def score(records: Sequence[TurnRecord]) -> dict[str, Any]:
     }
 
 
-def decide(engine: Any, record: TurnRecord, proposals: Sequence[Any]) -> None:
-    """A careful person at the cards: approves a right proposal, rejects the rest."""
+Person = Literal["careful", "fixer", "editor"]
+PERSONS: tuple[Person, ...] = ("careful", "fixer", "editor")
+_ASKING = re.compile(
+    r"^(?:please )?(?:remember|keep in mind|note|don't forget)(?: this)?:?(?: that)?\s+",
+    re.IGNORECASE,
+)
+
+
+def told(fact: Fact) -> str:
+    """The fact as the person said it, without the asking ("I take my coffee black.")."""
+    said = _ASKING.sub("", fact.request)
+    return said[:1].upper() + said[1:]
+
+
+def decide(
+    engine: Any, record: TurnRecord, proposals: Sequence[Any], person: Person = "careful"
+) -> None:
+    """A person at the cards. ``careful`` approves a right proposal and rejects the
+    rest; ``fixer`` also approves a remember turn's proposal that holds the fact under
+    a wrong scope (or with no key), with the scope and key corrected on the card
+    (``kairox memory approve --scope``, the card's edit); ``editor`` also rewrites a
+    body that lost the fact to the fact as told (the card's edit), so every tag the
+    person keeps is right. The score still counts the tag as the model wrote it."""
     for p in proposals:
-        ok = record.kind == "remember" and right_tag(
+        if record.kind == "remember" and right_tag(
             TurnRecord(record.kind, record.index, record.prompt, "", [(p.scope, p.key, p.body)])
-        )
-        if ok:
+        ):
             engine.approve(p.proposal_id)
+        elif record.kind == "remember" and (
+            person == "editor" or (person == "fixer" and _holds_fact(record, p.body))
+        ):
+            fact = FACTS[record.index]
+            scope = p.scope if p.scope in fact.scopes else min(fact.scopes)
+            body = p.body if _holds_fact(record, p.body) else told(fact)
+            engine.approve(p.proposal_id, body, scope=scope, key=_key_for(engine, scope, p, fact))
         else:
             engine.reject(p.proposal_id, reason="benchmark: not the fact asked for")
 
 
-async def _ask(engine: Any, kind: Kind, index: int) -> TurnRecord:
+def _key_for(engine: Any, scope: str, p: Any, fact: Fact) -> str:
+    """The model's key, unless it has none or it names another memory already kept
+    (a person would not overwrite that fact): then one of the person's own."""
+    if (
+        p.key
+        and engine.kx.memories.get(
+            scope, p.key, workspace_id=engine.session.workspace_id, session_id=engine.session_id
+        )
+        is None
+    ):
+        return str(p.key)
+    return fact.word
+
+
+def _holds_fact(record: TurnRecord, body: str) -> bool:
+    return FACTS[record.index].word in body.lower()
+
+
+async def _ask(engine: Any, kind: Kind, index: int, person: Person) -> TurnRecord:
     prompt = prompt_of("recall" if kind == "resumed" else kind, index)
     outcome = await engine.run_turn(prompt, lambda _: None)
     if outcome.error:
@@ -201,7 +248,7 @@ async def _ask(engine: Any, kind: Kind, index: int) -> TurnRecord:
         len(outcome.invalid),
         bool(outcome.unsaved),
     )
-    decide(engine, record, outcome.proposals)
+    decide(engine, record, outcome.proposals, person)
     return record
 
 
@@ -209,6 +256,7 @@ async def converse(
     open_engine: Callable[[str | None], Any],
     *,
     on_turn: Callable[[TurnRecord], None] | None = None,
+    person: Person = "careful",
 ) -> list[TurnRecord]:
     """Run the scripted conversation, then resume it and ask the recall questions again.
 
@@ -219,7 +267,7 @@ async def converse(
     try:
         session_id = engine.session_id
         for kind, index in script():
-            records.append(await _ask(engine, kind, index))
+            records.append(await _ask(engine, kind, index, person))
             if on_turn is not None:
                 on_turn(records[-1])
     finally:
@@ -227,7 +275,7 @@ async def converse(
     engine = open_engine(session_id)
     try:
         for index in range(len(FACTS)):
-            records.append(await _ask(engine, "resumed", index))
+            records.append(await _ask(engine, "resumed", index, person))
             if on_turn is not None:
                 on_turn(records[-1])
     finally:
@@ -235,15 +283,27 @@ async def converse(
     return records
 
 
-def chat_config(*, history_tags: bool, reserve: int, system_prompt: str | None = None) -> Any:
+def chat_config(
+    *,
+    history_tags: bool,
+    reserve: int,
+    system_prompt: str | None = None,
+    history_decided: bool | None = None,
+    history_rejected: str | None = None,
+) -> Any:
     """The configuration the conversation runs under: the defaults, but for the
-    history switch, the reply length and (to compare wordings) the system prompt."""
+    history switches (None: the default), the reply length and (to compare wordings)
+    the system prompt."""
     from kairox_core.config import parse_config
 
     raw: dict[str, Any] = {
         "profiles": {"default": {"context_window": 8192, "reserve": reserve}},
         "memory": {"history_tags": history_tags},
     }
+    if history_decided is not None:
+        raw["memory"]["history_decided"] = history_decided
+    if history_rejected is not None:
+        raw["memory"]["history_rejected"] = history_rejected
     if system_prompt:
         raw["kairox"] = {"system_prompt": system_prompt}
     return parse_config(raw)

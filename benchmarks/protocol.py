@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import subprocess
 import sys
@@ -199,7 +200,15 @@ async def run_model(name: str, system: str | None = None) -> dict[str, Any]:
 CONVERSATION_MAX_TOKENS = 80  # a reply in the conversation: a short answer or a tag
 
 
-async def run_conversation(name: str, history_tags: bool, system: str | None) -> dict[str, Any]:
+async def run_conversation(
+    name: str,
+    history_tags: bool,
+    system: str | None,
+    *,
+    decided: bool | None = None,
+    rejected: str | None = None,
+    person: str = "careful",
+) -> dict[str, Any]:
     """One model, one history setting: the 30-turn conversation and its resumption."""
     import conversation
 
@@ -212,7 +221,11 @@ async def run_conversation(name: str, history_tags: bool, system: str | None) ->
         )
 
     config = conversation.chat_config(
-        history_tags=history_tags, reserve=CONVERSATION_MAX_TOKENS, system_prompt=system
+        history_tags=history_tags,
+        reserve=CONVERSATION_MAX_TOKENS,
+        system_prompt=system,
+        history_decided=decided,
+        history_rejected=rejected,
     )
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -222,10 +235,14 @@ async def run_conversation(name: str, history_tags: bool, system: str | None) ->
             on_turn=lambda r: print(
                 f"[{r.kind}] {r.prompt} -> {r.text!r} {r.tags}", file=sys.stderr
             ),
+            person=person,  # type: ignore[arg-type]
         )
     return {
         "model": name,
         "history_tags": history_tags,
+        "history_decided": config.memory.history_decided,
+        "history_rejected": config.memory.history_rejected,
+        "person": person,
         **conversation.score(records),
         "seconds": round(time.perf_counter() - start),
         "peak_rss_mb": _peak_rss_mb(),
@@ -259,13 +276,39 @@ def main() -> None:
         default="off,on",
         help="conversation mode: [memory] history_tags settings to run (off,on)",
     )
+    parser.add_argument(
+        "--decided",
+        choices=("default", "on", "off"),
+        default="default",
+        help="conversation mode: [memory] history_decided (default: the built-in default)",
+    )
+    parser.add_argument(
+        "--rejected",
+        choices=("note", "hidden"),
+        help="conversation mode: [memory] history_rejected (default: the built-in default)",
+    )
+    parser.add_argument(
+        "--person",
+        default="careful",
+        help="conversation mode: who decides the cards, careful and/or fixer (careful,fixer)",
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)  # the child process: one model
     parser.add_argument("--tags-on", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     system = Path(args.prompt).read_text() if args.prompt else None
     if args.one:
         if args.conversation:
-            result = asyncio.run(run_conversation(args.one, args.tags_on, system))
+            decided = None if args.decided == "default" else args.decided == "on"
+            result = asyncio.run(
+                run_conversation(
+                    args.one,
+                    args.tags_on,
+                    system,
+                    decided=decided,
+                    rejected=args.rejected,
+                    person=args.person,
+                )
+            )
         else:
             result = asyncio.run(run_model(args.one, system))
         print(json.dumps(result))
@@ -275,7 +318,16 @@ def main() -> None:
 
     names = args.models.split(",") if args.models else [m.name for m in models.installed()]
     if args.conversation:
-        converse_all(names, args.history_tags.split(","), args.prompt, args.json, args.show)
+        converse_all(
+            names,
+            args.history_tags.split(","),
+            args.person.split(","),
+            args.prompt,
+            args.json,
+            args.show,
+            args.decided,
+            args.rejected,
+        )
         return
     results = []
     for name in names:
@@ -317,39 +369,51 @@ def main() -> None:
 
 
 def converse_all(
-    names: list[str], settings: list[str], prompt: str | None, as_json: bool, show: bool
+    names: list[str],
+    settings: list[str],
+    persons: list[str],
+    prompt: str | None,
+    as_json: bool,
+    show: bool,
+    decided: str = "default",
+    rejected: str | None = None,
 ) -> None:
-    """Each (model, history setting) in its own process; a table or JSON of the scores."""
+    """Each (model, history setting, person) in its own process; a table or JSON."""
     results = []
-    for name in names:
-        for setting in settings:
-            child = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--conversation",
-                    "--one",
-                    name,
-                    *(["--tags-on"] * (setting == "on")),
-                    *(["--prompt", prompt] * bool(prompt)),
-                ],
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-            if child.returncode != 0:
-                print(f"{name} (history_tags {setting}): failed", file=sys.stderr)
-                continue
-            results.append(json.loads(child.stdout.strip().splitlines()[-1]))
+    for name, setting, person in itertools.product(names, settings, persons):
+        child = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--conversation",
+                "--one",
+                name,
+                *(["--tags-on"] * (setting == "on")),
+                *(["--prompt", prompt] if prompt else []),
+                "--decided",
+                decided,
+                "--person",
+                person,
+                *(["--rejected", rejected] if rejected else []),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        if child.returncode != 0:
+            print(f"{name} (history_tags {setting}, {person}): failed", file=sys.stderr)
+            continue
+        results.append(json.loads(child.stdout.strip().splitlines()[-1]))
     if as_json:
         print(json.dumps(results, indent=2))
         return
     print(
-        f"{'model':30} {'history tags':>12} {'right':>6} {'untagged':>8} {'unflagged':>9} "
-        f"{'false':>5} {'recall':>6} {'resumed':>7} {'s':>5}"
+        f"{'model':30} {'history tags':>12} {'decided':>7} {'person':>7} {'right':>6} "
+        f"{'untagged':>8} {'unflagged':>9} {'false':>5} {'recall':>6} {'resumed':>7} {'s':>5}"
     )
     for r in results:
         print(
             f"{r['model']:30} {'on' if r['history_tags'] else 'off':>12} "
+            f"{'on' if r['history_decided'] else 'off':>7} {r['person']:>7} "
             f"{r['tags_ok']:>3}/{r['tags_asked']:<2} {r['untagged']:>8} {r['unflagged']:>9} "
             f"{r['false_tags']:>5} {r['recall_ok']:>3}/{r['recall_asked']:<2} "
             f"{r['resumed_ok']:>4}/{r['resumed_asked']:<2} {r['seconds']:>5}"

@@ -49,6 +49,7 @@ from kairox_core.events import (
     UserMessageAdded,
 )
 from kairox_core.inputs import InvalidInputError, check_text, json_problem
+from kairox_core.memory.decided import REJECTED_NOTE, DecidedReplies
 from kairox_core.results import CompactionResult, TurnResult
 from kairox_core.retrieval.base import RetrievalHit
 from kairox_core.retrieval.composite import CompositeResult, CompositeWorkspaceRetriever
@@ -56,6 +57,16 @@ from kairox_core.session_services import SessionServices
 from kairox_core.store.leases import HOST
 from kairox_core.sync_twins import idle_twin, twin
 from kairox_core.turn import DELTA_BATCH_CHARS, DELTA_BATCH_COUNT, Turn, model_view
+
+
+def _reply_view(services: SessionServices) -> DecidedReplies | None:
+    """How the model reads back its tagged replies: as decided with ``[memory]
+    history_decided`` (kairox_core/memory/decided.py), else as it wrote them."""
+    memory = services.config.memory
+    if not (memory.history_tags and memory.history_decided):
+        return None
+    rejected = REJECTED_NOTE if memory.history_rejected == "note" else ""
+    return DecidedReplies(services.approvals.store, services.memories, rejected)
 
 
 class TurnInProgress(KairoxUserError):
@@ -89,7 +100,7 @@ class Session:
         self.profile = profile
         self.system_prompt = system_prompt
         self.compaction = CompactionState()
-        self._history = HistoryCache(services.events, session_id)
+        self._history = HistoryCache(services.events, session_id, _reply_view(services))
         self._lock = asyncio.Lock()
         self._compactions: list[CompactionResult] | None = None  # a turn end's, collected
         self._retriever: CompositeWorkspaceRetriever | None = None

@@ -146,7 +146,7 @@ class TokenCounter:
         *,
         margin: float = 0.0,
         cache_size: int = 65536,
-        cache_chars: int = 2_000_000,
+        cache_chars: int = 2_000_000,  # a whole window's texts: a turn counts them again
     ) -> None:
         if margin < 0:
             raise ValueError("margin must be >= 0")

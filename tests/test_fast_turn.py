@@ -174,6 +174,23 @@ def test_a_long_prompt_keeps_its_rarest_terms(
     assert common_index._keyword_terms("kiwi meeting mango papaya") == ["mango", "papaya"]
 
 
+def test_full_term_caches_start_over_without_losing_a_query_s_terms(
+    common_index: WorkspaceRagIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server meets new words every turn: the word caches start over once full, and a
+    query whose other words were cached when one new word overflowed them still gets
+    every term (they were cleared after the lookup: a KeyError, 500 in ``serve``)."""
+    monkeypatch.setattr(keyword_terms, "CHEAP_ROWS", 5)  # every word counted: both caches
+    monkeypatch.setattr(keyword_terms, "_CACHE_LIMIT", 3)
+    assert common_index._keyword_terms("the walrus project zebra") == ["walrus", "zebra"]
+    for i in range(6):  # one new word each time, the cached ones again beside it
+        kept = common_index._keyword_terms(f"the walrus project zebra word{i}")
+        assert kept == ["walrus", "zebra", f"word{i}"]
+    selector = common_index._term_selector
+    assert selector is not None
+    assert len(selector._stems) <= 3 + 5 and len(selector._counts) <= 3 + 5
+
+
 def _vocabulary_reads(index: WorkspaceRagIndex, query: str) -> tuple[list[str], int]:
     """The terms ``query`` keeps, and how many statements read the FTS vocabulary's row
     counts (the live count of a doclist) to choose them."""

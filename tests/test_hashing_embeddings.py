@@ -11,7 +11,12 @@ from hypothesis import strategies as st
 
 from kairox_core.errors import KairoxUserError, UnknownNameError
 from kairox_core.retrieval.base import EmbeddingBackend
-from kairox_core.retrieval.embeddings import HashingEmbedding, QueryMemo, load_embedding_backend
+from kairox_core.retrieval.embeddings import (
+    CACHE_SIZE,
+    HashingEmbedding,
+    QueryMemo,
+    load_embedding_backend,
+)
 from kairox_core.testing.contracts import EmbeddingBackendContract
 
 
@@ -195,3 +200,19 @@ def test_a_query_is_embedded_once_and_each_caller_gets_its_own_copy() -> None:
         "c",
         "b",
     ]  # two remembered, the least recently used goes: "b" when "c" came
+
+
+def test_word_caches_stay_within_their_bound_as_new_words_keep_coming() -> None:
+    """A server meets new words every turn (numbers, names): the word and word-pair
+    caches stop at ``cache_size`` (then start over), and a vector is the same whether
+    its words were cached or not."""
+    emb = HashingEmbedding(dimension=64, cache_size=50)
+    fresh = HashingEmbedding(dimension=64, cache_size=0)
+    for turn in range(200):
+        text = f"turn {turn} about week {turn // 7} and item-{turn * 31}"
+        assert emb.embed_documents([text]) == fresh.embed_documents([text])
+        assert len(emb._word_cache) <= 50 and len(emb._pair_cache) <= 50  # both generations
+    # the registry's default is the module's (whose comment says what an entry costs)
+    loaded = load_embedding_backend("hashing", {})
+    assert isinstance(loaded, HashingEmbedding)
+    assert loaded._word_cache.size == HashingEmbedding()._word_cache.size == CACHE_SIZE

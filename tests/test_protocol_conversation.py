@@ -169,3 +169,70 @@ def test_chat_config_sets_the_history_switch_and_the_reply_length(history_tags: 
     assert config.memory.history_tags is history_tags
     assert config.resolve_profile(None)[1].reserve == 80
     assert config.kairox.system_prompt == "Be brief."
+
+
+async def test_the_fixer_corrects_the_scope_and_the_score_keeps_the_models_tag(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    """The fixer approves the wrong-scope card with the scope corrected; the score still
+    counts the model's tag (wrong), and with history_decided the model then reads
+    the corrected tag in its history."""
+    config = conv.chat_config(history_tags=True, reserve=64, history_decided=True)
+    assert config.memory.history_decided is True
+    providers: list[ScriptedProvider] = []
+
+    def provider() -> ScriptedProvider:
+        providers.append(ScriptedProvider(fake_model))
+        return providers[-1]
+
+    records = await conv.converse(
+        conv.engine_opener(config, tmp_path / "k.db", provider), person="fixer"
+    )
+    s = conv.score(records)
+    assert (s["tags_ok"], s["wrong_scope"], s["false_tags"]) == (8, 1, 1)
+    resumed = providers[1].calls[0]
+    memories = [str(m["content"]) for m in resumed if "<kairox:memories" in str(m["content"])]
+    block = memories[-1].split("<kairox:memories", 2)[-1]
+    assert conv.FACTS[1].request in block  # the corrected card became a memory
+    home = f'<memory scope="user" key="home">{conv.FACTS[1].request}</memory>'
+    replies = [str(m["content"]) for m in resumed if m["role"] == "assistant"]
+    assert f"Noted. {home}" in replies  # read back as the person fixed it
+    assert not any('key="sum"' in r for r in replies)  # the rejected false tag: a note
+
+
+def test_told_is_the_fact_without_the_asking() -> None:
+    assert [conv.told(f) for f in conv.FACTS[:3]] == [
+        "My dog is called Biscuit.",
+        "I live in Porto.",
+        "The project uses PostgreSQL 16 as its database.",
+    ]
+
+
+async def test_the_editor_rewrites_a_lost_fact_under_a_key_of_its_own(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    """The model files the Friday deploys under the previous fact's key and body; the
+    editor keeps the card with the fact as told and a key that overwrites nothing."""
+    friday = conv.FACTS[4]
+
+    def model(messages: Sequence[dict[str, Any]]) -> str:
+        if messages[-1]["content"] == friday.request:
+            return 'Noted. <memory scope="workspace" key="fact-2">PostgreSQL 16</memory>'
+        return fake_model(messages)
+
+    config = conv.chat_config(history_tags=True, reserve=64, history_decided=True)
+    providers: list[ScriptedProvider] = []
+
+    def provider() -> ScriptedProvider:
+        providers.append(ScriptedProvider(model))
+        return providers[-1]
+
+    records = await conv.converse(
+        conv.engine_opener(config, tmp_path / "k.db", provider), person="editor"
+    )
+    assert conv.score(records)["tags_ok"] == 7  # the model's own tags, as written
+    replies = [str(m["content"]) for m in providers[1].calls[0] if m["role"] == "assistant"]
+    edited = f'<memory scope="workspace" key="friday">{conv.told(friday)}</memory>'
+    assert f"Noted. {edited}" in replies
+    database = f'<memory scope="workspace" key="fact-2">{conv.FACTS[2].request}</memory>'
+    assert f"Noted. {database}" in replies  # the earlier fact kept its key

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kairox_core.chat.app import ChatApp
-from kairox_core.chat.engine import UNSAVED, ChatEngine, unsaved_claim
+from kairox_core.chat.engine import UNCHANGED, UNSAVED, ChatEngine, unsaved_claim
 from kairox_core.chat.plain import PlainChat
 from kairox_core.chat.widgets import ChatMessage
 from kairox_core.config import parse_config
@@ -124,6 +124,22 @@ async def test_plain_mode_says_nothing_was_saved(tmp_path: Path, kairox_home: Pa
     assert await PlainChat(engine, prompts, out, err).run() == 0
     assert out.getvalue().splitlines() == ["Noted.", "Noted.", "Paris."]
     assert err.getvalue().count("Nothing was saved") == 1
+    await engine.close()
+
+
+async def test_a_tag_that_only_repeats_a_kept_memory_is_flagged(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    """ "Noted." over a tag that changes nothing (the model repeated its last tag for a
+    new fact) saved nothing: the person is told, naming the memory it repeated."""
+    engine = engine_for(tmp_path, [MARKED, MARKED, f"Your seat: window. {TAG}"])
+    first = await engine.run_turn("I like window seats", lambda _: None)
+    assert first.unsaved == ""
+    engine.approve(first.proposals[0].proposal_id)
+    second = await engine.run_turn("Remember that I fly on Mondays", lambda _: None)
+    assert second.proposals == [] and second.unsaved == UNCHANGED.format(keys="seat")
+    third = await engine.run_turn("Which seat do I like?", lambda _: None)
+    assert third.unsaved == ""  # an answer that claims nothing: no flag
     await engine.close()
 
 

@@ -29,7 +29,7 @@ from kairox_core.engines import AssemblyRequest
 from kairox_core.events import AssistantMessageCompleted, UserMessageAdded
 from kairox_core.facade import Kairox
 from kairox_core.recall import engine as recall_module
-from kairox_core.recall.engine import DEFER_MAX, recall_of
+from kairox_core.recall.engine import DEFER_FREE, DEFER_MAX, SLICE, recall_of
 from kairox_core.retrieval.base import RetrievalHit
 
 TOPICS = (
@@ -369,3 +369,54 @@ async def test_background_indexing_never_starts_beside_a_turn_in_progress(
         assert calls == [4]
     finally:
         kx.close()
+
+
+async def test_turns_back_to_back_index_a_slice_each_never_the_whole_tail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Turns back to back leave the background no gap: once more than ``DEFER_FREE``
+    turns wait, each search indexes the oldest of them (what the turn before added), so
+    no turn ever indexes ``DEFER_MAX`` at once (it did: one turn in 32)."""
+    monkeypatch.setattr(recall_module, "BACKGROUND_DELAY", 60.0)  # no background run
+    kx = Kairox.open(tmp_path / "kx.db", config(window=30000))
+    try:
+        session = kx.session()
+        recall = recall_of(kx)
+        history_of(kx, session, 4)
+        sizes: list[int] = []
+        index_range = recall._index_range
+
+        def counted(*args: Any, **kw: Any) -> int:
+            sizes.append(index_range(*args, **kw))
+            return sizes[-1]
+
+        monkeypatch.setattr(recall, "_index_range", counted)
+        turns = DEFER_MAX  # twice the tail that used to be indexed in one search
+        for i in range(turns):
+            await session.run_turn(f"turn {i}: and the garden?", f"Tomatoes, turn {i}.")
+        # the last search saw the turns before its own: all but DEFER_FREE of them indexed,
+        # two at a time: each turn's exchange
+        assert sum(sizes) == 2 * (turns - 1) - DEFER_FREE
+        assert set(sizes) == {2}
+        _, last = recall.progress(session.id) or (0, 0)
+        seqs = kx.events_store.conversation_seqs(session.id, None, DEFER_MAX + 1)
+        assert len([s for s in seqs if s > last]) == DEFER_FREE + 2  # and the last turn's
+    finally:
+        await kx.aclose()
+        kx.close()
+
+
+def test_one_search_indexes_at_most_a_slice_of_a_deferred_tail(tmp_path: Path) -> None:
+    """A tail within ``DEFER_MAX`` written at once (another process, a burst of tool
+    results): one search indexes its oldest ``SLICE`` turns and defers the rest."""
+    with Kairox.open(tmp_path / "kx.db", config(window=30000)) as kx:
+        session = kx.session()
+        history_of(kx, session, 4)
+        before = chunks(kx, session)
+        exchanges = (DEFER_FREE + 3 * SLICE) // 2
+        for i in range(exchanges):
+            say(kx, session, f"later {i}", f"fine {i}")
+        hits = recall_of(kx).turns(session, "later fine", defer=True)
+        (mark,) = [h for h in hits if isinstance(h, DeferredTurns)]
+        assert chunks(kx, session) == before + SLICE
+        assert len(mark.unindexed) == 2 * exchanges - SLICE

@@ -27,7 +27,7 @@ from kairox_core.events import (
     MemoryProposed,
     MemoryRejected,
 )
-from kairox_core.markers import InvalidMarker
+from kairox_core.markers import InvalidMarker, MemoryMarker
 from kairox_core.memory.records import MemoryRecord, Proposal
 from kairox_core.prompt import front_end_system_prompt
 from kairox_core.providers.base import ModelProvider
@@ -111,10 +111,28 @@ UNSAVED = (
 )
 
 
-def unsaved_claim(text: str, markers: Sequence[object]) -> str:
+UNCHANGED = (
+    "Nothing new was saved: the reply says it noted something, but its memory tag only "
+    "repeated what is already kept ({keys}). Ask again, or keep it yourself with "
+    "/remember TEXT."
+)
+
+
+def unsaved_claim(
+    text: str, markers: Sequence[object], proposals: Sequence[object] | None = None
+) -> str:
     """The warning for a reply that claims to have noted something while the turn
-    wrote no memory tag at all (an unchanged memory is a tag: already kept)."""
-    return UNSAVED if not markers and _CLAIM.search(text) else ""
+    saved nothing: it wrote no memory tag at all, or (``proposals``: what its tags
+    raised) only tags repeating a memory already kept, which may be another fact than
+    the one asked for (issue 28: "Noted." over a repeat of the previous tag)."""
+    if not _CLAIM.search(text):
+        return ""
+    if not markers:
+        return UNSAVED
+    if proposals is not None and not proposals:
+        keys = {m.key or m.scope.value for m in markers if isinstance(m, MemoryMarker)}
+        return UNCHANGED.format(keys=", ".join(sorted(keys)))
+    return ""
 
 
 class Toolbox(Protocol):
@@ -267,7 +285,7 @@ class ChatEngine:
         outcome.invalid = list(result.invalid)
         collect_turn_result(result, outcome)
         outcome.acknowledgement = acknowledgement(outcome)
-        outcome.unsaved = unsaved_claim(result.text, result.markers)
+        outcome.unsaved = unsaved_claim(result.text, result.markers, result.proposals)
         if outcome.acknowledgement:
             on_text(outcome.acknowledgement)
         return outcome

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from kairox_core.config.base import Strict
@@ -24,3 +26,13 @@ class MemorySection(Strict):
     # tagged 9 of 10 requests with it (1 without: past "Noted." replies teach "Noted."
     # with no tag), with no false tag and no recall lost (docs/memory.md).
     history_tags: bool = True
+    # with history_tags: each tag the model reads back shows what became of it (the
+    # approved scope, key and body; a note for a rejected one; pending as written), so
+    # a rejected or corrected tag is not copied into the next reply (issue 28;
+    # kairox_core/memory/decided.py, docs/memory.md). Off by default: in the 30-turn
+    # conversation it gave the 0.5B model at most one more right tag (5/10 against
+    # 4/10, within a rerun's variation), and it copied a rejection note or a bare
+    # "Noted." it read instead (README).
+    history_decided: bool = False
+    # what a rejected tag becomes there: "note" (a short note in its place) or "hidden"
+    history_rejected: Literal["note", "hidden"] = "note"

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kairox_core.context.counting import ProfileCounter
 from kairox_core.context.rendering import assistant_message, tool_messages, user_message
+from kairox_core.context.replies import ReplyView, render_replies
 from kairox_core.context.sources import HistoryKind, HistoryUnit
 from kairox_core.events import (
     AssistantMessageCompleted,
@@ -170,17 +171,39 @@ def _units_from_rows(rows: Sequence[HistoryRow], pc: ProfileCounter) -> list[His
 class _Reader:
     """Paged reads of a session's conversation events (``EventStore.history_rows``)."""
 
-    def __init__(self, store: EventLog, session_id: str, counter: ProfileCounter) -> None:
+    def __init__(
+        self,
+        store: EventLog,
+        session_id: str,
+        counter: ProfileCounter,
+        view: ReplyView | None = None,
+    ) -> None:
         self.store = store
         self.session_id = session_id
         self.counter = counter
+        self.view = view
         self.pages_read = 0
         self.rows_read = 0
+        # the stored text of replies whose rendering may still change, by seq
+        self.unsettled: dict[int, str] = {}
 
     def _units(self, rows: Sequence[HistoryRow]) -> list[HistoryUnit]:
         self.pages_read += 1
         self.rows_read += len(rows)
-        return _units_from_rows(rows, self.counter)
+        return self.rendered(_units_from_rows(rows, self.counter))
+
+    def rendered(
+        self, units: list[HistoryUnit], originals: Mapping[int, str] | None = None
+    ) -> list[HistoryUnit]:
+        """``units`` with tagged replies as the view renders them (none: as stored);
+        ``originals``: stored texts of units rendered before (``render_replies``)."""
+        if self.view is None:
+            return units
+        units, unsettled = render_replies(
+            units, self.view, self.session_id, self.counter, originals
+        )
+        self.unsettled.update(unsettled)
+        return units
 
     def older(self, upper: int | None, size: int) -> list[HistoryRow]:
         """Up to ``size`` rows below seq ``upper`` (None: the newest), newest first, not
@@ -220,14 +243,19 @@ def _walk_older(
     while True:
         rows = reader.older(upper, size)
         jumped = False
+        page: list[HistoryUnit] = []
         for row in rows:
             seq = row[0]
             first = _covered(seq, skip)
             if first is not None:
                 upper, jumped = first, True
                 break
-            yield reader.unit(row)
+            if reader.view is None:  # decoded lazily: the last page is mostly not wanted
+                yield reader.unit(row)
+            else:  # rendered a page at a time: one look-up of its decisions
+                page.append(reader.unit(row))
             upper = seq
+        yield from reader.rendered(page)
         if not jumped and len(rows) < size:
             return
         size = min(size * 2, MAX_PAGE)
@@ -248,8 +276,9 @@ class EventHistory:
         *,
         before_seq: int | None = None,
         skip: Sequence[tuple[int, int]] = (),
+        view: ReplyView | None = None,
     ) -> None:
-        self._reader = _Reader(store, session_id, counter)
+        self._reader = _Reader(store, session_id, counter, view)
         self.before_seq = before_seq
         self.skip = sorted(skip, reverse=True)
 
@@ -280,7 +309,9 @@ class HistoryCache:
     A turn then reads from the database only what was appended since the last turn
     (by any process) and, if the budget reaches further back than the cache, older
     reverse pages. Valid because events are append-only and summaries only ever widen
-    what they replace. ``trim`` bounds it to about what a turn can include.
+    what they replace. ``trim`` bounds it to about what a turn can include. With a
+    ``view`` (``[memory] history_decided``), a reply whose memory tags wait for a
+    person is rendered again each turn until they are decided (``_settle``).
 
     Units are kept oldest first with running token sums (``sums[i]``: the tokens of
     ``units[:i]`` plus a base), so the newest units that fit a budget are found by
@@ -289,9 +320,12 @@ class HistoryCache:
     is estimated from the tokens per unit read so far).
     """
 
-    def __init__(self, store: EventLog, session_id: str) -> None:
+    def __init__(self, store: EventLog, session_id: str, view: ReplyView | None = None) -> None:
         self.store = store
         self.session_id = session_id
+        self.view = view  # how tagged replies read (None: as stored)
+        # the stored text of cached replies whose rendering may still change, by seq
+        self.unsettled: dict[int, str] = {}
         self.counter_key: str | None = None
         self.units: list[HistoryUnit] = []  # oldest first, none covered by ``skip``
         self.sums: list[int] = [0]
@@ -320,7 +354,8 @@ class HistoryCache:
         if self.counter_key != counter.key:
             self._reset()
             self.counter_key = counter.key
-        self.reader = _Reader(self.store, self.session_id, counter)
+        self.reader = _Reader(self.store, self.session_id, counter, self.view)
+        self.reader.unsettled = self.unsettled
         self._page = FIRST_PAGE
         ranges = sorted(skip, reverse=True)
         if ranges != self.skip:
@@ -331,6 +366,8 @@ class HistoryCache:
             self.skip = ranges
             if ranges and self.units:
                 self._replace([u for u in self.units if _covering(u.seq, ranges) is None])
+        if self.unsettled:
+            self._settle()
         if self.started:
             new = self.reader.newer(self.high)
             if new:
@@ -344,8 +381,26 @@ class HistoryCache:
                 self.units.extend(new)
         return CachedHistory(self, before_seq)
 
+    def _settle(self) -> None:
+        """Render again the cached replies whose memory proposals were pending when
+        they were read: a person may have decided them since (any process)."""
+        assert self.reader is not None
+        stored, self.unsettled = self.unsettled, {}
+        self.reader.unsettled = self.unsettled
+        at = [i for i, u in enumerate(self.units) if u.seq in stored]
+        if not at:
+            return
+        before = [self.units[i] for i in at]
+        after = self.reader.rendered(before, {u.seq: stored[u.seq] for u in before})
+        if after != before:
+            units = list(self.units)
+            for i, unit in zip(at, after, strict=True):
+                units[i] = unit
+            self._replace(units)
+
     def _reset(self) -> None:
         self.units, self.sums, self.skip = [], [0], []
+        self.unsettled.clear()
         self.started = self.at_start = False
         self.high, self.below, self._page = 0, None, FIRST_PAGE
 
@@ -389,6 +444,7 @@ class HistoryCache:
                 if jumped is not None:
                     break
                 older.append(unit(row))
+        older = self.reader.rendered(older)
         if older:
             self.below = older[-1].seq
         if jumped is not None:

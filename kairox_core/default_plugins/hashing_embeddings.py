@@ -22,7 +22,7 @@ class HashingOptions(BaseModel):
     bigram_weight: float = Field(0.5, ge=0)
     char_weight: float = Field(0.35, ge=0)
     batch_size: int = Field(256, gt=0)
-    cache_size: int = Field(200_000, ge=0)
+    cache_size: int = Field(16_384, ge=0)  # embeddings.CACHE_SIZE: why that size, there
 
 
 def _factory(options: HashingOptions | None = None) -> HashingEmbedding:

@@ -94,6 +94,8 @@ BACKLOG_STEP = 128  # older turns indexed per catch-up, newest first
 BULK_STEP = 4096  # seqs read per slice by ``index_all`` (bounded memory at 100k turns)
 BACKGROUND_DELAY = 0.25  # seconds from a turn's end to its background indexing
 DEFER_MAX = 64  # newest turns a turn's search may leave unindexed (the history holds them)
+DEFER_FREE = 8  # of those, left to the background for free (a short run of turns)
+SLICE = 8  # at most this many of the oldest beyond ``DEFER_FREE`` indexed by one search
 
 
 def recall_space(workspace_id: str, session_id: str) -> str:
@@ -436,11 +438,31 @@ class Recall(Engine):
             self._bottom[session.id] = low  # nothing below: no second look
         known = (0, last)
         seqs = self.ctx.events.conversation_seqs(session.id, None, DEFER_MAX + 1)
-        newer = [s for s in seqs if s > last]
+        newer = sorted(s for s in seqs if s > last)
         if len(newer) > DEFER_MAX:
             return None
         self._indexed[session.id] = known
-        return tuple(sorted(s for s in newer if before_seq is None or s < before_seq))
+        if len(newer) > DEFER_FREE:
+            last = self._index_oldest(session, newer[: min(len(newer) - DEFER_FREE, SLICE)])
+            newer = [s for s in newer if s > last]
+        return tuple(s for s in newer if before_seq is None or s < before_seq)
+
+    def _index_oldest(self, session: Session, seqs: Sequence[int]) -> int:
+        """Index the oldest unindexed turns ``seqs`` (ascending) inside this search, and
+        return the indexed stretch's new top. Turns back to back leave the background no
+        gap: without this, every ``DEFER_MAX // 2``-th turn indexed all the deferred
+        turns at once (one turn in 32 took 130-240 ms of CPU); this way each search
+        indexes about what the turn before it added, at most ``SLICE``."""
+        with self._session_lock(session.id):
+            known = self.progress(session.id)
+            low, last = known if known is not None else (0, 0)
+            if last < seqs[-1]:  # else the background indexing got there first
+                context = self.ctx.events.conversation_seqs(session.id, last + 1, 1)
+                self._index_range(session, last + 1, seqs[-1], context)
+                self.ctx.events.set_indexed_stretch(session.id, low, seqs[-1])
+                last = seqs[-1]
+            self._indexed[session.id] = (0, last)
+            return last
 
     def _search(self, session: Session, prompt: str, before_seq: int | None) -> list[RetrievalHit]:
         cfg = self.ctx.config

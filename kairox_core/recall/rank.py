@@ -163,15 +163,16 @@ _LABEL = re.compile(r"\s*([^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}):\s")
 
 
 @functools.lru_cache(maxsize=8192)
-def _label(text: str) -> str | None:
-    m = _LABEL.match(text[:64])
+def _label(head: str) -> str | None:
+    """Keyed by the text's first 64 characters (all it reads), not the whole turn."""
+    m = _LABEL.match(head)
     return m.group(1) if m and m.group(1)[:1].isupper() else None
 
 
 def speaker_of(hit: RetrievalHit) -> str:
     """Who said the turn: a transcript line's name (``"John: ..."``), else the
     ``speaker`` metadata (``user``, ``assistant``, ``tool <name>``)."""
-    return _label(hit.text) or str(hit.metadata.get("speaker") or "")
+    return _label(hit.text[:64]) or str(hit.metadata.get("speaker") or "")
 
 
 def _names(speaker: str) -> re.Pattern[str]:

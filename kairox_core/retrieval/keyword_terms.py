@@ -47,7 +47,7 @@ MAX_TERMS = 16  # a long prompt's keyword query keeps its rarest terms
 CHEAP_ROWS = 2048  # a term in at most this many rows is always read (a short doclist)
 WEIGHTLESS_ROWS = 256  # a weightless term in more rows than this is dropped
 REFRESH_GROWTH = 1.25  # a cached count is stale once the table grew by this factor
-_CACHE_LIMIT = 50_000  # words (and stems) remembered
+_CACHE_LIMIT = 4_096  # query words (and stems) remembered; a miss is one SQL statement a search
 # The common terms' counts as of a pass over the vocabulary (``refresh_stats``), and
 # the table's size and ``weightless_floor()`` then (retrieval migration 6).
 STATS_SCHEMA = """
@@ -188,11 +188,11 @@ class TermSelector:
         return int(row[0] or 0)
 
     def _stems_of(self, terms: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        if len(self._stems) > _CACHE_LIMIT:  # before choosing what to read (after it, a
+            self._stems.clear()  # term cached before would be gone: a KeyError below)
         missing = [t for t in terms if t not in self._stems]
         if missing:
             self._setup()
-            if len(self._stems) > _CACHE_LIMIT:
-                self._stems.clear()
             self.conn.execute("DELETE FROM temp.kx_query_words")
             self.conn.executemany(
                 "INSERT INTO temp.kx_query_words(rowid, word) VALUES (?, ?)",
@@ -211,6 +211,8 @@ class TermSelector:
         stored = self._stored_counts(rows)
         if stored is not None:
             return {s: stored.get(s, 0) for s in stems}
+        if len(self._counts) > _CACHE_LIMIT:  # before choosing what to read, as above
+            self._counts.clear()
         stale = [
             s
             for s in stems
@@ -222,8 +224,6 @@ class TermSelector:
         ]
         if stale:
             vocabulary = self._vocabulary()
-            if len(self._counts) > _CACHE_LIMIT:
-                self._counts.clear()
             fresh = dict.fromkeys(stale, 0)
             marks = ",".join("?" * len(stale))
             for term, doc in self.conn.execute(

@@ -18,6 +18,7 @@ turn through ``Kairox`` on top of the backend.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterator
@@ -320,6 +321,16 @@ class StorageContract:
         assert [p.id for p in store.list()] == ["p1", "p2", "p3"]
         assert [p.id for p in store.list(status="superseded")] == ["p1"]
         assert store.list(session_id="elsewhere") == []
+
+    def test_proposals_by_turn(self, storage: Storage) -> None:
+        """``for_turns``: what history reads to render a reply's tags as decided."""
+        store = storage.proposals
+        for pid, turn in (("p1", "t1"), ("p2", "t2"), ("p3", "t1")):
+            store.insert(dataclasses.replace(_proposal(pid, key=pid), turn_id=turn), "user")
+        store.insert(dataclasses.replace(_proposal("p4", key="p4"), session_id="s2"), "user")
+        assert [p.id for p in store.for_turns("s1", ["t1", "t1"])] == ["p1", "p3"]
+        assert [p.id for p in store.for_turns("s1", ["t2", "t9", "t1"])] == ["p1", "p2", "p3"]
+        assert store.for_turns("s1", []) == [] and store.for_turns("s2", ["t2"]) == []
 
     def test_a_decided_proposal_stays_decided(self, storage: Storage) -> None:
         """Every decision is taken once: a second decision of any kind (another window,

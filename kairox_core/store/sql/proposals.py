@@ -10,6 +10,7 @@ hosts) exactly one wins and the other learns it lost. At most one pending propos
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from kairox_core.markers import MemoryScope
@@ -20,6 +21,7 @@ _COLUMNS = (
     "id, scope, owner, key, body, workspace_id, session_id, turn_id, raw, tainted, source, "
     "created_at, status, resolved_at, supersedes, memory_id, final_body"
 )
+_IDS_PER_QUERY = 500  # turn ids bound in one query (SQLite allows 32,766 parameters)
 _INSERT = f"INSERT INTO memory_proposals ({_COLUMNS}) VALUES ({', '.join('?' * 17)})"
 
 
@@ -79,6 +81,22 @@ class SqlProposalStore(SqlStore[DB]):
                 (scope.value, owner, key),
             ).fetchone()
         return proposal_from_row(row) if row is not None else None
+
+    def for_turns(self, session_id: str, turn_ids: Sequence[str]) -> list[Proposal]:
+        """The proposals the given turns of a session raised, oldest first (how history
+        renders a reply's memory tags: ``kairox_core.memory.decided``)."""
+        found: list[Proposal] = []
+        ids = list(dict.fromkeys(turn_ids))
+        for start in range(0, len(ids), _IDS_PER_QUERY):
+            chunk = ids[start : start + _IDS_PER_QUERY]
+            sql = (
+                "SELECT * FROM memory_proposals WHERE session_id = ? AND turn_id IN "
+                f"({', '.join('?' * len(chunk))}) ORDER BY created_at, {self.db.dialect.row_order}"
+            )
+            with self.db.reading() as conn:
+                rows = conn.execute(self._sql(sql), (session_id, *chunk)).fetchall()
+            found.extend(proposal_from_row(r) for r in rows)
+        return found
 
     def list(
         self,
