@@ -191,8 +191,8 @@ def score(records: Sequence[TurnRecord]) -> dict[str, Any]:
     }
 
 
-Person = Literal["careful", "fixer", "editor"]
-PERSONS: tuple[Person, ...] = ("careful", "fixer", "editor")
+Person = Literal["careful", "fixer", "editor", "later"]
+PERSONS: tuple[Person, ...] = ("careful", "fixer", "editor", "later")
 _ASKING = re.compile(
     r"^(?:please )?(?:remember|keep in mind|note|don't forget)(?: this)?:?(?: that)?\s+",
     re.IGNORECASE,
@@ -213,8 +213,12 @@ def decide(
     a wrong scope (or with no key), with the scope and key corrected on the card
     (``kairox memory approve --scope``, the card's edit); ``editor`` also rewrites a
     body that lost the fact to the fact as told (the card's edit), so every tag the
-    person keeps is right. The score still counts the tag as it was proposed (after the
-    scope check, when it ran; ``written_ok``: as the model wrote it), not as fixed."""
+    person keeps is right; ``later`` decides nothing while the conversation runs (the
+    cards wait, as when a person chats on and reviews them afterwards). The score
+    still counts the tag as it was proposed (after the scope check, when it ran;
+    ``written_ok``: as the model wrote it), not as fixed."""
+    if person == "later":
+        return
     for p in proposals:
         if record.kind == "remember" and right_tag(
             TurnRecord(record.kind, record.index, record.prompt, "", [(p.scope, p.key, p.body)])

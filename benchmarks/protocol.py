@@ -323,7 +323,7 @@ def main() -> None:
     parser.add_argument(
         "--person",
         default="careful",
-        help="conversation mode: who decides the cards, careful and/or fixer (careful,fixer)",
+        help="conversation mode: who decides the cards: careful, fixer, editor, later",
     )
     parser.add_argument(
         "--scope-check",

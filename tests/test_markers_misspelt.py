@@ -48,6 +48,10 @@ def assert_same_at_every_split(text: str) -> MarkerExtraction:
         ("<MEMORIES>409.</Memories >", "409."),
         (f"{OPEN}\n409.\n</memories>\n", "409.\n"),
         ("A </memories> B", "A B"),  # a lone closer goes too
+        ("A </MEMORIES\n\n > B", "A B"),  # blanks before '>', as a closer may have
+        # a tag spanning lines after another removal keeps its line break by a backtick
+        # (whole text once gave "` a", the stream "`\na")
+        ("`<memories> </memories\n>a", "`\na"),
     ],
 )
 def test_the_tags_go_the_body_stays_and_nothing_is_proposed(text: str, visible: str) -> None:
@@ -95,6 +99,32 @@ def test_a_removal_never_assembles_a_misspelt_tag() -> None:
     assert extract_memory_markers(seen).invalid == []
 
 
+@pytest.mark.parametrize(
+    ("text", "visible"),
+    [
+        # '<memories' and a blank may grow across the removed line into a misspelt tag,
+        # so the join is defused; before the fence's run it broke the fence and the
+        # '</memories>' inside it parsed again (hfenum: random fragments)
+        (
+            "<memories\n</memory>\n~~~\n</memories>\n~~~",
+            f"<memories\n~~~{DEFUSE}\n</memories>\n~~~",
+        ),
+        (
+            "<memories\n</memory>\n  ```\n</memories>\n```",
+            f"<memories\n  ```{DEFUSE}\n</memories>\n```",
+        ),
+        ("<memories\n</memory>\n`</memories>`", f"<memories\n`{DEFUSE}</memories>`"),
+        # a line break the cleaner writes itself takes the DEFUSE before it, as before
+        ("<memory</memory>\n```\n</memory>\n```", f"<memory{DEFUSE}\n```\n</memory>\n```"),
+    ],
+)
+def test_a_defused_join_keeps_the_fence_after_it(text: str, visible: str) -> None:
+    result = assert_same_at_every_split(text)
+    assert result.visible == visible
+    again = extract_memory_markers(result.visible)
+    assert again.invalid == [] and again.visible == result.visible
+
+
 def test_released_text_is_defused() -> None:
     text = f'<memory scope="session">{OPEN}x</memories>'  # never closed: released as text
     result = assert_same_at_every_split(text)
@@ -104,6 +134,11 @@ def test_released_text_is_defused() -> None:
 PIECES = [
     OPEN,
     "</memories>",
+    "</memories\n\n >",  # blanks before '>', as a closer may have
+    "<memories\n key='k'\n>",
+    "<memories\n",
+    "</memory\n>",
+    "~~~",
     "<MEMORIES>",
     "<memories key='k' >",
     '<memory scope="session">',

@@ -26,6 +26,10 @@ ATOMS = [
     '<memory scope="session">',
     '<memory scope="user" key="k">',
     "</memory>",
+    "</memory\n\n >",  # a closer may hold blanks (at most 16) before its '>'
+    "</MEMORY \t\f>",
+    "</memories\n>",
+    "</memory",
     "<memory",
     "<memory ",
     "<mem",
@@ -43,6 +47,7 @@ ATOMS = [
     "\n",
     "\n\n",
     "\r\n",
+    "\f",
     " ",
     "  ",
     "\t",
@@ -119,3 +124,84 @@ def test_an_empty_delta_releases_nothing_held() -> None:
     parser = MarkerStreamParser()
     shown = parser.feed("foo  ") + parser.feed("") + parser.feed(text[5:]) + parser.finish()
     assert shown == extract_memory_markers(text).visible == "foo"
+
+
+# A closer is ``</memory``, up to 16 blanks (space, tab, CR, LF, FF; HTML's set) and
+# ``>``. One that spans lines, next to a backtick on its line, leaves its line break
+# (a join could pair backticks anew), in both parsers.
+CLOSERS_SPLIT = [
+    # atheris: the blank between two removed closers lost the second one's line break
+    # in the whole-text cleaner ("` a"), while the stream kept it
+    ("`</memory> </memory\n\n >a", "`\na"),
+    ("`a </memory\n\n > b", "`a\nb"),
+    ('<memory scope="session">x</memory\n\n >y', "y"),
+    ("a</memory" + " " * 16 + ">b", "ab"),
+    ("a</memory \t\r\n\f>b", "ab"),
+    ("a</memory" + " " * 17 + ">b", "a</memory" + " " * 17 + ">b"),  # past the bound: text
+]
+
+
+@pytest.mark.parametrize(("text", "visible"), CLOSERS_SPLIT)
+def test_a_closer_with_blanks_streams_as_the_whole_text(text: str, visible: str) -> None:
+    whole = extract_memory_markers(text)
+    assert whole.visible == visible
+    same(stream(text, list(range(1, len(text)))), whole)
+    for cut in range(len(text) + 1):
+        same(stream(text, [cut]), whole)
+
+
+# Text, blanks, then a tag (a closer with any blanks inside, to one past the bound),
+# repeated: the shapes in which the two parsers' clean-up after a removal once disagreed
+# (a removed tag, blanks, a closer spanning lines, a backtick on the line). The usual
+# pieces are drawn more often, so about one example in a hundred has that shape. Fast tier.
+BLANKS = " \t\r\n\f"
+closer = st.builds(
+    "</{}{}>".format,
+    st.sampled_from(["memory", "MEMORY", "memories"]),
+    st.one_of(st.sampled_from(["", "\n", " \n\n "]), st.text(alphabet=BLANKS, max_size=17)),
+)
+bit = st.one_of(
+    st.sampled_from(["", "`", "a"]),
+    st.sampled_from(["\n", ">", "```", "</memory", "<memories>", '<memory scope="session">x']),
+)
+unit = st.tuples(bit, st.sampled_from(["", " ", "\n", "\t\r", "\f"]), closer).map("".join)
+closer_texts = st.builds("{}{}".format, st.lists(unit, min_size=2, max_size=6).map("".join), bit)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), text=closer_texts)
+def test_closers_with_blanks_stream_as_the_whole_text(data: st.DataObject, text: str) -> None:
+    whole = extract_memory_markers(text)
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=8))
+    same(stream(text, cuts), whole)
+    same(stream(text, []), whole)
+    again = extract_memory_markers(whole.visible)
+    assert again.markers == [] and again.invalid == []
+
+
+# A removal between what may still grow into a tag (left) and code the reply had
+# (right): the join is defused without breaking that fence or span (a DEFUSE before
+# a fence's run once made the tags inside it parse again). Fast tier.
+grows = st.tuples(
+    st.sampled_from(["<memories", "<memory", "</memory", "<mem", "a"]),
+    st.sampled_from(["", " ", "\n", " \n", "\f"]),
+).map("".join)
+removed = st.sampled_from(
+    ["</memory>", '<memory scope="session">x</memory>', "</memories\n>", "<memories>"]
+)
+code = st.tuples(
+    st.sampled_from(["", "\n", "\n  ", " "]),
+    st.sampled_from(["~~~", "```", "`", "``", ">", "ory>"]),
+    st.sampled_from(["", "\n", "x"]),
+    st.sampled_from(["</memories>", "</memory>", ">", '<memory scope="session">y</memory>']),
+    st.sampled_from(["", "`", "\n~~~", "\n```"]),
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), text=st.builds("{}{}{}".format, grows, removed, code))
+def test_a_defused_join_never_breaks_the_code_after_it(data: st.DataObject, text: str) -> None:
+    whole = extract_memory_markers(text)
+    same(stream(text, data.draw(st.lists(st.integers(0, len(text)), max_size=4))), whole)
+    again = extract_memory_markers(whole.visible)
+    assert again.markers == [] and again.invalid == []

@@ -260,3 +260,21 @@ def test_score_counts_the_stored_scope_and_the_written_one_apart() -> None:
     )
     s = conv.score([moved, kept, failed])
     assert (s["tags_ok"], s["written_ok"], s["moved"], s["check_failed"]) == (2, 1, 1, 1)
+
+
+async def test_the_later_person_leaves_every_card_waiting(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    """``later`` decides nothing during the conversation: every user and workspace
+    card the model raised is still pending at the end, and the score is the same."""
+    config = conv.chat_config(history_tags=True, reserve=64)
+    opener = conv.engine_opener(config, tmp_path / "k.db", lambda: ScriptedProvider(fake_model))
+    records = await conv.converse(opener, person="later")
+    raised = [t for r in records for t in r.tags if t[0] in ("user", "workspace")]
+    engine = opener(None)
+    try:
+        pending = engine.kx.approvals.pending()
+        assert len(pending) == len(raised) > 0
+    finally:
+        await engine.close()
+    assert conv.score(records)["tags_ok"] == 8

@@ -16,13 +16,17 @@ Removal joins the text on both sides, so it could assemble markup that was not t
 ``<mem`` + marker + ``ory scope=...>`` a new tag, ``` `` ``` + marker + ``` ` ``` a
 longer backtick run, a run that now starts its line a fence. Where the first character
 after a removed marker would do that, ``DEFUSE`` (invisible) is put at the join, so the
-visible text never parses into more markup than it showed (issue 13, item 4).
+visible text never parses into more markup than it showed (issue 13, item 4). One
+exception: a line that starts with a backtick or tilde run (a fence or a code span the
+reply had) after a tag that may still grow (``<memories`` + blanks + a marker alone on
+its line) gets ``DEFUSE`` after its run, not before it, which would break the fence.
 """
 
 from __future__ import annotations
 
 import re
 
+from kairox_core.markers._code import run_end
 from kairox_core.markers._grammar import DEFUSE, GROWING_MAX, grows_into_tag
 
 HWS = " \t\r"
@@ -32,7 +36,7 @@ _NON_WS = re.compile(r"[^ \t\r\n]").search
 
 
 class Cleaner:
-    __slots__ = ("after", "held", "lstart", "ml", "out", "ws")
+    __slots__ = ("after", "after_run", "held", "lstart", "ml", "out", "ws")
 
     def __init__(self) -> None:
         self.out: list[str] = []  # output pieces, never empty strings
@@ -41,6 +45,7 @@ class Cleaner:
         self.lstart = False  # that marker group began at the start of a line
         self.ws = ""  # whitespace seen after the marker group
         self.ml = False  # a marker of the group spans lines
+        self.after_run = False  # DEFUSE goes after the run the next text starts with
 
     def _emit(self, piece: str) -> None:
         self.out.append(piece)
@@ -104,6 +109,10 @@ class Cleaner:
             self.ws += s[: len(s) - len(stripped)]
             s = stripped
             self._resolve(s[0])
+        if self.after_run:
+            self.after_run = False
+            k = run_end(s, 0)
+            s = s[:k] + DEFUSE + s[k:]
         t = s.rstrip(HWS)
         if t:
             self._emit(self.held + t if self.held else t)
@@ -126,6 +135,9 @@ class Cleaner:
                 self.ws += src[a:j]
                 a = j
             self._resolve(src[a])
+            if self.after_run:  # rare: no need to spare a copy
+                self.text(src[a:b])
+                return True
         e = b
         while e > a and src[e - 1] in HWS:
             e -= 1
@@ -147,7 +159,7 @@ class Cleaner:
             m = _NON_WS(src, a, b)
             if m is None:
                 self.ws += src[a:b]
-                self.marker()
+                self.marker(ml)
                 return
             j = m.start()
             ws = self.ws + src[a:j] if j > a else self.ws
@@ -160,7 +172,7 @@ class Cleaner:
                 elif self._tail2() == "\n\n":
                     rest = rest[rest.rfind("\n") + 1 :]
                 if out and self._joins(rest[:1] or src[a], src[a], True):
-                    out.append(DEFUSE)
+                    self._defuse_line(rest[:1], src[a])
                 t = rest.rstrip(HWS)
                 if t:
                     out.append(t)
@@ -170,16 +182,20 @@ class Cleaner:
             else:
                 self.ws = ws
                 self._resolve(src[a])
-        e = b
-        while e > a and src[e - 1] in HWS:
-            e -= 1
-        if e > a:
-            if self.held:
-                out.append(self.held)
-            out.append(src[a:e])
-            self.held = src[e:b] if e < b else ""
+        if self.after_run:  # rare: no need to spare a copy
+            self.after = False  # settled above
+            self.text(src[a:b])
         else:
-            self.held += src[a:b]
+            e = b
+            while e > a and src[e - 1] in HWS:
+                e -= 1
+            if e > a:
+                if self.held:
+                    out.append(self.held)
+                out.append(src[a:e])
+                self.held = src[e:b] if e < b else ""
+            else:
+                self.held += src[a:b]
         self.after = True
         self.ws = ""
         self.ml = ml
@@ -220,7 +236,7 @@ class Cleaner:
             elif self._tail2() == "\n\n":
                 rest = rest[rest.rfind("\n") + 1 :]
             if self.out and self._joins(rest[:1] or nxt, nxt, True):
-                self.out.append(DEFUSE)
+                self._defuse_line(rest[:1], nxt)
             # ``text(rest)`` with nothing held, inlined: ``rest`` is only whitespace
             t = rest.rstrip(HWS)
             if t:
@@ -244,6 +260,15 @@ class Cleaner:
                     self.out.append(DEFUSE)
                 self.out.append("\n")
         if self._joins(self.held[:1] or nxt, nxt, False):
+            self.out.append(DEFUSE)
+
+    def _defuse_line(self, first: str, nxt: str) -> None:
+        """Break a tag growing across a line break: here, unless the new line starts
+        here (``first`` is not its newline) with a backtick or tilde run (a fence or
+        span the reply had): then after that run."""
+        if first != "\n" and (nxt == "`" or nxt == "~"):
+            self.after_run = True
+        else:
             self.out.append(DEFUSE)
 
     def eof(self) -> str:
