@@ -125,6 +125,34 @@ def test_cache_returns_same_count_and_is_bounded() -> None:
     assert len(counter._cache) <= 4
 
 
+def test_cache_keeps_what_turns_count_and_drops_what_they_stopped_counting() -> None:
+    """A long-running server: every turn counts its window again plus one new prompt.
+    The cache holds the window and the recent prompts, not every prompt ever seen
+    (issue 27: the old cache kept 65,536 of them)."""
+    counter = TokenCounter("o200k_base", cache_lookups=1000)
+    window = [f"window line {i} about the garden" for i in range(50)]
+    for turn in range(5000):
+        for text in window:
+            counter.count(text)
+        counter.count(f"turn {turn}: what about the roses in week {turn // 7}?")
+    per_turn = len(window) + 1
+    assert len(counter._cache) <= len(window) + 2 * (1000 // per_turn + 1)
+    assert all(text in counter._cache for text in window)
+    assert "turn 4999: what about the roses in week 714?" in counter._cache
+    assert "turn 0: what about the roses in week 0?" not in counter._cache
+
+
+def test_cache_is_bounded_by_characters() -> None:
+    counter = TokenCounter("o200k_base", cache_chars=1000)
+    for i in range(100):
+        counter.count(f"{i:03d} " + "x" * 96)  # 100 characters each
+    assert counter._cache.chars <= 1000
+    assert 5 <= len(counter._cache) <= 10
+    counter.count("y" * 600)  # over half the budget: counted, not kept
+    assert "y" * 600 not in counter._cache
+    assert counter.count("y" * 600) == len(get_encoding("o200k_base").encode("y" * 600))
+
+
 def test_unknown_encoding_is_a_user_error() -> None:
     from kairox_core.errors import KairoxUserError
 
