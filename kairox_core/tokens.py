@@ -21,6 +21,7 @@ from typing import Any
 import tiktoken
 
 from kairox_core.errors import KairoxUserError
+from kairox_core.usecache import UseCache
 
 ENCODING_URLS = {
     "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
@@ -133,74 +134,9 @@ def _large_ids(encoding: tiktoken.Encoding, name: str, text: str) -> array[int]:
     return ids
 
 
-class CountCache:
-    """Token counts by text, kept while they are used: two generations of plain dicts.
-
-    Lookups go to ``newer`` first, then to ``older`` (a hit there moves up). After
-    ``lookups`` lookups, or when ``newer`` holds half of ``size`` entries or of
-    ``chars`` characters, ``newer`` becomes ``older`` and the old ``older`` is
-    dropped. So a text survives ``lookups`` lookups after its last use, whatever else
-    is added: a turn counts its window's texts again and keeps them, while a text no
-    turn counts any more (last month's prompt in a long-running server) goes within
-    two spans, instead of staying until the caps are full. At most ``size`` entries
-    (2 when ``size`` is 1) and ``chars`` characters; a text longer than half of
-    ``chars`` is not kept.
-    """
-
-    def __init__(self, size: int, chars: int, lookups: int) -> None:
-        self.half = max(size // 2, 1)
-        self.half_chars = chars // 2
-        self.lookups = max(lookups, 1)
-        self.newer: dict[str, int] = {}
-        self.older: dict[str, int] = {}
-        self.newer_chars = 0
-        self.older_chars = 0
-        self.seen = 0  # lookups since the last turnover
-
-    def __len__(self) -> int:
-        return len(self.newer) + len(self.older)
-
-    def __contains__(self, text: object) -> bool:
-        return text in self.newer or text in self.older
-
-    @property
-    def chars(self) -> int:
-        """Characters of the texts held."""
-        return self.newer_chars + self.older_chars
-
-    def get(self, text: str) -> int | None:
-        self.seen += 1
-        if self.seen >= self.lookups:
-            self._turn_over()
-        n = self.newer.get(text)
-        if n is None:
-            n = self.older.pop(text, None)
-            if n is not None:
-                self.older_chars -= len(text)
-                self.put(text, n)
-        return n
-
-    def put(self, text: str, n: int) -> None:
-        if text in self.newer:
-            self.newer[text] = n
-            return
-        if self.older.pop(text, None) is not None:
-            self.older_chars -= len(text)
-        if len(text) > self.half_chars:
-            return
-        if len(self.newer) >= self.half or self.newer_chars + len(text) > self.half_chars:
-            self._turn_over()
-        self.newer[text] = n
-        self.newer_chars += len(text)
-
-    def _turn_over(self) -> None:
-        self.older, self.older_chars = self.newer, self.newer_chars
-        self.newer, self.newer_chars, self.seen = {}, 0, 0
-
-
 class TokenCounter:
     """Counts tokens exactly as tiktoken does, with a bounded cache keyed by content
-    (``CountCache``: what turns keep counting stays, what they stopped counting goes).
+    (``UseCache``: what turns keep counting stays, what they stopped counting goes).
 
     ``margin`` inflates counts (rounding up) for models whose own tokenizer differs
     from the encoding used here, so a budget computed with it stays safe.
@@ -220,7 +156,8 @@ class TokenCounter:
         self.encoding_name = encoding
         self.margin = margin
         self._encoding = get_encoding(encoding)
-        self._cache = CountCache(cache_size, cache_chars, cache_lookups)
+        # by characters held: the texts are the keys
+        self._cache: UseCache[str, int] = UseCache(cache_size, cache_chars, cache_lookups)
 
     @classmethod
     def for_model(
@@ -251,7 +188,7 @@ class TokenCounter:
         """Cache ``n`` as ``text``'s count: one just encoded, or one made earlier for
         this very text under this encoding and stored beside it
         (``ProfileCounter.known_raw_count`` checks both before it calls this)."""
-        self._cache.put(text, n)
+        self._cache.put(text, n, len(text))
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` (special-token look-alikes as plain text); a large text

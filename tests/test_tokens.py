@@ -146,7 +146,7 @@ def test_cache_is_bounded_by_characters() -> None:
     counter = TokenCounter("o200k_base", cache_chars=1000)
     for i in range(100):
         counter.count(f"{i:03d} " + "x" * 96)  # 100 characters each
-    assert counter._cache.chars <= 1000
+    assert counter._cache.weight <= 1000
     assert 5 <= len(counter._cache) <= 10
     counter.count("y" * 600)  # over half the budget: counted, not kept
     assert "y" * 600 not in counter._cache

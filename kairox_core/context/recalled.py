@@ -11,13 +11,13 @@ The seqs are in the trace (one entry per turn).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from kairox_core.context.counting import ProfileCounter
 from kairox_core.context.rendering import item_unit, neutralise
 from kairox_core.retrieval.base import RetrievalHit
+from kairox_core.usecache import memo_by_text, text_and_result
 
 SOURCE = "recall"
 DOC_TYPE = "conversation"
@@ -220,7 +220,7 @@ def counted_line(line: str) -> str:
 # Remembered for the turns: the same turns come back turn after turn, and ``neutralise``
 # (regexes) cost more than the cached count. Indexing calls ``counted_line`` itself, so
 # a bulk index does not push the turns' lines out.
-_neutral_line = functools.lru_cache(maxsize=8192)(counted_line)
+_neutral_line = memo_by_text(8192, 4_000_000, 16_384, text_and_result)(counted_line)
 
 
 __all__ = [

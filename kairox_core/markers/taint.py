@@ -9,11 +9,11 @@ so spacing, punctuation, case and disguises that read the same do not hide a cop
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable
 
 from kairox_core.textfold import fold
+from kairox_core.usecache import UseCache, memo_by_text, text_and_result
 
 _WORD = re.compile(r"\w+")
 NGRAM = 5
@@ -28,12 +28,19 @@ def _tokens(text: str) -> list[str]:
 # and retrieval hits come back turn after turn): folding and splitting them again would
 # be paid by every turn with a memory marker, so their word tuples and n-gram sets are
 # cached (the figure: docs/results.md).
-@functools.lru_cache(maxsize=4096)
+# Tool results are new texts every turn and may be long: the caches are bounded by the
+# characters they hold (a word or an n-gram counted as ~64: its tuple and slot), and a
+# text no turn checks against any more goes (``usecache``).
+def _words_cost(text: str, words: tuple[str, ...]) -> int:
+    return len(text) + 64 * len(words)
+
+
+@memo_by_text(4096, 4_000_000, 8192, _words_cost)
 def _folded(text: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(fold(text)))
 
 
-@functools.lru_cache(maxsize=4096)
+@memo_by_text(4096, 4_000_000, 8192, text_and_result)
 def _spaced(text: str) -> str:
     return " " + " ".join(_folded(text)) + " "
 
@@ -47,10 +54,16 @@ def _contains(text: str, needle: str, first: str) -> bool:
     return needle in _spaced(text)
 
 
-@functools.lru_cache(maxsize=4096)
+_GRAMS: UseCache[tuple[str, int], frozenset[tuple[str, ...]]] = UseCache(4096, 8_000_000, 8192)
+
+
 def _grams(text: str, ngram: int) -> frozenset[tuple[str, ...]]:
-    toks = _folded(text)
-    return frozenset(toks[i : i + ngram] for i in range(len(toks) - ngram + 1))
+    grams = _GRAMS.get((text, ngram))
+    if grams is None:
+        toks = _folded(text)
+        grams = frozenset(toks[i : i + ngram] for i in range(len(toks) - ngram + 1))
+        _GRAMS.put((text, ngram), grams, len(text) + 64 * len(grams))
+    return grams
 
 
 def is_tainted(

@@ -80,6 +80,7 @@ from kairox_core.retrieval.index import DocumentInput, IndexBackendMismatch
 from kairox_core.retrieval.rerank import rerank_for_profile
 from kairox_core.retrieval.threads import run_blocking
 from kairox_core.store.event_store import CONVERSATION_TYPES
+from kairox_core.usecache import memo_by_text, text_and_result
 
 if TYPE_CHECKING:
     from kairox_core.engine_context import EngineContext
@@ -490,10 +491,11 @@ class Recall(Engine):
         return rerank_for_profile(cfg, session.profile, prompt, hits)
 
 
-@functools.lru_cache(maxsize=4096)
+@memo_by_text(4096, 4_000_000, 8192, text_and_result)
 def _redacted(text: str) -> str:
     """``redact`` for a recalled turn, remembered: the same turns come back turn after
-    turn, and redaction runs a dozen regexes over each."""
+    turn, and redaction runs a dozen regexes over each. Bounded by the characters held
+    too, and a turn no search brings back any more goes (``usecache``)."""
     return redact(text)
 
 
