@@ -89,6 +89,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "errors",
             "events",
             "tokens",
+            "usecache",
             "markers",
             "inputs",
             "sync",
