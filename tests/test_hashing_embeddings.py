@@ -216,3 +216,19 @@ def test_word_caches_stay_within_their_bound_as_new_words_keep_coming() -> None:
     loaded = load_embedding_backend("hashing", {})
     assert isinstance(loaded, HashingEmbedding)
     assert loaded._word_cache.size == HashingEmbedding()._word_cache.size == CACHE_SIZE
+
+
+def test_word_caches_drop_words_no_text_brings_any_more() -> None:
+    """Far below ``cache_size``: the caches turn over every ``2 x cache_size``
+    lookups, so a long session's one-off words (numbers) go while its common words
+    stay (issue 27: the caches filled to their cap over ~5,000 turns of serve)."""
+    emb = HashingEmbedding(dimension=64, cache_size=1000)
+    fresh = HashingEmbedding(dimension=64, cache_size=0)
+    for turn in range(3000):
+        text = f"what about the roses in week {turn}"
+        assert emb.embed_documents([text]) == fresh.embed_documents([text])
+    assert "roses" in emb._word_cache.newer or "roses" in emb._word_cache.older
+    assert "5" not in emb._word_cache.newer and "5" not in emb._word_cache.older
+    # 7 word lookups a text: one span is ~285 texts, so at most ~2 x 285 numbers held
+    assert len(emb._word_cache) <= 6 + 2 * (2000 // 7 + 1)
+    assert len(emb._pair_cache) <= 5 + 2 * (2000 // 6 + 1)

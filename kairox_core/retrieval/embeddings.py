@@ -77,9 +77,22 @@ class _Recent:
         self.size = size
         self.newer: dict[Any, Any] = {}
         self.older: dict[Any, Any] = {}
+        # after this many lookups ``newer`` turns over even if not full: a word no text
+        # brought for that long goes, so a long-running server's cache stops growing
+        # within a few hundred turns instead of filling to ``size`` (issue 27)
+        self.span = 2 * size
+        self.seen = 0
+
+    def touch(self, lookups: int) -> None:
+        """Count lookups made straight into ``newer`` (the hot path)."""
+        self.seen += lookups
+        if self.seen >= self.span:
+            self.seen = 0
+            self.older, self.newer = self.newer, {}
 
     def recall(self, key: Any) -> Any:
         """The value of ``key`` from either generation (moved up), or None."""
+        self.touch(1)
         value = self.newer.get(key)
         if value is None:
             value = self.older.pop(key, None)
@@ -187,6 +200,7 @@ class HashingEmbedding:
             val_parts.append(np.concatenate([f[1] for f in feats]) * np.repeat(tf, sizes))
             if self.bigram_weight and len(words) > 1:
                 pairs = Counter(itertools.pairwise(words))
+                self._pair_cache.touch(len(pairs))
                 known = self._pair_cache.newer
                 signed = [known.get(p) or self._pair_feature(p) for p in pairs]
                 bidx = np.fromiter(signed, dtype=np.intp, count=len(signed))
