@@ -7,8 +7,9 @@ recording, compaction and recall indexing as configured by default), each with i
 prompt. The server's RSS (``/proc/PID/status`` VmRSS) is sampled every ``--every``
 turns. Reported: RSS at the start and the end, and MB per 1,000 turns: the least-squares
 slope of RSS over the samples after the first ``--warmup`` turns (caches filling,
-allocator arenas growing) have passed. The goal (issue 27): flat, i.e. a slope of a
-few MB per 1,000 turns at most, over 10,000 turns.
+allocator arenas growing) have passed, for ``VmRSS`` and for its heap part ``RssAnon``
+(both sample lists are in the JSON, for other ranges). The goal (issue 27): flat over
+10,000 turns; the figures: docs/web.md and docs/results.md.
 
     python benchmarks/bench_serve_memory.py [--turns 10000] [--every 250] [--warmup 1000]
 """
@@ -103,6 +104,7 @@ def bench(turns: int, every: int, warmup: int, workdir: Path) -> dict[str, Any]:
         "rss_anon_end_mb": round(anon[-1][1], 1) if anon else None,
         "seconds": round(seconds, 1),
         "samples": samples,
+        "anon_samples": [(n, round(mb, 2)) for n, mb in anon],
     }
 
 
