@@ -26,7 +26,11 @@ and history setting instead (``benchmarks/conversation.py`` says what it scores)
 
     nice python benchmarks/protocol.py [--models a,b] [--json] [--show]
     nice python benchmarks/protocol.py --conversation [--history-tags off,on] [--models a,b]
-        [--scope-check off,on]
+        [--scope-check off,on] [--set benchmark|trial|both] [--person careful|later|...]
+
+``--set trial`` runs the new-user trial's held-out 25-turn conversation
+(``prompts/trial_conversation.txt``) instead, ``both`` each in turn; the trial's
+person is ``later`` (cards wait) unless ``--person`` says otherwise.
 """
 
 from __future__ import annotations
@@ -234,11 +238,13 @@ async def run_conversation(
     *,
     decided: bool | None = None,
     rejected: str | None = None,
-    person: str = "careful",
+    person: str | None = None,
     scope_check: bool | None = None,
+    conversation_set: str = "benchmark",
+    request_check: bool | None = None,
 ) -> dict[str, Any]:
-    """One model, one history and scope-check setting: the 30-turn conversation and its
-    resumption (None: the built-in default)."""
+    """One model, one history and scope-check setting: one conversation and its
+    resumption (None: the built-in default; ``person`` None: the conversation's own)."""
     import conversation
 
     from kairox_core.config import ProviderConfig
@@ -256,8 +262,12 @@ async def run_conversation(
         history_decided=decided,
         history_rejected=rejected,
         scope_check=scope_check,
+        request_check=request_check,
     )
+    (conv,) = conversation.conversations(conversation_set)
+    who = conv.person if person is None else person
     start = time.perf_counter()
+    load = _load_average()
     with tempfile.TemporaryDirectory() as tmp:
         opener = conversation.engine_opener(config, Path(tmp) / "kairox.db", provider)
         records = await conversation.converse(
@@ -267,20 +277,31 @@ async def run_conversation(
                 file=sys.stderr,
                 flush=True,
             ),
-            person=person,  # type: ignore[arg-type]
+            person=who,  # type: ignore[arg-type]
+            conv=conv,
         )
     return {
+        "set": conv.name,
         "model": name,
         "history_tags": history_tags,
         "history_decided": config.memory.history_decided,
         "history_rejected": config.memory.history_rejected,
-        "person": person,
+        "person": who,
         "scope_check": config.memory.scope_check,
-        **conversation.score(records),
+        "request_check": config.memory.request_check,
+        **conversation.score(records, conv),
         "seconds": round(time.perf_counter() - start),
+        "load": [load, _load_average()],
         "peak_rss_mb": _peak_rss_mb(),
         "turns": conversation.records_json(records),
     }
+
+
+def _load_average() -> float | None:
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _peak_rss_mb() -> int | None:
@@ -322,8 +343,23 @@ def main() -> None:
     )
     parser.add_argument(
         "--person",
-        default="careful",
-        help="conversation mode: who decides the cards: careful, fixer, editor, later",
+        default="default",
+        help="conversation mode: who decides the cards: careful, fixer, editor, later "
+        "(default: the set's own: careful for benchmark, later for trial)",
+    )
+    parser.add_argument(
+        "--set",
+        dest="conversation_set",
+        default="benchmark",
+        choices=("benchmark", "trial", "both"),
+        help="conversation mode: the 30-turn benchmark conversation, the held-out trial "
+        "conversation (prompts/trial_conversation.txt), or both",
+    )
+    parser.add_argument(
+        "--request-check",
+        default="default",
+        help="conversation mode: [memory] request_check settings to run (off,on; default: "
+        "the built-in default)",
     )
     parser.add_argument(
         "--scope-check",
@@ -334,6 +370,7 @@ def main() -> None:
     parser.add_argument("--one", help=argparse.SUPPRESS)  # the child process: one model
     parser.add_argument("--tags-on", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--check", default="default", help=argparse.SUPPRESS)
+    parser.add_argument("--request", default="default", help=argparse.SUPPRESS)
     args = parser.parse_args()
     system = Path(args.prompt).read_text() if args.prompt else None
     if args.one:
@@ -346,8 +383,10 @@ def main() -> None:
                     system,
                     decided=decided,
                     rejected=args.rejected,
-                    person=args.person,
+                    person=None if args.person == "default" else args.person,
                     scope_check={"on": True, "off": False}.get(args.check),
+                    conversation_set=args.conversation_set,
+                    request_check={"on": True, "off": False}.get(args.request),
                 )
             )
         else:
@@ -369,6 +408,10 @@ def main() -> None:
             args.decided,
             args.rejected,
             checks=args.scope_check.split(","),
+            sets=["benchmark", "trial"]
+            if args.conversation_set == "both"
+            else [args.conversation_set],
+            requests=args.request_check.split(","),
         )
         return
     results = []
@@ -424,11 +467,15 @@ def converse_all(
     decided: str = "default",
     rejected: str | None = None,
     checks: Sequence[str] = ("default",),
+    sets: Sequence[str] = ("benchmark",),
+    requests: Sequence[str] = ("default",),
 ) -> None:
-    """Each (model, history setting, person, scope-check setting) in its own process;
-    a table or JSON."""
+    """Each (set, model, history setting, person, scope-check and request-check
+    setting) in its own process; a table or JSON."""
     results = []
-    for name, setting, person, check in itertools.product(names, settings, persons, checks):
+    for conv_set, name, setting, person, check, request in itertools.product(
+        sets, names, settings, persons, checks, requests
+    ):
         child = subprocess.run(
             [
                 sys.executable,
@@ -445,13 +492,18 @@ def converse_all(
                 *(["--rejected", rejected] if rejected else []),
                 "--check",
                 check,
+                "--request",
+                request,
+                "--set",
+                conv_set,
             ],
             stdout=subprocess.PIPE,
             text=True,
         )
         if child.returncode != 0:
             print(
-                f"{name} (history_tags {setting}, {person}, check {check}): failed",
+                f"{conv_set}: {name} (history_tags {setting}, {person}, check {check}, "
+                f"request check {request}): failed",
                 file=sys.stderr,
             )
             continue
@@ -460,19 +512,23 @@ def converse_all(
         print(json.dumps(results, indent=2))
         return
     print(
-        f"{'model':30} {'history tags':>12} {'decided':>7} {'person':>7} {'check':>5} "
-        f"{'right':>6} {'as written':>10} {'moved':>5} "
-        f"{'untagged':>8} {'unflagged':>9} {'false':>5} {'recall':>6} {'resumed':>7} {'s':>5}"
+        f"{'set':9} {'model':30} {'history tags':>12} {'decided':>7} {'person':>7} "
+        f"{'check':>5} {'req':>3} {'right':>6} {'as written':>10} {'moved':>5} "
+        f"{'untagged':>8} {'unflagged':>9} {'false':>5} {'dropped':>7} {'again':>5} "
+        f"{'recall':>6} {'resumed':>7} {'s':>5} {'load':>9}"
     )
     for r in results:
+        load = "-".join(f"{x:.1f}" for x in r["load"] if x is not None)
         print(
-            f"{r['model']:30} {'on' if r['history_tags'] else 'off':>12} "
+            f"{r['set']:9} {r['model']:30} {'on' if r['history_tags'] else 'off':>12} "
             f"{'on' if r['history_decided'] else 'off':>7} {r['person']:>7} "
             f"{'on' if r.get('scope_check') else 'off':>5} "
+            f"{'on' if r.get('request_check') else 'off':>3} "
             f"{r['tags_ok']:>3}/{r['tags_asked']:<2} {r['written_ok']:>7}/{r['tags_asked']:<2} "
             f"{r['moved']:>5} {r['untagged']:>8} {r['unflagged']:>9} "
-            f"{r['false_tags']:>5} {r['recall_ok']:>3}/{r['recall_asked']:<2} "
-            f"{r['resumed_ok']:>4}/{r['resumed_asked']:<2} {r['seconds']:>5}"
+            f"{r['false_tags']:>5} {r['dropped']:>7} {r['answered_again']:>5} "
+            f"{r['recall_ok']:>3}/{r['recall_asked']:<2} "
+            f"{r['resumed_ok']:>4}/{r['resumed_asked']:<2} {r['seconds']:>5} {load:>9}"
         )
         if show:
             for t in r["turns"]:

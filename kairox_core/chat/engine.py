@@ -29,6 +29,11 @@ from kairox_core.events import (
 )
 from kairox_core.markers import InvalidMarker, MemoryMarker
 from kairox_core.memory.records import MemoryRecord, Proposal
+from kairox_core.memory.request_check import (
+    DROPPED,
+    RequestVerdict,
+    provider_request_check,
+)
 from kairox_core.memory.scope_check import ScopeVerdict, provider_check
 from kairox_core.prompt import front_end_system_prompt
 from kairox_core.providers.base import ModelProvider
@@ -69,12 +74,21 @@ class TurnOutcome:
     unsaved: str = ""  # the reply claims to have noted something, and nothing was saved
     turn_id: str = ""  # the turn's id in the event log ("" when it never began)
     scope_checks: list[ScopeVerdict] = field(default_factory=list)  # [memory] scope_check
+    request_check: RequestVerdict | None = None  # [memory] request_check, when it ran
+    dropped: list[MemoryMarker] = field(default_factory=list)  # tags never proposed
+    answered_again: bool = False  # the reply shown is the model's second answer
 
     @property
     def scope_notes(self) -> list[str]:
-        """What the scope check changed or could not do, one line each (an agreement
-        says nothing: the card shows the scope)."""
-        return [f"memory scope: {v.note}" for v in self.scope_checks if not v.agreed]
+        """What the scope and request checks changed or could not do, one line each (an
+        agreement says nothing: the card shows the scope, the tag its card)."""
+        notes = [f"memory scope: {v.note}" for v in self.scope_checks if not v.agreed]
+        verdict = self.request_check
+        if self.dropped:
+            notes.append(f"memory: {DROPPED.format(n=len(self.dropped))}")
+        elif verdict is not None and verdict.asked is None:
+            notes.append(f"memory: {verdict.note}")
+        return notes
 
 
 def collect_turn_result(result: TurnResult, outcome: TurnOutcome) -> None:
@@ -118,6 +132,11 @@ UNSAVED = (
     "Nothing was saved: the reply says it noted something, but the model wrote no "
     "memory tag. Ask again, or keep it yourself with /remember TEXT."
 )
+
+
+# what the person sees between a reply given up by the request check and the second
+# answer (the first was streamed already); the note under the turn says why
+ANSWERED_AGAIN = "\n\n[answered again without a memory tag]\n\n"
 
 
 UNCHANGED = (
@@ -164,6 +183,7 @@ class ChatEngine:
         provider_note: str,
         toolbox: Toolbox | None = None,
         scope_check: bool | None = None,
+        request_check: bool | None = None,
     ) -> None:
         self.kx = kx
         self.session = session
@@ -182,6 +202,13 @@ class ChatEngine:
             if scope_check is None
             else scope_check
         )
+        # ask the model whether a tagged reply's message asked to remember anything
+        # ([memory] request_check; None: the setting, for a real model only)
+        self.request_check = (
+            config.memory.request_check and not isinstance(provider, ScriptedProvider)
+            if request_check is None
+            else request_check
+        )
 
     @classmethod
     def open(
@@ -194,6 +221,7 @@ class ChatEngine:
         session_id: str | None = None,
         provider: ModelProvider | None = None,
         scope_check: bool | None = None,
+        request_check: bool | None = None,
     ) -> ChatEngine:
         from kairox_core.facade import Kairox
 
@@ -230,6 +258,7 @@ class ChatEngine:
             provider_note=note,
             toolbox=toolbox,
             scope_check=scope_check,
+            request_check=request_check,
         )
         engine._own_toolbox = True
         return engine
@@ -284,27 +313,41 @@ class ChatEngine:
             raise
         _, profile = self.config.resolve_profile(self.profile)
         limits = self.config.tools
+        memory = self.config.memory
         async with turn:  # cancelled (Ctrl-C, app closed): the turn aborts, the session is free
-            loop = await run_model_turn(
-                turn,
-                self.provider,
-                tools=tools,
-                max_rounds=limits.max_rounds,
-                max_result_chars=limits.max_result_chars,
-                timeout=limits.timeout,
-                max_tokens=profile.reserve,
-                on_text=on_text,
-                on_tool=on_tool,
-                notes=notes,
-            )
+
+            async def answer() -> Any:
+                return await run_model_turn(
+                    turn,
+                    self.provider,
+                    tools=tools,
+                    max_rounds=limits.max_rounds,
+                    max_result_chars=limits.max_result_chars,
+                    timeout=limits.timeout,
+                    max_tokens=profile.reserve,
+                    on_text=on_text,
+                    on_tool=on_tool,
+                    notes=notes,
+                )
+
+            loop = await answer()
+            drop: str | None = None
+            if self.request_check and turn.markers and not loop.error:
+                check = provider_request_check(self.provider, timeout=memory.scope_check_timeout)
+                outcome.request_check = await check(prompt)
+                if outcome.request_check.drops:
+                    drop = outcome.request_check.note
+                    turn.restart(history_tags=False)
+                    on_text(ANSWERED_AGAIN)
+                    outcome.answered_again = True
+                    loop = await answer()
             outcome.trace = turn.trace
             outcome.turn_id = turn.turn_id
             outcome.tool_steps, outcome.tool_notes = loop.steps, loop.notes
             outcome.error = loop.error
-            if loop.error and not loop.fed and not loop.steps:
+            if loop.error and not loop.fed and not loop.steps and not outcome.answered_again:
                 await turn.abort()  # the prompt stays in the audit; no empty reply recorded
                 return outcome
-            memory = self.config.memory
             result = await turn.complete(
                 model=self.provider.model,
                 provider=self.provider.name,
@@ -314,10 +357,12 @@ class ChatEngine:
                     if self.scope_check
                     else None
                 ),
+                drop_markers=drop,
             )
         outcome.text = result.text
         outcome.invalid = list(result.invalid)
         outcome.scope_checks = list(result.scope_checks)
+        outcome.dropped = list(result.dropped)
         collect_turn_result(result, outcome)
         outcome.acknowledgement = acknowledgement(outcome)
         outcome.unsaved = unsaved_claim(result.text, result.markers, result.proposals)

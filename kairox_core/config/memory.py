@@ -34,6 +34,11 @@ class MemorySection(Strict):
     # were right 4/10 as written, 9/10 after the check; single prompts 8/10 either way.
     scope_check: bool = True
     scope_check_timeout: float = Field(60.0, gt=0)  # seconds for the one-word answer
+    # when a reply carries memory tags, ask the model, with no history, whether the
+    # person's message asked to remember anything (kairox_core.memory.request_check);
+    # if not, the tags are dropped (never proposed; said in the event and the trace)
+    # and the turn is answered once more with the memory tags left out of its history.
+    request_check: bool = False
     # with history_tags: each tag the model reads back shows what became of it (the
     # approved scope, key and body; a note for a rejected one; pending as written), so
     # a rejected or corrected tag is not copied into the next reply (issue 28;
