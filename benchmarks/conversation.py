@@ -165,9 +165,16 @@ TRIAL_FACTS = (
         "bullet",
         "How do I like my answers formatted?",
     ),
-    _fact("Remember that our deploy day is Thursday.", "workspace", "thursday", "What day do we deploy?"),
+    _fact(
+        "Remember that our deploy day is Thursday.",
+        "workspace",
+        "thursday",
+        "What day do we deploy?",
+    ),
     _fact("Remember that I live in Porto.", "user", "porto", "Where do I live?"),
-    _fact("Remember that my favourite editor is Helix.", "user", "helix", "Which editor do I prefer?"),
+    _fact(
+        "Remember that my favourite editor is Helix.", "user", "helix", "Which editor do I prefer?"
+    ),
     _fact(
         "Remember that the staging server is called vega.",
         "workspace",
@@ -429,8 +436,8 @@ def chat_config(
     request_check: bool | None = None,
 ) -> Any:
     """The configuration the conversation runs under: the defaults, but for the
-    history switches, the scope check and the request check (None: the default), the reply length and
-    (to compare wordings) the system prompt."""
+    history switches, the scope check and the request check (None: the default), the
+    reply length and (to compare wordings) the system prompt."""
     from kairox_core.config import parse_config
 
     memory: dict[str, Any] = {"history_tags": history_tags}
@@ -452,9 +459,14 @@ def chat_config(
 
 
 def engine_opener(
-    config: Any, database: Path, provider_for: Callable[[], Any]
+    config: Any,
+    database: Path,
+    provider_for: Callable[[], Any],
+    *,
+    request_check: bool | None = None,
 ) -> Callable[[str | None], Any]:
-    """``open_engine`` for ``converse``: the front ends' ``ChatEngine.open`` path."""
+    """``open_engine`` for ``converse``: the front ends' ``ChatEngine.open`` path
+    (``request_check``: run it even for a scripted model; None: the setting)."""
     from kairox_core.chat.engine import ChatEngine
 
     def open_engine(session_id: str | None) -> Any:
@@ -464,6 +476,7 @@ def engine_opener(
             workspace="bench" if session_id is None else None,
             session_id=session_id,
             provider=provider_for(),
+            request_check=request_check,
         )
 
     return open_engine

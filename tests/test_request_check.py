@@ -30,9 +30,7 @@ def is_check(messages: Sequence[Message]) -> bool:
 
 
 def history_has_tags(messages: Sequence[Message]) -> bool:
-    return any(
-        m["role"] == "assistant" and "<memory" in str(m.get("content")) for m in messages
-    )
+    return any(m["role"] == "assistant" and "<memory" in str(m.get("content")) for m in messages)
 
 
 def model(check: str | Exception = "other") -> ScriptedProvider:

@@ -81,7 +81,9 @@ def parse_answer(answer: str) -> bool | None:
 def decide(answer: str | None, error: str | None = None) -> RequestVerdict:
     """The verdict for the check's ``answer`` (or the ``error`` that stopped it)."""
     if error is not None or answer is None:
-        return RequestVerdict(None, None, f"request check failed ({error or 'no answer'}); tags kept")
+        return RequestVerdict(
+            None, None, f"request check failed ({error or 'no answer'}); tags kept"
+        )
     asked = parse_answer(answer)
     if asked is None:
         return RequestVerdict(
