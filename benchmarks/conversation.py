@@ -242,6 +242,7 @@ class TurnRecord:
     checks: list[str] = field(default_factory=list)  # the scope check's notes, if it ran
     dropped: int = 0  # tags the request check dropped (the message asked for no memory)
     answered_again: bool = False  # the request check had the turn answered again
+    restated: bool = False  # the tags are the model's for the message alone (restate_tags)
 
     @property
     def as_written(self) -> list[tuple[str, str | None, str]]:
@@ -296,6 +297,7 @@ def score(records: Sequence[TurnRecord], conv: Conversation = BENCHMARK) -> dict
         "dropped": sum(r.dropped for r in records),
         "dropped_remember": sum(r.dropped for r in remember),
         "answered_again": sum(r.answered_again for r in records),
+        "restated": sum(r.restated for r in records),
     }
 
 
@@ -384,8 +386,9 @@ async def _ask(
         # a session memory taken at once was written as session: no check moves into it
         written=[(getattr(e, "model_scope", None) or e.scope, e.key, e.body) for e in raised],
         checks=[v.note for v in outcome.scope_checks],
-        dropped=len(getattr(outcome, "dropped", ())),
-        answered_again=bool(getattr(outcome, "answered_again", False)),
+        dropped=0 if outcome.restated else len(outcome.dropped),
+        answered_again=outcome.answered_again,
+        restated=outcome.restated,
     )
     decide(engine, record, outcome.proposals, person, conv)
     return record
@@ -434,9 +437,10 @@ def chat_config(
     history_rejected: str | None = None,
     scope_check: bool | None = None,
     request_check: bool | None = None,
+    restate_tags: bool | None = None,
 ) -> Any:
     """The configuration the conversation runs under: the defaults, but for the
-    history switches, the scope check and the request check (None: the default), the
+    history switches, the scope, request and restate checks (None: the default), the
     reply length and (to compare wordings) the system prompt."""
     from kairox_core.config import parse_config
 
@@ -445,6 +449,8 @@ def chat_config(
         memory["scope_check"] = scope_check
     if request_check is not None:
         memory["request_check"] = request_check
+    if restate_tags is not None:
+        memory["restate_tags"] = restate_tags
     raw: dict[str, Any] = {
         "profiles": {"default": {"context_window": 8192, "reserve": reserve}},
         "memory": memory,
@@ -464,9 +470,11 @@ def engine_opener(
     provider_for: Callable[[], Any],
     *,
     request_check: bool | None = None,
+    restate_tags: bool | None = None,
 ) -> Callable[[str | None], Any]:
     """``open_engine`` for ``converse``: the front ends' ``ChatEngine.open`` path
-    (``request_check``: run it even for a scripted model; None: the setting)."""
+    (``request_check``, ``restate_tags``: run them even for a scripted model; None: the
+    setting)."""
     from kairox_core.chat.engine import ChatEngine
 
     def open_engine(session_id: str | None) -> Any:
@@ -477,6 +485,7 @@ def engine_opener(
             session_id=session_id,
             provider=provider_for(),
             request_check=request_check,
+            restate_tags=restate_tags,
         )
 
     return open_engine

@@ -112,9 +112,13 @@ async def _turn(
     memory: tuple[str, str, str] | None,
     system: str | None,
     scope_check: bool = False,
+    request_check: bool = False,
 ) -> dict[str, Any]:
     """One prompt in a fresh session: the real assembled context, a streamed reply
-    (``scope_check``: each tag's scope then goes through the chat's scope check)."""
+    (``scope_check``: each tag's scope then goes through the chat's scope check;
+    ``request_check``: a tagged reply's prompt goes through the request check, and its
+    tags are dropped when the check says it asked for no memory. With no history, the
+    chat's second answer would read the same context, so none is asked for here)."""
     from kairox_core import Kairox
     from kairox_core.chat.prompt import system_prompt_for
     from kairox_core.config import parse_config
@@ -146,11 +150,18 @@ async def _turn(
     raw = "".join(parts)
     found = extract_memory_markers(raw)
     checked = list(found.markers)
+    dropped = False
+    if request_check and found.markers:
+        from kairox_core.memory.request_check import provider_request_check
+
+        verdict = await provider_request_check(provider, timeout=60.0)(prompt)
+        dropped = verdict.drops
+        checked = [] if dropped else checked
     if scope_check:
         from kairox_core.memory.scope_check import provider_check
 
         check = provider_check(provider, timeout=60.0)
-        checked = [replace(m, scope=(await check(m)).scope) for m in found.markers]
+        checked = [replace(m, scope=(await check(m)).scope) for m in checked]
     tokens = usage.completion_tokens if usage else 0
     gen = (end - first) if first is not None else 0.0
     return {
@@ -160,7 +171,8 @@ async def _turn(
         "markers": [(m.scope, m.key, m.body) for m in checked],  # after the check
         "written": [(m.scope, m.key, m.body) for m in found.markers],
         "invalid": [i.reason for i in found.invalid],
-        "tags": raw.count("<memory"),
+        "tags": 0 if dropped else raw.count("<memory"),
+        "dropped": dropped,
         "first_token_s": (first - start) if first is not None else None,
         "tokens": tokens,
         "tokens_per_s": (tokens - 1) / gen if tokens > 1 and gen > 0 else None,
@@ -168,7 +180,7 @@ async def _turn(
 
 
 async def run_model(
-    name: str, system: str | None = None, scope_check: bool = False
+    name: str, system: str | None = None, scope_check: bool = False, request_check: bool = False
 ) -> dict[str, Any]:
     from kairox_core.config import ProviderConfig
     from kairox_llamacpp.provider import LlamaCppProvider
@@ -181,11 +193,24 @@ async def run_model(
     load_s = time.perf_counter() - start
     try:
         remember = [
-            await _turn(provider, p, memory=None, system=system, scope_check=scope_check)
+            await _turn(
+                provider,
+                p,
+                memory=None,
+                system=system,
+                scope_check=scope_check,
+                request_check=request_check,
+            )
             for p, _, _ in REMEMBER
         ]
-        plain = [await _turn(provider, p, memory=None, system=system) for p in PLAIN]
-        recall = [await _turn(provider, q, memory=m, system=system) for m, q, _ in RECALL]
+        plain = [
+            await _turn(provider, p, memory=None, system=system, request_check=request_check)
+            for p in PLAIN
+        ]
+        recall = [
+            await _turn(provider, q, memory=m, system=system, request_check=request_check)
+            for m, q, _ in RECALL
+        ]
     finally:
         await provider.close()
     tag_hits, written_hits = (
@@ -205,6 +230,9 @@ async def run_model(
     return {
         "model": name,
         "scope_check": scope_check,
+        "request_check": request_check,
+        "dropped": sum(r["dropped"] for r in everything),
+        "dropped_remember": sum(r["dropped"] for r in remember),
         "tags_ok": sum(tag_hits),
         "tags_asked": len(REMEMBER),
         "written_ok": sum(written_hits),  # the same, with the scopes the model wrote
@@ -242,6 +270,7 @@ async def run_conversation(
     scope_check: bool | None = None,
     conversation_set: str = "benchmark",
     request_check: bool | None = None,
+    restate: bool | None = None,
 ) -> dict[str, Any]:
     """One model, one history and scope-check setting: one conversation and its
     resumption (None: the built-in default; ``person`` None: the conversation's own)."""
@@ -263,6 +292,7 @@ async def run_conversation(
         history_rejected=rejected,
         scope_check=scope_check,
         request_check=request_check,
+        restate_tags=restate,
     )
     (conv,) = conversation.conversations(conversation_set)
     who = conv.person if person is None else person
@@ -289,6 +319,7 @@ async def run_conversation(
         "person": who,
         "scope_check": config.memory.scope_check,
         "request_check": config.memory.request_check,
+        "restate_tags": config.memory.restate_tags,
         **conversation.score(records, conv),
         "seconds": round(time.perf_counter() - start),
         "load": [load, _load_average()],
@@ -358,8 +389,8 @@ def main() -> None:
     parser.add_argument(
         "--request-check",
         default="default",
-        help="conversation mode: [memory] request_check settings to run (off,on; default: "
-        "the built-in default)",
+        help="[memory] request_check: conversation mode, the settings to run (off,on; "
+        "default: the built-in default); single prompts, on or off (default: off)",
     )
     parser.add_argument(
         "--scope-check",
@@ -371,6 +402,13 @@ def main() -> None:
     parser.add_argument("--tags-on", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--check", default="default", help=argparse.SUPPRESS)
     parser.add_argument("--request", default="default", help=argparse.SUPPRESS)
+    parser.add_argument("--restate-one", default="default", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--restate",
+        default="default",
+        help="conversation mode: [memory] restate_tags settings to run (off,on; default: "
+        "the built-in default)",
+    )
     args = parser.parse_args()
     system = Path(args.prompt).read_text() if args.prompt else None
     if args.one:
@@ -387,10 +425,13 @@ def main() -> None:
                     scope_check={"on": True, "off": False}.get(args.check),
                     conversation_set=args.conversation_set,
                     request_check={"on": True, "off": False}.get(args.request),
+                    restate={"on": True, "off": False}.get(args.restate_one),
                 )
             )
         else:
-            result = asyncio.run(run_model(args.one, system, args.check == "on"))
+            result = asyncio.run(
+                run_model(args.one, system, args.check == "on", args.request == "on")
+            )
         print(json.dumps(result))
         return
 
@@ -412,6 +453,7 @@ def main() -> None:
             if args.conversation_set == "both"
             else [args.conversation_set],
             requests=args.request_check.split(","),
+            restates=args.restate.split(","),
         )
         return
     results = []
@@ -424,6 +466,8 @@ def main() -> None:
                 name,
                 "--check",
                 "on" if args.scope_check == "on" else "off",
+                "--request",
+                "on" if args.request_check == "on" else "off",
                 *(["--prompt", args.prompt] * bool(args.prompt)),
             ],
             capture_output=True,
@@ -438,7 +482,7 @@ def main() -> None:
         return
     print(
         f"{'model':30} {'tags':>5} {'written':>7} {'false':>5} {'recall':>6} {'retag':>5} "
-        f"{'held out t(w)/f/r':>17} {'empty':>5} "
+        f"{'held out t(w)/f/r':>17} {'empty':>5} {'drop':>4} "
         f"{'tok/s':>6} {'1st s':>6} {'load s':>6} {'RSS MB':>6}"
     )
     held = "{tags_ok}({written_ok})/{false_tags}/{recall_ok} of {of}"
@@ -448,7 +492,8 @@ def main() -> None:
             f"{r['written_ok']:>4}/{r['tags_asked']:<2} {r['false_tags']:>5} "
             f"{r['recall_ok']:>3}/{r['recall_asked']:<2} {r['recall_retagged']:>5} "
             f"{held.format(**r['held_out']):>17} "
-            f"{r['empty_visible_when_remembering']:>5} {r['tokens_per_s'] or 0:>6} "
+            f"{r['empty_visible_when_remembering']:>5} {r['dropped']:>4} "
+            f"{r['tokens_per_s'] or 0:>6} "
             f"{r['first_token_s'] or 0:>6} {r['load_s']:>6} {r['peak_rss_mb'] or 0:>6}"
         )
         if args.show:
@@ -469,12 +514,13 @@ def converse_all(
     checks: Sequence[str] = ("default",),
     sets: Sequence[str] = ("benchmark",),
     requests: Sequence[str] = ("default",),
+    restates: Sequence[str] = ("default",),
 ) -> None:
     """Each (set, model, history setting, person, scope-check and request-check
     setting) in its own process; a table or JSON."""
     results = []
-    for conv_set, name, setting, person, check, request in itertools.product(
-        sets, names, settings, persons, checks, requests
+    for conv_set, name, setting, person, check, request, restate in itertools.product(
+        sets, names, settings, persons, checks, requests, restates
     ):
         child = subprocess.run(
             [
@@ -494,6 +540,8 @@ def converse_all(
                 check,
                 "--request",
                 request,
+                "--restate-one",
+                restate,
                 "--set",
                 conv_set,
             ],
@@ -503,7 +551,7 @@ def converse_all(
         if child.returncode != 0:
             print(
                 f"{conv_set}: {name} (history_tags {setting}, {person}, check {check}, "
-                f"request check {request}): failed",
+                f"request check {request}, restate {restate}): failed",
                 file=sys.stderr,
             )
             continue
@@ -513,7 +561,7 @@ def converse_all(
         return
     print(
         f"{'set':9} {'model':30} {'history tags':>12} {'decided':>7} {'person':>7} "
-        f"{'check':>5} {'req':>3} {'right':>6} {'as written':>10} {'moved':>5} "
+        f"{'check':>5} {'req':>3} {'rst':>3} {'right':>6} {'as written':>10} {'moved':>5} "
         f"{'untagged':>8} {'unflagged':>9} {'false':>5} {'dropped':>7} {'again':>5} "
         f"{'recall':>6} {'resumed':>7} {'s':>5} {'load':>9}"
     )
@@ -524,6 +572,7 @@ def converse_all(
             f"{'on' if r['history_decided'] else 'off':>7} {r['person']:>7} "
             f"{'on' if r.get('scope_check') else 'off':>5} "
             f"{'on' if r.get('request_check') else 'off':>3} "
+            f"{'on' if r.get('restate_tags') else 'off':>3} "
             f"{r['tags_ok']:>3}/{r['tags_asked']:<2} {r['written_ok']:>7}/{r['tags_asked']:<2} "
             f"{r['moved']:>5} {r['untagged']:>8} {r['unflagged']:>9} "
             f"{r['false_tags']:>5} {r['dropped']:>7} {r['answered_again']:>5} "

@@ -283,6 +283,8 @@ class Turn:
         usage: Mapping[str, int] | None = None,
         scope_check: ScopeCheck | None = None,
         drop_markers: str | None = None,
+        replace_markers: Sequence[MemoryMarker] = (),
+        replaced_because: str = "",
     ) -> TurnResult:
         """Record the reply and route its memory markers; then the turn-end hooks.
 
@@ -292,7 +294,10 @@ class Turn:
         the ``MemoryProposed`` events and in ``TurnResult.scope_checks``.
         ``drop_markers``: why this reply's markers are left out (never proposed nor
         read back in history); they and those of a reply given up (``restart``) are
-        recorded on the reply's event (``dropped_tags``) and in ``TurnResult.dropped``."""
+        recorded on the reply's event (``dropped_tags``) and in ``TurnResult.dropped``.
+        ``replace_markers``: markers proposed (and read back) instead of the reply's
+        (``kairox_core.memory.restate``); the reply's are recorded as dropped, with
+        ``replaced_because``."""
         self._check_open()
         session = self.session
         services = session.services
@@ -305,10 +310,13 @@ class Turn:
             visible = "".join(self._visible)
             markers = list(self._parser.markers)
             invalid = list(self._parser.invalid)
-            dropped = [*self.dropped, *(markers if drop_markers else [])]
+            dropped = [*self.dropped, *(markers if drop_markers or replace_markers else [])]
+            because = drop_markers or ("markers of a reply given up" if dropped else "")
             if drop_markers:
                 markers = []
-            because = (drop_markers or "markers of a reply given up") if dropped else ""
+            elif replace_markers:
+                markers = list(replace_markers)
+                because = replaced_because or "replaced"
             verdicts = [await scope_check(m) for m in markers] if scope_check else []
             counter = session.assembler().counter
             reply = with_tokens(

@@ -34,6 +34,7 @@ from kairox_core.memory.request_check import (
     RequestVerdict,
     provider_request_check,
 )
+from kairox_core.memory.restate import RESTATED, provider_restate
 from kairox_core.memory.scope_check import ScopeVerdict, provider_check
 from kairox_core.prompt import front_end_system_prompt
 from kairox_core.providers.base import ModelProvider
@@ -77,6 +78,8 @@ class TurnOutcome:
     request_check: RequestVerdict | None = None  # [memory] request_check, when it ran
     dropped: list[MemoryMarker] = field(default_factory=list)  # tags never proposed
     answered_again: bool = False  # the reply shown is the model's second answer
+    restated: bool = False  # the tags proposed were written from the message alone
+    restate_note: str = ""  # why restating kept the reply's tags, when it did
 
     @property
     def scope_notes(self) -> list[str]:
@@ -84,7 +87,11 @@ class TurnOutcome:
         agreement says nothing: the card shows the scope, the tag its card)."""
         notes = [f"memory scope: {v.note}" for v in self.scope_checks if not v.agreed]
         verdict = self.request_check
-        if self.dropped:
+        if self.restated:
+            notes.append(f"memory: {RESTATED}")
+        elif self.restate_note:
+            notes.append(f"memory: {self.restate_note}")
+        if self.dropped and not self.restated:
             notes.append(f"memory: {DROPPED.format(n=len(self.dropped))}")
         elif verdict is not None and verdict.asked is None:
             notes.append(f"memory: {verdict.note}")
@@ -184,6 +191,7 @@ class ChatEngine:
         toolbox: Toolbox | None = None,
         scope_check: bool | None = None,
         request_check: bool | None = None,
+        restate_tags: bool | None = None,
     ) -> None:
         self.kx = kx
         self.session = session
@@ -209,6 +217,13 @@ class ChatEngine:
             if request_check is None
             else request_check
         )
+        # write each tagged reply's tags again from the message alone ([memory]
+        # restate_tags; None: the setting, for a real model only)
+        self.restate_tags = (
+            config.memory.restate_tags and not isinstance(provider, ScriptedProvider)
+            if restate_tags is None
+            else restate_tags
+        )
 
     @classmethod
     def open(
@@ -222,6 +237,7 @@ class ChatEngine:
         provider: ModelProvider | None = None,
         scope_check: bool | None = None,
         request_check: bool | None = None,
+        restate_tags: bool | None = None,
     ) -> ChatEngine:
         from kairox_core.facade import Kairox
 
@@ -259,6 +275,7 @@ class ChatEngine:
             toolbox=toolbox,
             scope_check=scope_check,
             request_check=request_check,
+            restate_tags=restate_tags,
         )
         engine._own_toolbox = True
         return engine
@@ -348,6 +365,19 @@ class ChatEngine:
             if loop.error and not loop.fed and not loop.steps and not outcome.answered_again:
                 await turn.abort()  # the prompt stays in the audit; no empty reply recorded
                 return outcome
+            restated: list[MemoryMarker] = []
+            if self.restate_tags and drop is None and turn.markers and not loop.error:
+                restate = provider_restate(
+                    self.provider,
+                    self.session.system_prompt or front_end_system_prompt(self.config),
+                    max_tokens=profile.reserve,
+                    timeout=memory.scope_check_timeout,
+                    max_body_chars=memory.max_body_chars,
+                    max_markers=memory.max_proposals_per_turn,
+                )
+                found = await restate(prompt)
+                restated, outcome.restate_note = found.markers, found.note
+                outcome.restated = bool(restated)
             result = await turn.complete(
                 model=self.provider.model,
                 provider=self.provider.name,
@@ -358,6 +388,8 @@ class ChatEngine:
                     else None
                 ),
                 drop_markers=drop,
+                replace_markers=restated,
+                replaced_because=RESTATED,
             )
         outcome.text = result.text
         outcome.invalid = list(result.invalid)

@@ -39,6 +39,11 @@ class MemorySection(Strict):
     # if not, the tags are dropped (never proposed; said in the event and the trace)
     # and the turn is answered once more with the memory tags left out of its history.
     request_check: bool = False
+    # when a reply carries memory tags (not dropped by the request check), ask the model
+    # the person's message again on its own (the system prompt and the message, no
+    # history) and propose the tags of that answer instead (kairox_core.memory.restate;
+    # no tag there, an error or a timeout keeps the reply's, said in the trace)
+    restate_tags: bool = False
     # with history_tags: each tag the model reads back shows what became of it (the
     # approved scope, key and body; a note for a rejected one; pending as written), so
     # a rejected or corrected tag is not copied into the next reply (issue 28;
