@@ -438,6 +438,7 @@ def chat_config(
     scope_check: bool | None = None,
     request_check: bool | None = None,
     restate_tags: bool | None = None,
+    untagged: bool | None = None,
 ) -> Any:
     """The configuration the conversation runs under: the defaults, but for the
     history switches, the scope, request and restate checks (None: the default), the
@@ -451,6 +452,8 @@ def chat_config(
         memory["request_check"] = request_check
     if restate_tags is not None:
         memory["restate_tags"] = restate_tags
+    if untagged is not None:
+        memory["request_check_untagged"] = untagged
     raw: dict[str, Any] = {
         "profiles": {"default": {"context_window": 8192, "reserve": reserve}},
         "memory": memory,

@@ -271,6 +271,7 @@ async def run_conversation(
     conversation_set: str = "benchmark",
     request_check: bool | None = None,
     restate: bool | None = None,
+    untagged: bool | None = None,
 ) -> dict[str, Any]:
     """One model, one history and scope-check setting: one conversation and its
     resumption (None: the built-in default; ``person`` None: the conversation's own)."""
@@ -293,6 +294,7 @@ async def run_conversation(
         scope_check=scope_check,
         request_check=request_check,
         restate_tags=restate,
+        untagged=untagged,
     )
     (conv,) = conversation.conversations(conversation_set)
     who = conv.person if person is None else person
@@ -320,12 +322,20 @@ async def run_conversation(
         "scope_check": config.memory.scope_check,
         "request_check": config.memory.request_check,
         "restate_tags": config.memory.restate_tags,
+        "request_check_untagged": config.memory.request_check_untagged,
         **conversation.score(records, conv),
         "seconds": round(time.perf_counter() - start),
         "load": [load, _load_average()],
         "peak_rss_mb": _peak_rss_mb(),
         "turns": conversation.records_json(records),
     }
+
+
+def _request_setting(r: dict[str, Any]) -> str:
+    """The request check as the table shows it: off, on, on+u (untagged replies too)."""
+    if not r.get("request_check"):
+        return "off"
+    return "on+u" if r.get("request_check_untagged") else "on"
 
 
 def _load_average() -> float | None:
@@ -404,6 +414,12 @@ def main() -> None:
     parser.add_argument("--request", default="default", help=argparse.SUPPRESS)
     parser.add_argument("--restate-one", default="default", help=argparse.SUPPRESS)
     parser.add_argument(
+        "--untagged",
+        choices=("default", "on", "off"),
+        default="default",
+        help="conversation mode: [memory] request_check_untagged (default: the built-in default)",
+    )
+    parser.add_argument(
         "--restate",
         default="default",
         help="conversation mode: [memory] restate_tags settings to run (off,on; default: "
@@ -426,6 +442,7 @@ def main() -> None:
                     conversation_set=args.conversation_set,
                     request_check={"on": True, "off": False}.get(args.request),
                     restate={"on": True, "off": False}.get(args.restate_one),
+                    untagged={"on": True, "off": False}.get(args.untagged),
                 )
             )
         else:
@@ -454,6 +471,7 @@ def main() -> None:
             else [args.conversation_set],
             requests=args.request_check.split(","),
             restates=args.restate.split(","),
+            untagged=args.untagged,
         )
         return
     results = []
@@ -515,6 +533,7 @@ def converse_all(
     sets: Sequence[str] = ("benchmark",),
     requests: Sequence[str] = ("default",),
     restates: Sequence[str] = ("default",),
+    untagged: str = "default",
 ) -> None:
     """Each (set, model, history setting, person, scope-check and request-check
     setting) in its own process; a table or JSON."""
@@ -542,6 +561,8 @@ def converse_all(
                 request,
                 "--restate-one",
                 restate,
+                "--untagged",
+                untagged,
                 "--set",
                 conv_set,
             ],
@@ -561,7 +582,7 @@ def converse_all(
         return
     print(
         f"{'set':9} {'model':30} {'history tags':>12} {'decided':>7} {'person':>7} "
-        f"{'check':>5} {'req':>3} {'rst':>3} {'right':>6} {'as written':>10} {'moved':>5} "
+        f"{'check':>5} {'req':>4} {'rst':>3} {'right':>6} {'as written':>10} {'moved':>5} "
         f"{'untagged':>8} {'unflagged':>9} {'false':>5} {'dropped':>7} {'again':>5} "
         f"{'recall':>6} {'resumed':>7} {'s':>5} {'load':>9}"
     )
@@ -571,7 +592,7 @@ def converse_all(
             f"{r['set']:9} {r['model']:30} {'on' if r['history_tags'] else 'off':>12} "
             f"{'on' if r['history_decided'] else 'off':>7} {r['person']:>7} "
             f"{'on' if r.get('scope_check') else 'off':>5} "
-            f"{'on' if r.get('request_check') else 'off':>3} "
+            f"{_request_setting(r):>4} "
             f"{'on' if r.get('restate_tags') else 'off':>3} "
             f"{r['tags_ok']:>3}/{r['tags_asked']:<2} {r['written_ok']:>7}/{r['tags_asked']:<2} "
             f"{r['moved']:>5} {r['untagged']:>8} {r['unflagged']:>9} "

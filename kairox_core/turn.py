@@ -316,7 +316,7 @@ class Turn:
                 markers = []
             elif replace_markers:
                 markers = list(replace_markers)
-                because = replaced_because or "replaced"
+                because = replaced_because or "replaced"  # said even when none was written
             verdicts = [await scope_check(m) for m in markers] if scope_check else []
             counter = session.assembler().counter
             reply = with_tokens(

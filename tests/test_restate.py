@@ -149,3 +149,66 @@ async def test_tags_the_request_check_dropped_are_not_restated(
         assert len(provider.calls) == 3  # the reply, the check, the second answer: no more
     finally:
         await chat.close()
+
+
+def untagged_model(restated: str) -> ScriptedProvider:
+    """A request answered with no tag at all (the trial's "short bullet points"); the
+    check calls it a request; restating gives ``restated``."""
+
+    def answer(messages: Sequence[Message]) -> str:
+        prompt = str(messages[-1]["content"])
+        if "remember or other" in str(messages[0]["content"]):
+            return "remember" if REQUEST in prompt else "other"
+        if prompt == FIRST:
+            return 'Noted. <memory scope="workspace" key="staging">Staging: vega</memory>'
+        if alone(messages) and prompt == REQUEST:
+            return restated
+        return "- Scope: user\n- Key: deploy" if prompt == REQUEST else "Thursday."
+
+    return ScriptedProvider(answer)
+
+
+async def untagged_engine(tmp_path: Path, provider: ScriptedProvider) -> ChatEngine:
+    config = parse_config(
+        {"memory": {"scope_check": False, "request_check_untagged": True}},
+    )
+    chat = ChatEngine.open(
+        config,
+        tmp_path / "k.db",
+        workspace="w",
+        provider=provider,
+        request_check=True,
+        restate_tags=True,
+    )
+    await chat.run_turn(FIRST, lambda _: None)
+    return chat
+
+
+async def test_an_untagged_request_is_restated(tmp_path: Path, kairox_home: Path) -> None:
+    chat = await untagged_engine(tmp_path, untagged_model(f"Noted. {WHOLE}"))
+    try:
+        outcome = await chat.run_turn(REQUEST, lambda _: None)
+        assert outcome.restated and [p.body for p in outcome.proposals] == [
+            "Our deploy day is Thursday."
+        ]
+        assert any("wrote no memory tag for a request" in n for n in outcome.scope_notes)
+        reply = [e for e in chat.history() if isinstance(e, AssistantMessageCompleted)][-1]
+        assert reply.dropped_tags is None and "no memory tag" in str(reply.dropped_because)
+        assert outcome.unsaved == ""
+        plain = await chat.run_turn("What day do we deploy?", lambda _: None)
+        assert plain.request_check is not None and plain.request_check.asked is False
+        assert not plain.restated and plain.proposals == [] and plain.unsaved == ""
+    finally:
+        await chat.close()
+
+
+async def test_an_untagged_request_with_no_restated_tag_is_flagged(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    chat = await untagged_engine(tmp_path, untagged_model("Sure."))
+    try:
+        outcome = await chat.run_turn(REQUEST, lambda _: None)
+        assert not outcome.restated and outcome.proposals == []
+        assert outcome.unsaved.startswith("Nothing was saved: the message asked to remember")
+    finally:
+        await chat.close()

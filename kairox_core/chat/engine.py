@@ -10,7 +10,7 @@ reply is recorded with whatever text arrived).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -34,19 +34,20 @@ from kairox_core.memory.request_check import (
     RequestVerdict,
     provider_request_check,
 )
-from kairox_core.memory.restate import RESTATED, provider_restate
+from kairox_core.memory.restate import RESTATED, RESTATED_UNTAGGED, provider_restate
 from kairox_core.memory.scope_check import ScopeVerdict, provider_check
 from kairox_core.prompt import front_end_system_prompt
 from kairox_core.providers.base import ModelProvider
 from kairox_core.providers.resolve import build_provider, choose_provider
 from kairox_core.providers.scripted import ScriptedProvider
 from kairox_core.results import TurnResult
-from kairox_core.toolloop import Tool, ToolStep, run_model_turn, tool_limitation
+from kairox_core.toolloop import Tool, ToolLoopResult, ToolStep, run_model_turn, tool_limitation
 
 if TYPE_CHECKING:
     from kairox_core.context.trace import ContextTrace
     from kairox_core.facade import Kairox
     from kairox_core.session import Session
+    from kairox_core.turn import Turn
 
 COMPACTION_EVENTS = (
     ContextCompactionStarted,
@@ -80,6 +81,8 @@ class TurnOutcome:
     answered_again: bool = False  # the reply shown is the model's second answer
     restated: bool = False  # the tags proposed were written from the message alone
     restate_note: str = ""  # why restating kept the reply's tags, when it did
+    restated_because: str = RESTATED
+    on_text: Callable[[str], None] = field(default=lambda _: None, repr=False, compare=False)
 
     @property
     def scope_notes(self) -> list[str]:
@@ -88,7 +91,7 @@ class TurnOutcome:
         notes = [f"memory scope: {v.note}" for v in self.scope_checks if not v.agreed]
         verdict = self.request_check
         if self.restated:
-            notes.append(f"memory: {RESTATED}")
+            notes.append(f"memory: {self.restated_because}")
         elif self.restate_note:
             notes.append(f"memory: {self.restate_note}")
         if self.dropped and not self.restated:
@@ -144,6 +147,12 @@ UNSAVED = (
 # what the person sees between a reply given up by the request check and the second
 # answer (the first was streamed already); the note under the turn says why
 ANSWERED_AGAIN = "\n\n[answered again without a memory tag]\n\n"
+
+
+MISSED = (
+    "Nothing was saved: the message asked to remember something, but the model wrote no "
+    "memory tag for it. Ask again, or keep it yourself with /remember TEXT."
+)
 
 
 UNCHANGED = (
@@ -320,7 +329,7 @@ class ChatEngine:
     ) -> TurnOutcome:
         """``instructions``: the caller's own (an OpenAI client's system message), sent
         with the system prompt and paid for inside the budget."""
-        outcome = TurnOutcome(prompt=prompt)
+        outcome = TurnOutcome(prompt=prompt, on_text=on_text)
         tools, notes = await self._tools()
         attachments, self.staged = self.staged, []
         try:  # ContextBudgetExceeded: nothing sent, the files stay staged
@@ -333,7 +342,7 @@ class ChatEngine:
         memory = self.config.memory
         async with turn:  # cancelled (Ctrl-C, app closed): the turn aborts, the session is free
 
-            async def answer() -> Any:
+            async def answer() -> ToolLoopResult:
                 return await run_model_turn(
                     turn,
                     self.provider,
@@ -348,16 +357,7 @@ class ChatEngine:
                 )
 
             loop = await answer()
-            drop: str | None = None
-            if self.request_check and turn.markers and not loop.error:
-                check = provider_request_check(self.provider, timeout=memory.scope_check_timeout)
-                outcome.request_check = await check(prompt)
-                if outcome.request_check.drops:
-                    drop = outcome.request_check.note
-                    turn.restart(history_tags=False)
-                    on_text(ANSWERED_AGAIN)
-                    outcome.answered_again = True
-                    loop = await answer()
+            loop, drop, restated = await self._memory_checks(turn, prompt, loop, answer, outcome)
             outcome.trace = turn.trace
             outcome.turn_id = turn.turn_id
             outcome.tool_steps, outcome.tool_notes = loop.steps, loop.notes
@@ -365,19 +365,6 @@ class ChatEngine:
             if loop.error and not loop.fed and not loop.steps and not outcome.answered_again:
                 await turn.abort()  # the prompt stays in the audit; no empty reply recorded
                 return outcome
-            restated: list[MemoryMarker] = []
-            if self.restate_tags and drop is None and turn.markers and not loop.error:
-                restate = provider_restate(
-                    self.provider,
-                    self.session.system_prompt or front_end_system_prompt(self.config),
-                    max_tokens=profile.reserve,
-                    timeout=memory.scope_check_timeout,
-                    max_body_chars=memory.max_body_chars,
-                    max_markers=memory.max_proposals_per_turn,
-                )
-                found = await restate(prompt)
-                restated, outcome.restate_note = found.markers, found.note
-                outcome.restated = bool(restated)
             result = await turn.complete(
                 model=self.provider.model,
                 provider=self.provider.name,
@@ -389,7 +376,7 @@ class ChatEngine:
                 ),
                 drop_markers=drop,
                 replace_markers=restated,
-                replaced_because=RESTATED,
+                replaced_because=outcome.restated_because,
             )
         outcome.text = result.text
         outcome.invalid = list(result.invalid)
@@ -398,9 +385,53 @@ class ChatEngine:
         collect_turn_result(result, outcome)
         outcome.acknowledgement = acknowledgement(outcome)
         outcome.unsaved = unsaved_claim(result.text, result.markers, result.proposals)
+        asked = outcome.request_check is not None and outcome.request_check.asked
+        if asked and not result.markers and not outcome.unsaved:
+            outcome.unsaved = MISSED  # asked to remember, and no tag even restated
         if outcome.acknowledgement:
             on_text(outcome.acknowledgement)
         return outcome
+
+    async def _memory_checks(
+        self,
+        turn: Turn,
+        prompt: str,
+        loop: ToolLoopResult,
+        answer: Callable[[], Awaitable[ToolLoopResult]],
+        outcome: TurnOutcome,
+    ) -> tuple[ToolLoopResult, str | None, list[MemoryMarker]]:
+        """The request check and restating, on the reply just streamed: the turn's
+        reply (a second answer when its tags were dropped), why its tags are dropped
+        (None: they are not), and the restated tags to propose instead (none: keep)."""
+        memory = self.config.memory
+        tagged = bool(turn.markers)
+        if loop.error or not (tagged or (self.request_check and memory.request_check_untagged)):
+            return loop, None, []
+        if self.request_check:
+            check = provider_request_check(self.provider, timeout=memory.scope_check_timeout)
+            outcome.request_check = verdict = await check(prompt)
+            if tagged and verdict.drops:
+                turn.restart(history_tags=False)
+                outcome.on_text(ANSWERED_AGAIN)
+                outcome.answered_again = True
+                return await answer(), verdict.note, []
+            if not tagged and not verdict.asked:
+                return loop, None, []
+        if not self.restate_tags:
+            return loop, None, []
+        restate = provider_restate(
+            self.provider,
+            self.session.system_prompt or front_end_system_prompt(self.config),
+            max_tokens=self.config.resolve_profile(self.profile)[1].reserve,
+            timeout=memory.scope_check_timeout,
+            max_body_chars=memory.max_body_chars,
+            max_markers=memory.max_proposals_per_turn,
+        )
+        found = await restate(prompt)
+        outcome.restate_note = found.note
+        outcome.restated = bool(found.markers)
+        outcome.restated_because = RESTATED if tagged else RESTATED_UNTAGGED
+        return loop, None, found.markers
 
     async def tool_notice(self) -> str:
         """What the person must know before a turn when the profile has MCP tools the

@@ -39,6 +39,10 @@ class MemorySection(Strict):
     # if not, the tags are dropped (never proposed; said in the event and the trace)
     # and the turn is answered once more with the memory tags left out of its history.
     request_check: bool = False
+    # with request_check: ask it about a reply with no memory tag too; when the message
+    # asked to remember, the tags come from restating (restate_tags) or the person is
+    # told nothing was saved. Costs a short model call on every untagged reply.
+    request_check_untagged: bool = False
     # when a reply carries memory tags (not dropped by the request check), ask the model
     # the person's message again on its own (the system prompt and the message, no
     # history) and propose the tags of that answer instead (kairox_core.memory.restate;

@@ -8,8 +8,10 @@ Friday deploys under the previous tag's body, "PostgreSQL 16" (issue 28, README)
 about the message alone (the chat's system prompt and the message, nothing else), it
 writes the fact whole far more often (the single prompts of ``benchmarks/protocol.py``).
 So when a reply carries memory tags (and the request check, if it ran, did not drop
-them), the model is asked the message again on its own, at temperature 0; the tags of
-that answer replace the reply's (its text is not shown). No tag in that answer, an
+them), or carries none while the request check found a request to remember
+(``[memory] request_check_untagged``), the model is asked the message again on its
+own, at temperature 0; the tags of that answer replace the reply's (its text is not
+shown). No tag in that answer, an
 error or a timeout keeps the tags as written, and the note says so.
 """
 
@@ -23,6 +25,10 @@ from kairox_core.markers import MemoryMarker, extract_memory_markers
 from kairox_core.providers.base import Message, ModelProvider
 
 RESTATED = "restated: the reply's memory tags were written again from the message alone"
+RESTATED_UNTAGGED = (
+    "restated: the reply wrote no memory tag for a request to remember; these are the "
+    "model's tags for the message alone"
+)
 
 
 @dataclass(frozen=True)
