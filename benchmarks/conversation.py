@@ -117,12 +117,113 @@ def script() -> list[tuple[Kind, int]]:
     return turns
 
 
-def prompt_of(kind: Kind, index: int) -> str:
-    if kind == "remember":
-        return FACTS[index].request
-    if kind == "plain":
-        return PLAIN[index]
-    return FACTS[index].question
+Person = Literal["careful", "fixer", "editor", "later"]
+PERSONS: tuple[Person, ...] = ("careful", "fixer", "editor", "later")
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One scripted conversation: its facts, plain questions, turns in order, and the
+    person who decides its cards unless told otherwise."""
+
+    name: str
+    facts: tuple[Fact, ...]
+    plain: tuple[str, ...]
+    turns: tuple[tuple[Kind, int], ...]
+    person: Person = "careful"
+
+    def prompt_of(self, kind: Kind, index: int) -> str:
+        if kind == "remember":
+            return self.facts[index].request
+        if kind == "plain":
+            return self.plain[index]
+        return self.facts[index].question
+
+
+BENCHMARK = Conversation("benchmark", FACTS, PLAIN, tuple(script()))
+
+# The new-user trial's conversation (README, issue 28), held out: its prompts and their
+# order are ``prompts/trial_conversation.txt``; what a right tag and a right answer
+# hold is written here. Cards wait (``later``), as they did in the trial.
+TRIAL_FILE = Path(__file__).parent / "prompts" / "trial_conversation.txt"
+TRIAL_FACTS = (
+    _fact(
+        "Please remember that I am allergic to peanuts.", "user", "peanut", "What am I allergic to?"
+    ),
+    _fact(
+        "Remember that my sister's name is Ingrid.", "user", "ingrid", "What is my sister's name?"
+    ),
+    _fact(
+        "Remember that this project uses PostgreSQL 18 for the team store.",
+        "workspace",
+        "postgres",
+        "What database does this project use for the team store?",
+    ),
+    _fact(
+        "Note that I prefer answers in short bullet points.",
+        "user",
+        "bullet",
+        "How do I like my answers formatted?",
+    ),
+    _fact(
+        "Remember that our deploy day is Thursday.",
+        "workspace",
+        "thursday",
+        "What day do we deploy?",
+    ),
+    _fact("Remember that I live in Porto.", "user", "porto", "Where do I live?"),
+    _fact(
+        "Remember that my favourite editor is Helix.", "user", "helix", "Which editor do I prefer?"
+    ),
+    _fact(
+        "Remember that the staging server is called vega.",
+        "workspace",
+        "vega",
+        "What is the staging server called?",
+    ),
+)
+
+
+def conversation_from(name: str, lines: Sequence[str], facts: Sequence[Fact]) -> Conversation:
+    """The conversation ``lines`` say, in their order: a fact's request or question is a
+    remember or recall turn, any other line a plain question. Every fact must be both
+    asked to remember and asked about, the request first."""
+    requests = {f.request: i for i, f in enumerate(facts)}
+    questions = {f.question: i for i, f in enumerate(facts)}
+    turns: list[tuple[Kind, int]] = []
+    plain: list[str] = []
+    for line in (raw.strip() for raw in lines):
+        if not line:
+            continue
+        if line in requests:
+            turns.append(("remember", requests[line]))
+        elif line in questions:
+            turns.append(("recall", questions[line]))
+        else:
+            turns.append(("plain", len(plain)))
+            plain.append(line)
+    for i in range(len(facts)):
+        if ("remember", i) not in turns or ("recall", i) not in turns:
+            raise ValueError(f"{name}: fact {i} is not both told and asked about")
+        if turns.index(("remember", i)) > turns.index(("recall", i)):
+            raise ValueError(f"{name}: fact {i} is asked about before it is told")
+    return Conversation(name, tuple(facts), tuple(plain), tuple(turns), "later")
+
+
+def trial() -> Conversation:
+    return conversation_from("trial", TRIAL_FILE.read_text().splitlines(), TRIAL_FACTS)
+
+
+def conversations(which: str) -> list[Conversation]:
+    """``benchmark``, ``trial`` or ``both``."""
+    sets = {"benchmark": [BENCHMARK], "trial": [trial()], "both": [BENCHMARK, trial()]}
+    if which not in sets:
+        raise ValueError(f"unknown conversation set {which!r}: benchmark, trial or both")
+    return sets[which]
+
+
+def prompt_of(kind: Kind, index: int, conv: Conversation = BENCHMARK) -> str:
+    return conv.prompt_of(kind, index)
 
 
 @dataclass
@@ -139,27 +240,32 @@ class TurnRecord:
     # ``tags`` with the scope the model wrote (None: as stored, no scope check moved one)
     written: list[tuple[str, str | None, str]] | None = None
     checks: list[str] = field(default_factory=list)  # the scope check's notes, if it ran
+    dropped: int = 0  # tags the request check dropped (the message asked for no memory)
+    answered_again: bool = False  # the request check had the turn answered again
+    restated: bool = False  # the tags are the model's for the message alone (restate_tags)
 
     @property
     def as_written(self) -> list[tuple[str, str | None, str]]:
         return self.tags if self.written is None else self.written
 
 
-def right_tag(record: TurnRecord, *, as_written: bool = False) -> bool:
+def right_tag(
+    record: TurnRecord, *, as_written: bool = False, conv: Conversation = BENCHMARK
+) -> bool:
     """A memory with an expected scope, a key, and the fact in its body (``as_written``:
     judged by the scope the model wrote, not the one stored after the scope check)."""
-    fact = FACTS[record.index]
+    fact = conv.facts[record.index]
     return any(
         scope in fact.scopes and bool(key) and fact.word in body.lower()
         for scope, key, body in (record.as_written if as_written else record.tags)
     )
 
 
-def answered(record: TurnRecord) -> bool:
-    return FACTS[record.index].answer in record.text.lower()
+def answered(record: TurnRecord, conv: Conversation = BENCHMARK) -> bool:
+    return conv.facts[record.index].answer in record.text.lower()
 
 
-def score(records: Sequence[TurnRecord]) -> dict[str, Any]:
+def score(records: Sequence[TurnRecord], conv: Conversation = BENCHMARK) -> dict[str, Any]:
     """The conversation's figures (see the module docstring)."""
     remember = [r for r in records if r.kind == "remember"]
     untagged = [r for r in remember if not r.tags]
@@ -167,15 +273,15 @@ def score(records: Sequence[TurnRecord]) -> dict[str, Any]:
     recall = [r for r in records if r.kind == "recall"]
     resumed = [r for r in records if r.kind == "resumed"]
     return {
-        "tags_ok": sum(right_tag(r) for r in remember),
+        "tags_ok": sum(right_tag(r, conv=conv) for r in remember),
         "tags_asked": len(remember),
-        "written_ok": sum(right_tag(r, as_written=True) for r in remember),
+        "written_ok": sum(right_tag(r, as_written=True, conv=conv) for r in remember),
         "moved": sum(
             w[0] != t[0] for r in records for w, t in zip(r.as_written, r.tags, strict=True)
         ),
         "check_failed": sum("scope check failed" in n for r in records for n in r.checks),
         "wrong_scope": sum(
-            bool(r.tags) and all(s not in FACTS[r.index].scopes for s, _, _ in r.tags)
+            bool(r.tags) and all(s not in conv.facts[r.index].scopes for s, _, _ in r.tags)
             for r in remember
         ),
         "untagged": len(untagged),
@@ -184,15 +290,17 @@ def score(records: Sequence[TurnRecord]) -> dict[str, Any]:
         "false_tags_plain": sum(len(r.tags) for r in asked_nothing if r.kind == "plain"),
         "invalid_tags": sum(r.invalid for r in records),
         "false_flags": sum(r.flagged for r in records if r.kind != "remember" or r.tags),
-        "recall_ok": sum(answered(r) for r in recall),
+        "recall_ok": sum(answered(r, conv) for r in recall),
         "recall_asked": len(recall),
-        "resumed_ok": sum(answered(r) for r in resumed),
+        "resumed_ok": sum(answered(r, conv) for r in resumed),
         "resumed_asked": len(resumed),
+        "dropped": sum(r.dropped for r in records),
+        "dropped_remember": sum(r.dropped for r in remember),
+        "answered_again": sum(r.answered_again for r in records),
+        "restated": sum(r.restated for r in records),
     }
 
 
-Person = Literal["careful", "fixer", "editor", "later"]
-PERSONS: tuple[Person, ...] = ("careful", "fixer", "editor", "later")
 _ASKING = re.compile(
     r"^(?:please )?(?:remember|keep in mind|note|don't forget)(?: this)?:?(?: that)?\s+",
     re.IGNORECASE,
@@ -206,7 +314,11 @@ def told(fact: Fact) -> str:
 
 
 def decide(
-    engine: Any, record: TurnRecord, proposals: Sequence[Any], person: Person = "careful"
+    engine: Any,
+    record: TurnRecord,
+    proposals: Sequence[Any],
+    person: Person = "careful",
+    conv: Conversation = BENCHMARK,
 ) -> None:
     """A person at the cards. ``careful`` approves a right proposal and rejects the
     rest; ``fixer`` also approves a remember turn's proposal that holds the fact under
@@ -219,17 +331,19 @@ def decide(
     ``written_ok``: as the model wrote it), not as fixed."""
     if person == "later":
         return
+    fact = conv.facts[record.index] if record.kind != "plain" else None
     for p in proposals:
         if record.kind == "remember" and right_tag(
-            TurnRecord(record.kind, record.index, record.prompt, "", [(p.scope, p.key, p.body)])
+            TurnRecord(record.kind, record.index, record.prompt, "", [(p.scope, p.key, p.body)]),
+            conv=conv,
         ):
             engine.approve(p.proposal_id)
         elif record.kind == "remember" and (
-            person == "editor" or (person == "fixer" and _holds_fact(record, p.body))
+            fact is not None
+            and (person == "editor" or (person == "fixer" and _holds_fact(fact, p.body)))
         ):
-            fact = FACTS[record.index]
             scope = p.scope if p.scope in fact.scopes else min(fact.scopes)
-            body = p.body if _holds_fact(record, p.body) else told(fact)
+            body = p.body if _holds_fact(fact, p.body) else told(fact)
             engine.approve(p.proposal_id, body, scope=scope, key=_key_for(engine, scope, p, fact))
         else:
             engine.reject(p.proposal_id, reason="benchmark: not the fact asked for")
@@ -249,12 +363,14 @@ def _key_for(engine: Any, scope: str, p: Any, fact: Fact) -> str:
     return fact.word
 
 
-def _holds_fact(record: TurnRecord, body: str) -> bool:
-    return FACTS[record.index].word in body.lower()
+def _holds_fact(fact: Fact, body: str) -> bool:
+    return fact.word in body.lower()
 
 
-async def _ask(engine: Any, kind: Kind, index: int, person: Person) -> TurnRecord:
-    prompt = prompt_of("recall" if kind == "resumed" else kind, index)
+async def _ask(
+    engine: Any, kind: Kind, index: int, person: Person, conv: Conversation
+) -> TurnRecord:
+    prompt = conv.prompt_of("recall" if kind == "resumed" else kind, index)
     outcome = await engine.run_turn(prompt, lambda _: None)
     if outcome.error:
         raise RuntimeError(f"turn {prompt!r} failed: {outcome.error}")
@@ -270,8 +386,11 @@ async def _ask(engine: Any, kind: Kind, index: int, person: Person) -> TurnRecor
         # a session memory taken at once was written as session: no check moves into it
         written=[(getattr(e, "model_scope", None) or e.scope, e.key, e.body) for e in raised],
         checks=[v.note for v in outcome.scope_checks],
+        dropped=0 if outcome.restated else len(outcome.dropped),
+        answered_again=outcome.answered_again,
+        restated=outcome.restated,
     )
-    decide(engine, record, outcome.proposals, person)
+    decide(engine, record, outcome.proposals, person, conv)
     return record
 
 
@@ -279,26 +398,29 @@ async def converse(
     open_engine: Callable[[str | None], Any],
     *,
     on_turn: Callable[[TurnRecord], None] | None = None,
-    person: Person = "careful",
+    person: Person | None = None,
+    conv: Conversation = BENCHMARK,
 ) -> list[TurnRecord]:
     """Run the scripted conversation, then resume it and ask the recall questions again.
 
     ``open_engine(session_id)`` returns a ``ChatEngine`` (None: a new session); the
-    caller closes nothing: each engine is closed here."""
+    caller closes nothing: each engine is closed here. ``person`` None: the
+    conversation's own (``conv.person``)."""
+    who = conv.person if person is None else person
     records: list[TurnRecord] = []
     engine = open_engine(None)
     try:
         session_id = engine.session_id
-        for kind, index in script():
-            records.append(await _ask(engine, kind, index, person))
+        for kind, index in conv.turns:
+            records.append(await _ask(engine, kind, index, who, conv))
             if on_turn is not None:
                 on_turn(records[-1])
     finally:
         await engine.close()
     engine = open_engine(session_id)
     try:
-        for index in range(len(FACTS)):
-            records.append(await _ask(engine, "resumed", index, person))
+        for index in range(len(conv.facts)):
+            records.append(await _ask(engine, "resumed", index, who, conv))
             if on_turn is not None:
                 on_turn(records[-1])
     finally:
@@ -314,15 +436,24 @@ def chat_config(
     history_decided: bool | None = None,
     history_rejected: str | None = None,
     scope_check: bool | None = None,
+    request_check: bool | None = None,
+    restate_tags: bool | None = None,
+    untagged: bool | None = None,
 ) -> Any:
     """The configuration the conversation runs under: the defaults, but for the
-    history switches and the scope check (None: the default), the reply length and
-    (to compare wordings) the system prompt."""
+    history switches, the scope, request and restate checks (None: the default), the
+    reply length and (to compare wordings) the system prompt."""
     from kairox_core.config import parse_config
 
     memory: dict[str, Any] = {"history_tags": history_tags}
     if scope_check is not None:
         memory["scope_check"] = scope_check
+    if request_check is not None:
+        memory["request_check"] = request_check
+    if restate_tags is not None:
+        memory["restate_tags"] = restate_tags
+    if untagged is not None:
+        memory["request_check_untagged"] = untagged
     raw: dict[str, Any] = {
         "profiles": {"default": {"context_window": 8192, "reserve": reserve}},
         "memory": memory,
@@ -337,9 +468,16 @@ def chat_config(
 
 
 def engine_opener(
-    config: Any, database: Path, provider_for: Callable[[], Any]
+    config: Any,
+    database: Path,
+    provider_for: Callable[[], Any],
+    *,
+    request_check: bool | None = None,
+    restate_tags: bool | None = None,
 ) -> Callable[[str | None], Any]:
-    """``open_engine`` for ``converse``: the front ends' ``ChatEngine.open`` path."""
+    """``open_engine`` for ``converse``: the front ends' ``ChatEngine.open`` path
+    (``request_check``, ``restate_tags``: run them even for a scripted model; None: the
+    setting)."""
     from kairox_core.chat.engine import ChatEngine
 
     def open_engine(session_id: str | None) -> Any:
@@ -349,6 +487,8 @@ def engine_opener(
             workspace="bench" if session_id is None else None,
             session_id=session_id,
             provider=provider_for(),
+            request_check=request_check,
+            restate_tags=restate_tags,
         )
 
     return open_engine

@@ -26,7 +26,11 @@ and history setting instead (``benchmarks/conversation.py`` says what it scores)
 
     nice python benchmarks/protocol.py [--models a,b] [--json] [--show]
     nice python benchmarks/protocol.py --conversation [--history-tags off,on] [--models a,b]
-        [--scope-check off,on]
+        [--scope-check off,on] [--set benchmark|trial|both] [--person careful|later|...]
+
+``--set trial`` runs the new-user trial's held-out 25-turn conversation
+(``prompts/trial_conversation.txt``) instead, ``both`` each in turn; the trial's
+person is ``later`` (cards wait) unless ``--person`` says otherwise.
 """
 
 from __future__ import annotations
@@ -108,9 +112,13 @@ async def _turn(
     memory: tuple[str, str, str] | None,
     system: str | None,
     scope_check: bool = False,
+    request_check: bool = False,
 ) -> dict[str, Any]:
     """One prompt in a fresh session: the real assembled context, a streamed reply
-    (``scope_check``: each tag's scope then goes through the chat's scope check)."""
+    (``scope_check``: each tag's scope then goes through the chat's scope check;
+    ``request_check``: a tagged reply's prompt goes through the request check, and its
+    tags are dropped when the check says it asked for no memory. With no history, the
+    chat's second answer would read the same context, so none is asked for here)."""
     from kairox_core import Kairox
     from kairox_core.chat.prompt import system_prompt_for
     from kairox_core.config import parse_config
@@ -142,11 +150,18 @@ async def _turn(
     raw = "".join(parts)
     found = extract_memory_markers(raw)
     checked = list(found.markers)
+    dropped = False
+    if request_check and found.markers:
+        from kairox_core.memory.request_check import provider_request_check
+
+        verdict = await provider_request_check(provider, timeout=60.0)(prompt)
+        dropped = verdict.drops
+        checked = [] if dropped else checked
     if scope_check:
         from kairox_core.memory.scope_check import provider_check
 
         check = provider_check(provider, timeout=60.0)
-        checked = [replace(m, scope=(await check(m)).scope) for m in found.markers]
+        checked = [replace(m, scope=(await check(m)).scope) for m in checked]
     tokens = usage.completion_tokens if usage else 0
     gen = (end - first) if first is not None else 0.0
     return {
@@ -156,7 +171,8 @@ async def _turn(
         "markers": [(m.scope, m.key, m.body) for m in checked],  # after the check
         "written": [(m.scope, m.key, m.body) for m in found.markers],
         "invalid": [i.reason for i in found.invalid],
-        "tags": raw.count("<memory"),
+        "tags": 0 if dropped else raw.count("<memory"),
+        "dropped": dropped,
         "first_token_s": (first - start) if first is not None else None,
         "tokens": tokens,
         "tokens_per_s": (tokens - 1) / gen if tokens > 1 and gen > 0 else None,
@@ -164,7 +180,7 @@ async def _turn(
 
 
 async def run_model(
-    name: str, system: str | None = None, scope_check: bool = False
+    name: str, system: str | None = None, scope_check: bool = False, request_check: bool = False
 ) -> dict[str, Any]:
     from kairox_core.config import ProviderConfig
     from kairox_llamacpp.provider import LlamaCppProvider
@@ -177,11 +193,24 @@ async def run_model(
     load_s = time.perf_counter() - start
     try:
         remember = [
-            await _turn(provider, p, memory=None, system=system, scope_check=scope_check)
+            await _turn(
+                provider,
+                p,
+                memory=None,
+                system=system,
+                scope_check=scope_check,
+                request_check=request_check,
+            )
             for p, _, _ in REMEMBER
         ]
-        plain = [await _turn(provider, p, memory=None, system=system) for p in PLAIN]
-        recall = [await _turn(provider, q, memory=m, system=system) for m, q, _ in RECALL]
+        plain = [
+            await _turn(provider, p, memory=None, system=system, request_check=request_check)
+            for p in PLAIN
+        ]
+        recall = [
+            await _turn(provider, q, memory=m, system=system, request_check=request_check)
+            for m, q, _ in RECALL
+        ]
     finally:
         await provider.close()
     tag_hits, written_hits = (
@@ -201,6 +230,9 @@ async def run_model(
     return {
         "model": name,
         "scope_check": scope_check,
+        "request_check": request_check,
+        "dropped": sum(r["dropped"] for r in everything),
+        "dropped_remember": sum(r["dropped"] for r in remember),
         "tags_ok": sum(tag_hits),
         "tags_asked": len(REMEMBER),
         "written_ok": sum(written_hits),  # the same, with the scopes the model wrote
@@ -234,11 +266,15 @@ async def run_conversation(
     *,
     decided: bool | None = None,
     rejected: str | None = None,
-    person: str = "careful",
+    person: str | None = None,
     scope_check: bool | None = None,
+    conversation_set: str = "benchmark",
+    request_check: bool | None = None,
+    restate: bool | None = None,
+    untagged: bool | None = None,
 ) -> dict[str, Any]:
-    """One model, one history and scope-check setting: the 30-turn conversation and its
-    resumption (None: the built-in default)."""
+    """One model, one history and scope-check setting: one conversation and its
+    resumption (None: the built-in default; ``person`` None: the conversation's own)."""
     import conversation
 
     from kairox_core.config import ProviderConfig
@@ -256,8 +292,14 @@ async def run_conversation(
         history_decided=decided,
         history_rejected=rejected,
         scope_check=scope_check,
+        request_check=request_check,
+        restate_tags=restate,
+        untagged=untagged,
     )
+    (conv,) = conversation.conversations(conversation_set)
+    who = conv.person if person is None else person
     start = time.perf_counter()
+    load = _load_average()
     with tempfile.TemporaryDirectory() as tmp:
         opener = conversation.engine_opener(config, Path(tmp) / "kairox.db", provider)
         records = await conversation.converse(
@@ -267,20 +309,40 @@ async def run_conversation(
                 file=sys.stderr,
                 flush=True,
             ),
-            person=person,  # type: ignore[arg-type]
+            person=who,  # type: ignore[arg-type]
+            conv=conv,
         )
     return {
+        "set": conv.name,
         "model": name,
         "history_tags": history_tags,
         "history_decided": config.memory.history_decided,
         "history_rejected": config.memory.history_rejected,
-        "person": person,
+        "person": who,
         "scope_check": config.memory.scope_check,
-        **conversation.score(records),
+        "request_check": config.memory.request_check,
+        "restate_tags": config.memory.restate_tags,
+        "request_check_untagged": config.memory.request_check_untagged,
+        **conversation.score(records, conv),
         "seconds": round(time.perf_counter() - start),
+        "load": [load, _load_average()],
         "peak_rss_mb": _peak_rss_mb(),
         "turns": conversation.records_json(records),
     }
+
+
+def _request_setting(r: dict[str, Any]) -> str:
+    """The request check as the table shows it: off, on, on+u (untagged replies too)."""
+    if not r.get("request_check"):
+        return "off"
+    return "on+u" if r.get("request_check_untagged") else "on"
+
+
+def _load_average() -> float | None:
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _peak_rss_mb() -> int | None:
@@ -322,8 +384,23 @@ def main() -> None:
     )
     parser.add_argument(
         "--person",
-        default="careful",
-        help="conversation mode: who decides the cards: careful, fixer, editor, later",
+        default="default",
+        help="conversation mode: who decides the cards: careful, fixer, editor, later "
+        "(default: the set's own: careful for benchmark, later for trial)",
+    )
+    parser.add_argument(
+        "--set",
+        dest="conversation_set",
+        default="benchmark",
+        choices=("benchmark", "trial", "both"),
+        help="conversation mode: the 30-turn benchmark conversation, the held-out trial "
+        "conversation (prompts/trial_conversation.txt), or both",
+    )
+    parser.add_argument(
+        "--request-check",
+        default="default",
+        help="[memory] request_check: conversation mode, the settings to run (off,on; "
+        "default: the built-in default); single prompts, on or off (default: off)",
     )
     parser.add_argument(
         "--scope-check",
@@ -334,6 +411,20 @@ def main() -> None:
     parser.add_argument("--one", help=argparse.SUPPRESS)  # the child process: one model
     parser.add_argument("--tags-on", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--check", default="default", help=argparse.SUPPRESS)
+    parser.add_argument("--request", default="default", help=argparse.SUPPRESS)
+    parser.add_argument("--restate-one", default="default", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--untagged",
+        choices=("default", "on", "off"),
+        default="default",
+        help="conversation mode: [memory] request_check_untagged (default: the built-in default)",
+    )
+    parser.add_argument(
+        "--restate",
+        default="default",
+        help="conversation mode: [memory] restate_tags settings to run (off,on; default: "
+        "the built-in default)",
+    )
     args = parser.parse_args()
     system = Path(args.prompt).read_text() if args.prompt else None
     if args.one:
@@ -346,12 +437,18 @@ def main() -> None:
                     system,
                     decided=decided,
                     rejected=args.rejected,
-                    person=args.person,
+                    person=None if args.person == "default" else args.person,
                     scope_check={"on": True, "off": False}.get(args.check),
+                    conversation_set=args.conversation_set,
+                    request_check={"on": True, "off": False}.get(args.request),
+                    restate={"on": True, "off": False}.get(args.restate_one),
+                    untagged={"on": True, "off": False}.get(args.untagged),
                 )
             )
         else:
-            result = asyncio.run(run_model(args.one, system, args.check == "on"))
+            result = asyncio.run(
+                run_model(args.one, system, args.check == "on", args.request == "on")
+            )
         print(json.dumps(result))
         return
 
@@ -369,6 +466,12 @@ def main() -> None:
             args.decided,
             args.rejected,
             checks=args.scope_check.split(","),
+            sets=["benchmark", "trial"]
+            if args.conversation_set == "both"
+            else [args.conversation_set],
+            requests=args.request_check.split(","),
+            restates=args.restate.split(","),
+            untagged=args.untagged,
         )
         return
     results = []
@@ -381,6 +484,8 @@ def main() -> None:
                 name,
                 "--check",
                 "on" if args.scope_check == "on" else "off",
+                "--request",
+                "on" if args.request_check == "on" else "off",
                 *(["--prompt", args.prompt] * bool(args.prompt)),
             ],
             capture_output=True,
@@ -395,7 +500,7 @@ def main() -> None:
         return
     print(
         f"{'model':30} {'tags':>5} {'written':>7} {'false':>5} {'recall':>6} {'retag':>5} "
-        f"{'held out t(w)/f/r':>17} {'empty':>5} "
+        f"{'held out t(w)/f/r':>17} {'empty':>5} {'drop':>4} "
         f"{'tok/s':>6} {'1st s':>6} {'load s':>6} {'RSS MB':>6}"
     )
     held = "{tags_ok}({written_ok})/{false_tags}/{recall_ok} of {of}"
@@ -405,7 +510,8 @@ def main() -> None:
             f"{r['written_ok']:>4}/{r['tags_asked']:<2} {r['false_tags']:>5} "
             f"{r['recall_ok']:>3}/{r['recall_asked']:<2} {r['recall_retagged']:>5} "
             f"{held.format(**r['held_out']):>17} "
-            f"{r['empty_visible_when_remembering']:>5} {r['tokens_per_s'] or 0:>6} "
+            f"{r['empty_visible_when_remembering']:>5} {r['dropped']:>4} "
+            f"{r['tokens_per_s'] or 0:>6} "
             f"{r['first_token_s'] or 0:>6} {r['load_s']:>6} {r['peak_rss_mb'] or 0:>6}"
         )
         if args.show:
@@ -424,11 +530,17 @@ def converse_all(
     decided: str = "default",
     rejected: str | None = None,
     checks: Sequence[str] = ("default",),
+    sets: Sequence[str] = ("benchmark",),
+    requests: Sequence[str] = ("default",),
+    restates: Sequence[str] = ("default",),
+    untagged: str = "default",
 ) -> None:
-    """Each (model, history setting, person, scope-check setting) in its own process;
-    a table or JSON."""
+    """Each (set, model, history setting, person, scope-check and request-check
+    setting) in its own process; a table or JSON."""
     results = []
-    for name, setting, person, check in itertools.product(names, settings, persons, checks):
+    for conv_set, name, setting, person, check, request, restate in itertools.product(
+        sets, names, settings, persons, checks, requests, restates
+    ):
         child = subprocess.run(
             [
                 sys.executable,
@@ -445,13 +557,22 @@ def converse_all(
                 *(["--rejected", rejected] if rejected else []),
                 "--check",
                 check,
+                "--request",
+                request,
+                "--restate-one",
+                restate,
+                "--untagged",
+                untagged,
+                "--set",
+                conv_set,
             ],
             stdout=subprocess.PIPE,
             text=True,
         )
         if child.returncode != 0:
             print(
-                f"{name} (history_tags {setting}, {person}, check {check}): failed",
+                f"{conv_set}: {name} (history_tags {setting}, {person}, check {check}, "
+                f"request check {request}, restate {restate}): failed",
                 file=sys.stderr,
             )
             continue
@@ -460,19 +581,24 @@ def converse_all(
         print(json.dumps(results, indent=2))
         return
     print(
-        f"{'model':30} {'history tags':>12} {'decided':>7} {'person':>7} {'check':>5} "
-        f"{'right':>6} {'as written':>10} {'moved':>5} "
-        f"{'untagged':>8} {'unflagged':>9} {'false':>5} {'recall':>6} {'resumed':>7} {'s':>5}"
+        f"{'set':9} {'model':30} {'history tags':>12} {'decided':>7} {'person':>7} "
+        f"{'check':>5} {'req':>4} {'rst':>3} {'right':>6} {'as written':>10} {'moved':>5} "
+        f"{'untagged':>8} {'unflagged':>9} {'false':>5} {'dropped':>7} {'again':>5} "
+        f"{'recall':>6} {'resumed':>7} {'s':>5} {'load':>9}"
     )
     for r in results:
+        load = "-".join(f"{x:.1f}" for x in r["load"] if x is not None)
         print(
-            f"{r['model']:30} {'on' if r['history_tags'] else 'off':>12} "
+            f"{r['set']:9} {r['model']:30} {'on' if r['history_tags'] else 'off':>12} "
             f"{'on' if r['history_decided'] else 'off':>7} {r['person']:>7} "
             f"{'on' if r.get('scope_check') else 'off':>5} "
+            f"{_request_setting(r):>4} "
+            f"{'on' if r.get('restate_tags') else 'off':>3} "
             f"{r['tags_ok']:>3}/{r['tags_asked']:<2} {r['written_ok']:>7}/{r['tags_asked']:<2} "
             f"{r['moved']:>5} {r['untagged']:>8} {r['unflagged']:>9} "
-            f"{r['false_tags']:>5} {r['recall_ok']:>3}/{r['recall_asked']:<2} "
-            f"{r['resumed_ok']:>4}/{r['resumed_asked']:<2} {r['seconds']:>5}"
+            f"{r['false_tags']:>5} {r['dropped']:>7} {r['answered_again']:>5} "
+            f"{r['recall_ok']:>3}/{r['recall_asked']:<2} "
+            f"{r['resumed_ok']:>4}/{r['resumed_asked']:<2} {r['seconds']:>5} {load:>9}"
         )
         if show:
             for t in r["turns"]:

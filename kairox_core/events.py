@@ -198,6 +198,10 @@ class AssistantMessageCompleted(Event):
     model: str | None = None
     provider: str | None = None
     usage: dict[str, int] | None = None
+    # memory tags the model wrote in this turn and the turn left out, never proposed
+    # (``[memory] request_check``: the message asked for no memory), and why
+    dropped_tags: list[str] | None = None
+    dropped_because: str | None = None
     tokens: int | None = None
     token_counter: str | None = None
 

@@ -91,6 +91,10 @@ class TurnResult:
     compactions: list[CompactionResult] = field(default_factory=list)
     recalled: list[RetrievalHit] = field(default_factory=list)
     scope_checks: list[ScopeVerdict] = field(default_factory=list)  # one per marker, if run
+    # tags the turn left out ([memory] request_check: the message asked for no memory),
+    # never proposed; ``dropped_because`` says why ("" when none were dropped)
+    dropped: list[MemoryMarker] = field(default_factory=list)
+    dropped_because: str = ""
 
     @property
     def pending(self) -> list[Proposal]:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kairox_core.context.assembler import AssembledContext
 from kairox_core.context.history import unit_from_event, with_tokens
 from kairox_core.context.recalled import recalled_turns
 from kairox_core.errors import KairoxError
@@ -27,7 +28,12 @@ from kairox_core.events import (
     ToolInvocationCompleted,
 )
 from kairox_core.inputs import clean_text
-from kairox_core.markers import MarkerStreamParser, MemoryMarker, is_tainted
+from kairox_core.markers import (
+    MarkerStreamParser,
+    MemoryMarker,
+    extract_memory_markers,
+    is_tainted,
+)
 from kairox_core.memory.records import Proposal
 from kairox_core.memory.scope_check import ScopeCheck, ScopeVerdict, applied
 from kairox_core.results import TurnResult
@@ -35,7 +41,7 @@ from kairox_core.retrieval.base import RetrievalHit
 from kairox_core.sync_twins import twin
 
 if TYPE_CHECKING:
-    from kairox_core.context import AssembledContext, ContextAssembler
+    from kairox_core.context import ContextAssembler
     from kairox_core.context.contributions import Contribution
     from kairox_core.context.sources import HistoryUnit
     from kairox_core.context.trace import ContextTrace
@@ -87,6 +93,27 @@ def model_view(visible: str, markers: Sequence[MemoryMarker]) -> str | None:
     return f"{visible.rstrip()} {tags}" if visible.strip() else tags
 
 
+def without_history_tags(context: AssembledContext) -> AssembledContext:
+    """``context`` with the memory tags taken out of the model's past replies (their
+    visible text kept), for a turn answered again after the request check dropped its
+    tags: the tags in history are what taught it "question -> Noted. and a tag". The
+    trace keeps its counts (the messages only got shorter) and says what was done."""
+    messages = []
+    stripped = 0
+    for message in context.messages:
+        content = message.get("content")
+        if message.get("role") == "assistant" and isinstance(content, str) and "<memory" in content:
+            message = {**message, "content": extract_memory_markers(content).visible.strip()}
+            stripped += 1
+        messages.append(message)
+    trace = context.trace
+    trace.layer("history").notes.append(
+        f"answered again with the memory tags left out of {stripped} past repl"
+        f"{'y' if stripped == 1 else 'ies'} (request check)"
+    )
+    return AssembledContext(messages, trace)
+
+
 class Turn:
     """One turn in flight. Not thread-safe; one task drives it."""
 
@@ -120,6 +147,8 @@ class Turn:
         self._pending_chars = 0
         self._tool_events: list[ToolInvocationCompleted] = []
         self._done = False
+        self.dropped: list[MemoryMarker] = []  # markers of a reply given up (``restart``)
+        self._without_tags = False  # history read without memory tags (``restart``)
 
     @property
     def recalled(self) -> list[RetrievalHit]:
@@ -132,6 +161,29 @@ class Turn:
     @property
     def messages(self) -> list[dict[str, Any]]:
         return self.context.messages
+
+    @property
+    def markers(self) -> list[MemoryMarker]:
+        """The well-formed memory markers of the reply so far."""
+        return list(self._parser.markers)
+
+    def restart(self, *, history_tags: bool = True) -> list[MemoryMarker]:
+        """Give up the reply streamed so far, to have the model answer again: its
+        markers are never proposed (kept in ``dropped``, recorded on the reply's
+        event), its text is not recorded (its deltas stay in the audit).
+        ``history_tags`` False: the model reads its past replies without their memory
+        tags from now on, a tool round's reassembly included."""
+        self._check_open()
+        self._flush_deltas()
+        self._parser.finish()
+        self.dropped += self._parser.markers
+        memory = self.session.services.config.memory
+        self._parser = MarkerStreamParser(memory.max_body_chars, memory.max_proposals_per_turn)
+        self._visible = []
+        if not history_tags and not self._without_tags:
+            self._without_tags = True
+            self.context = without_history_tags(self.context)
+        return list(self.dropped)
 
     @property
     def trace(self) -> ContextTrace:
@@ -219,8 +271,8 @@ class Turn:
             hits=self.hits,
             contributions=self.contributions,
         )
-        self.context = context
-        return context
+        self.context = without_history_tags(context) if self._without_tags else context
+        return self.context
 
     async def complete(
         self,
@@ -230,13 +282,22 @@ class Turn:
         provider: str | None = None,
         usage: Mapping[str, int] | None = None,
         scope_check: ScopeCheck | None = None,
+        drop_markers: str | None = None,
+        replace_markers: Sequence[MemoryMarker] = (),
+        replaced_because: str = "",
     ) -> TurnResult:
         """Record the reply and route its memory markers; then the turn-end hooks.
 
         ``text``: the whole raw reply, for a model that did not stream (it goes through
         the same parser as ``feed``). ``scope_check``: asked about each marker's scope
         before it is routed (``kairox_core.memory.scope_check``); its verdicts ride on
-        the ``MemoryProposed`` events and in ``TurnResult.scope_checks``."""
+        the ``MemoryProposed`` events and in ``TurnResult.scope_checks``.
+        ``drop_markers``: why this reply's markers are left out (never proposed nor
+        read back in history); they and those of a reply given up (``restart``) are
+        recorded on the reply's event (``dropped_tags``) and in ``TurnResult.dropped``.
+        ``replace_markers``: markers proposed (and read back) instead of the reply's
+        (``kairox_core.memory.restate``); the reply's are recorded as dropped, with
+        ``replaced_because``."""
         self._check_open()
         session = self.session
         services = session.services
@@ -249,6 +310,13 @@ class Turn:
             visible = "".join(self._visible)
             markers = list(self._parser.markers)
             invalid = list(self._parser.invalid)
+            dropped = [*self.dropped, *(markers if drop_markers or replace_markers else [])]
+            because = drop_markers or ("markers of a reply given up" if dropped else "")
+            if drop_markers:
+                markers = []
+            elif replace_markers:
+                markers = list(replace_markers)
+                because = replaced_because or "replaced"  # said even when none was written
             verdicts = [await scope_check(m) for m in markers] if scope_check else []
             counter = session.assembler().counter
             reply = with_tokens(
@@ -264,6 +332,8 @@ class Turn:
                     model=model,
                     provider=provider,
                     usage=dict(usage) if usage else None,
+                    dropped_tags=[m.raw for m in dropped] or None,
+                    dropped_because=because or None,
                 ),
                 counter,
             )
@@ -288,6 +358,8 @@ class Turn:
                 memory_events=memory_events,
                 recalled=recalled,
                 scope_checks=verdicts,
+                dropped=dropped,
+                dropped_because=because,
             )
             self._done = True
             await session._after_turn(result)

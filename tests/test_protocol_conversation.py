@@ -278,3 +278,111 @@ async def test_the_later_person_leaves_every_card_waiting(
     finally:
         await engine.close()
     assert conv.score(records)["tags_ok"] == 8
+
+
+# --- the held-out trial conversation (prompts/trial_conversation.txt) ------------------
+
+
+def test_the_trial_set_is_the_prompts_file_in_its_order() -> None:
+    trial = conv.trial()
+    lines = [line for line in conv.TRIAL_FILE.read_text().splitlines() if line.strip()]
+    assert [trial.prompt_of(k, i) for k, i in trial.turns] == lines
+    kinds = [k for k, _ in trial.turns]
+    assert (kinds.count("remember"), kinds.count("plain"), kinds.count("recall")) == (8, 9, 8)
+    assert trial.person == "later" and conv.BENCHMARK.person == "careful"
+    assert [c.name for c in conv.conversations("both")] == ["benchmark", "trial"]
+    with pytest.raises(ValueError, match="unknown conversation set"):
+        conv.conversations("held-out")
+
+
+def test_a_trial_fact_never_asked_about_or_asked_first_is_refused() -> None:
+    facts = conv.TRIAL_FACTS[:1]
+    with pytest.raises(ValueError, match="not both told and asked"):
+        conv.conversation_from("t", [facts[0].request, "What is 2 + 2?"], facts)
+    with pytest.raises(ValueError, match="asked about before it is told"):
+        conv.conversation_from("t", [facts[0].question, facts[0].request], facts)
+
+
+def test_the_trial_is_scored_by_its_own_facts() -> None:
+    trial = conv.trial()
+    ingrid = conv.TRIAL_FACTS[1]
+    records = [
+        Record("remember", 1, ingrid.request, "Noted.", [("user", "sister", "Sister: Ingrid")]),
+        Record("remember", 2, "", "Noted.", [("user", "db", "PostgreSQL 18")]),  # wrong scope
+        Record("remember", 4, "", "Noted.", [], flagged=True),  # untagged, flagged
+        Record("plain", 0, "", "Noted.", [("user", "capital", "Canberra")], dropped=0),
+        Record("plain", 1, "", "366.", [], dropped=1, answered_again=True),
+        Record("recall", 1, "", "Your sister is Ingrid.", []),
+        Record("recall", 4, "", "Noted.", []),
+        Record("resumed", 1, "", "INGRID", []),
+    ]
+    s = conv.score(records, trial)
+    assert (s["tags_ok"], s["tags_asked"], s["wrong_scope"]) == (1, 3, 1)
+    assert (s["untagged"], s["unflagged"], s["false_tags"]) == (1, 0, 1)
+    assert (s["recall_ok"], s["recall_asked"], s["resumed_ok"]) == (1, 2, 1)
+    assert (s["dropped"], s["dropped_remember"], s["answered_again"]) == (1, 0, 1)
+    # scored by the benchmark's facts instead, the same tags mean other facts
+    assert conv.score(records)["tags_ok"] == 0
+
+
+def trial_model(messages: Sequence[dict[str, Any]]) -> str:
+    """The trial's failure, scripted from its facts: a right tag for each request, a
+    question answered "Noted." with a tag once any tag is in the history, an answer
+    when none is; a recall answer only from the context the engine assembled."""
+    prompt = str(messages[-1]["content"])
+    if "remember or other" in str(messages[0]["content"]):  # the request check
+        return "remember" if any(f.request in prompt for f in conv.TRIAL_FACTS) else "other"
+    history = [m for m in messages[:-1] if m["role"] in ("user", "assistant")]
+    earlier = " ".join(str(m["content"]) for m in messages[:-1]).lower()
+    for i, fact in enumerate(conv.TRIAL_FACTS):
+        if prompt == fact.request:
+            scope = min(fact.scopes)
+            return f'Noted. <memory scope="{scope}" key="fact-{i}">{conv.told(fact)}</memory>'
+    if any("<memory" in str(m["content"]) for m in history if m["role"] == "assistant"):
+        return f'Noted. <memory scope="user" key="q{len(messages)}">{prompt}</memory>'
+    for fact in conv.TRIAL_FACTS:
+        if prompt == fact.question:
+            return f"It is {fact.answer}." if fact.answer in earlier else "I don't know."
+    return "An answer."
+
+
+@pytest.mark.parametrize("history_tags", [True, False])
+async def test_the_trial_runs_through_the_chat_engine_and_scores(
+    tmp_path: Path, kairox_home: Path, history_tags: bool
+) -> None:
+    trial = conv.trial()
+    config = conv.chat_config(history_tags=history_tags, reserve=64)
+    opener = conv.engine_opener(config, tmp_path / "k.db", lambda: ScriptedProvider(trial_model))
+    records = await conv.converse(opener, conv=trial)
+    assert len(records) == 25 + 8
+    s = conv.score(records, trial)
+    assert (s["tags_ok"], s["untagged"]) == (8, 0)
+    if history_tags:  # every question after the first tag: "Noted." and a false tag
+        assert (s["false_tags"], s["recall_ok"], s["resumed_ok"]) == (9 + 8 + 8, 0, 0)
+    else:
+        assert (s["false_tags"], s["recall_ok"], s["resumed_ok"]) == (0, 8, 8)
+    engine = opener(None)
+    try:  # the trial's person decided nothing: every card waits
+        assert len(engine.kx.approvals.pending()) == 8 + s["false_tags"]
+    finally:
+        await engine.close()
+
+
+async def test_the_request_check_keeps_the_trial_from_collapsing(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    """With history tags on and the request check, each question's false tag is dropped
+    and the question answered again from a history without tags: the right tags stay,
+    no false tag is raised, and every recall answer is the fact."""
+    trial = conv.trial()
+    config = conv.chat_config(history_tags=True, reserve=64, request_check=True)
+    assert config.memory.request_check is True
+    opener = conv.engine_opener(
+        config, tmp_path / "k.db", lambda: ScriptedProvider(trial_model), request_check=True
+    )
+    records = await conv.converse(opener, conv=trial)
+    s = conv.score(records, trial)
+    assert (s["tags_ok"], s["untagged"], s["false_tags"]) == (8, 0, 0)
+    assert (s["recall_ok"], s["resumed_ok"]) == (8, 8)
+    assert s["dropped"] == s["answered_again"] == 9 + 8 + 8  # every question came after a tag
+    assert s["dropped_remember"] == 0

@@ -10,7 +10,7 @@ reply is recorded with whatever text arrived).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -29,18 +29,25 @@ from kairox_core.events import (
 )
 from kairox_core.markers import InvalidMarker, MemoryMarker
 from kairox_core.memory.records import MemoryRecord, Proposal
+from kairox_core.memory.request_check import (
+    DROPPED,
+    RequestVerdict,
+    provider_request_check,
+)
+from kairox_core.memory.restate import RESTATED, RESTATED_UNTAGGED, provider_restate
 from kairox_core.memory.scope_check import ScopeVerdict, provider_check
 from kairox_core.prompt import front_end_system_prompt
 from kairox_core.providers.base import ModelProvider
 from kairox_core.providers.resolve import build_provider, choose_provider
 from kairox_core.providers.scripted import ScriptedProvider
 from kairox_core.results import TurnResult
-from kairox_core.toolloop import Tool, ToolStep, run_model_turn, tool_limitation
+from kairox_core.toolloop import Tool, ToolLoopResult, ToolStep, run_model_turn, tool_limitation
 
 if TYPE_CHECKING:
     from kairox_core.context.trace import ContextTrace
     from kairox_core.facade import Kairox
     from kairox_core.session import Session
+    from kairox_core.turn import Turn
 
 COMPACTION_EVENTS = (
     ContextCompactionStarted,
@@ -69,12 +76,29 @@ class TurnOutcome:
     unsaved: str = ""  # the reply claims to have noted something, and nothing was saved
     turn_id: str = ""  # the turn's id in the event log ("" when it never began)
     scope_checks: list[ScopeVerdict] = field(default_factory=list)  # [memory] scope_check
+    request_check: RequestVerdict | None = None  # [memory] request_check, when it ran
+    dropped: list[MemoryMarker] = field(default_factory=list)  # tags never proposed
+    answered_again: bool = False  # the reply shown is the model's second answer
+    restated: bool = False  # the tags proposed were written from the message alone
+    restate_note: str = ""  # why restating kept the reply's tags, when it did
+    restated_because: str = RESTATED
+    on_text: Callable[[str], None] = field(default=lambda _: None, repr=False, compare=False)
 
     @property
     def scope_notes(self) -> list[str]:
-        """What the scope check changed or could not do, one line each (an agreement
-        says nothing: the card shows the scope)."""
-        return [f"memory scope: {v.note}" for v in self.scope_checks if not v.agreed]
+        """What the scope and request checks changed or could not do, one line each (an
+        agreement says nothing: the card shows the scope, the tag its card)."""
+        notes = [f"memory scope: {v.note}" for v in self.scope_checks if not v.agreed]
+        verdict = self.request_check
+        if self.restated:
+            notes.append(f"memory: {self.restated_because}")
+        elif self.restate_note:
+            notes.append(f"memory: {self.restate_note}")
+        if self.dropped and not self.restated:
+            notes.append(f"memory: {DROPPED.format(n=len(self.dropped))}")
+        elif verdict is not None and verdict.asked is None:
+            notes.append(f"memory: {verdict.note}")
+        return notes
 
 
 def collect_turn_result(result: TurnResult, outcome: TurnOutcome) -> None:
@@ -117,6 +141,17 @@ _CLAIM = re.compile(
 UNSAVED = (
     "Nothing was saved: the reply says it noted something, but the model wrote no "
     "memory tag. Ask again, or keep it yourself with /remember TEXT."
+)
+
+
+# what the person sees between a reply given up by the request check and the second
+# answer (the first was streamed already); the note under the turn says why
+ANSWERED_AGAIN = "\n\n[answered again without a memory tag]\n\n"
+
+
+MISSED = (
+    "Nothing was saved: the message asked to remember something, but the model wrote no "
+    "memory tag for it. Ask again, or keep it yourself with /remember TEXT."
 )
 
 
@@ -164,6 +199,8 @@ class ChatEngine:
         provider_note: str,
         toolbox: Toolbox | None = None,
         scope_check: bool | None = None,
+        request_check: bool | None = None,
+        restate_tags: bool | None = None,
     ) -> None:
         self.kx = kx
         self.session = session
@@ -182,6 +219,20 @@ class ChatEngine:
             if scope_check is None
             else scope_check
         )
+        # ask the model whether a tagged reply's message asked to remember anything
+        # ([memory] request_check; None: the setting, for a real model only)
+        self.request_check = (
+            config.memory.request_check and not isinstance(provider, ScriptedProvider)
+            if request_check is None
+            else request_check
+        )
+        # write each tagged reply's tags again from the message alone ([memory]
+        # restate_tags; None: the setting, for a real model only)
+        self.restate_tags = (
+            config.memory.restate_tags and not isinstance(provider, ScriptedProvider)
+            if restate_tags is None
+            else restate_tags
+        )
 
     @classmethod
     def open(
@@ -194,6 +245,8 @@ class ChatEngine:
         session_id: str | None = None,
         provider: ModelProvider | None = None,
         scope_check: bool | None = None,
+        request_check: bool | None = None,
+        restate_tags: bool | None = None,
     ) -> ChatEngine:
         from kairox_core.facade import Kairox
 
@@ -230,6 +283,8 @@ class ChatEngine:
             provider_note=note,
             toolbox=toolbox,
             scope_check=scope_check,
+            request_check=request_check,
+            restate_tags=restate_tags,
         )
         engine._own_toolbox = True
         return engine
@@ -274,7 +329,7 @@ class ChatEngine:
     ) -> TurnOutcome:
         """``instructions``: the caller's own (an OpenAI client's system message), sent
         with the system prompt and paid for inside the budget."""
-        outcome = TurnOutcome(prompt=prompt)
+        outcome = TurnOutcome(prompt=prompt, on_text=on_text)
         tools, notes = await self._tools()
         attachments, self.staged = self.staged, []
         try:  # ContextBudgetExceeded: nothing sent, the files stay staged
@@ -284,27 +339,32 @@ class ChatEngine:
             raise
         _, profile = self.config.resolve_profile(self.profile)
         limits = self.config.tools
+        memory = self.config.memory
         async with turn:  # cancelled (Ctrl-C, app closed): the turn aborts, the session is free
-            loop = await run_model_turn(
-                turn,
-                self.provider,
-                tools=tools,
-                max_rounds=limits.max_rounds,
-                max_result_chars=limits.max_result_chars,
-                timeout=limits.timeout,
-                max_tokens=profile.reserve,
-                on_text=on_text,
-                on_tool=on_tool,
-                notes=notes,
-            )
+
+            async def answer() -> ToolLoopResult:
+                return await run_model_turn(
+                    turn,
+                    self.provider,
+                    tools=tools,
+                    max_rounds=limits.max_rounds,
+                    max_result_chars=limits.max_result_chars,
+                    timeout=limits.timeout,
+                    max_tokens=profile.reserve,
+                    on_text=on_text,
+                    on_tool=on_tool,
+                    notes=notes,
+                )
+
+            loop = await answer()
+            loop, drop, restated = await self._memory_checks(turn, prompt, loop, answer, outcome)
             outcome.trace = turn.trace
             outcome.turn_id = turn.turn_id
             outcome.tool_steps, outcome.tool_notes = loop.steps, loop.notes
             outcome.error = loop.error
-            if loop.error and not loop.fed and not loop.steps:
+            if loop.error and not loop.fed and not loop.steps and not outcome.answered_again:
                 await turn.abort()  # the prompt stays in the audit; no empty reply recorded
                 return outcome
-            memory = self.config.memory
             result = await turn.complete(
                 model=self.provider.model,
                 provider=self.provider.name,
@@ -314,16 +374,64 @@ class ChatEngine:
                     if self.scope_check
                     else None
                 ),
+                drop_markers=drop,
+                replace_markers=restated,
+                replaced_because=outcome.restated_because,
             )
         outcome.text = result.text
         outcome.invalid = list(result.invalid)
         outcome.scope_checks = list(result.scope_checks)
+        outcome.dropped = list(result.dropped)
         collect_turn_result(result, outcome)
         outcome.acknowledgement = acknowledgement(outcome)
         outcome.unsaved = unsaved_claim(result.text, result.markers, result.proposals)
+        asked = outcome.request_check is not None and outcome.request_check.asked
+        if asked and not result.markers and not outcome.unsaved:
+            outcome.unsaved = MISSED  # asked to remember, and no tag even restated
         if outcome.acknowledgement:
             on_text(outcome.acknowledgement)
         return outcome
+
+    async def _memory_checks(
+        self,
+        turn: Turn,
+        prompt: str,
+        loop: ToolLoopResult,
+        answer: Callable[[], Awaitable[ToolLoopResult]],
+        outcome: TurnOutcome,
+    ) -> tuple[ToolLoopResult, str | None, list[MemoryMarker]]:
+        """The request check and restating, on the reply just streamed: the turn's
+        reply (a second answer when its tags were dropped), why its tags are dropped
+        (None: they are not), and the restated tags to propose instead (none: keep)."""
+        memory = self.config.memory
+        tagged = bool(turn.markers)
+        if loop.error or not (tagged or (self.request_check and memory.request_check_untagged)):
+            return loop, None, []
+        if self.request_check:
+            check = provider_request_check(self.provider, timeout=memory.scope_check_timeout)
+            outcome.request_check = verdict = await check(prompt)
+            if tagged and verdict.drops:
+                turn.restart(history_tags=False)
+                outcome.on_text(ANSWERED_AGAIN)
+                outcome.answered_again = True
+                return await answer(), verdict.note, []
+            if not tagged and not verdict.asked:
+                return loop, None, []
+        if not self.restate_tags:
+            return loop, None, []
+        restate = provider_restate(
+            self.provider,
+            self.session.system_prompt or front_end_system_prompt(self.config),
+            max_tokens=self.config.resolve_profile(self.profile)[1].reserve,
+            timeout=memory.scope_check_timeout,
+            max_body_chars=memory.max_body_chars,
+            max_markers=memory.max_proposals_per_turn,
+        )
+        found = await restate(prompt)
+        outcome.restate_note = found.note
+        outcome.restated = bool(found.markers)
+        outcome.restated_because = RESTATED if tagged else RESTATED_UNTAGGED
+        return loop, None, found.markers
 
     async def tool_notice(self) -> str:
         """What the person must know before a turn when the profile has MCP tools the
