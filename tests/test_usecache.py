@@ -59,4 +59,6 @@ def test_taint_s_gram_cache_is_bounded_by_weight() -> None:
     for i in range(60):
         assert is_tainted(f"word{i} word{i + 1} word{i + 2} word{i + 3}", [f"{i} {long_result}"])
     assert _GRAMS.weight <= 8_000_000
-    assert len(_GRAMS) < 60
+    # other tests' small entries may still be held; of these 60 long ones only a few
+    kept = [key for key in (*_GRAMS.newer, *_GRAMS.older) if key[0].endswith("word19999")]
+    assert len(kept) < 10
