@@ -438,7 +438,7 @@ def chat_config(
     scope_check: bool | None = None,
     request_check: bool | None = None,
     restate_tags: bool | None = None,
-    untagged: bool | None = None,
+    untagged: str | None = None,
 ) -> Any:
     """The configuration the conversation runs under: the defaults, but for the
     history switches, the scope, request and restate checks (None: the default), the

@@ -271,7 +271,7 @@ async def run_conversation(
     conversation_set: str = "benchmark",
     request_check: bool | None = None,
     restate: bool | None = None,
-    untagged: bool | None = None,
+    untagged: str | None = None,
 ) -> dict[str, Any]:
     """One model, one history and scope-check setting: one conversation and its
     resumption (None: the built-in default; ``person`` None: the conversation's own)."""
@@ -332,10 +332,14 @@ async def run_conversation(
 
 
 def _request_setting(r: dict[str, Any]) -> str:
-    """The request check as the table shows it: off, on, on+u (untagged replies too)."""
+    """The request check as the table shows it: off, on, on+c (untagged replies too
+    when cued by the message), on+u (every untagged reply)."""
     if not r.get("request_check"):
         return "off"
-    return "on+u" if r.get("request_check_untagged") else "on"
+    untagged = r.get("request_check_untagged")
+    if untagged is True:  # results recorded before "cued": a bool
+        untagged = "always"
+    return {"always": "on+u", "cued": "on+c"}.get(str(untagged), "on")
 
 
 def _load_average() -> float | None:
@@ -373,7 +377,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--decided",
-        choices=("default", "on", "off"),
+        choices=("default", "off", "cued", "always"),
         default="default",
         help="conversation mode: [memory] history_decided (default: the built-in default)",
     )
@@ -415,7 +419,7 @@ def main() -> None:
     parser.add_argument("--restate-one", default="default", help=argparse.SUPPRESS)
     parser.add_argument(
         "--untagged",
-        choices=("default", "on", "off"),
+        choices=("default", "off", "cued", "always"),
         default="default",
         help="conversation mode: [memory] request_check_untagged (default: the built-in default)",
     )
@@ -442,7 +446,7 @@ def main() -> None:
                     conversation_set=args.conversation_set,
                     request_check={"on": True, "off": False}.get(args.request),
                     restate={"on": True, "off": False}.get(args.restate_one),
-                    untagged={"on": True, "off": False}.get(args.untagged),
+                    untagged=None if args.untagged == "default" else args.untagged,
                 )
             )
         else:

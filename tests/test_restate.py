@@ -212,3 +212,54 @@ async def test_an_untagged_request_with_no_restated_tag_is_flagged(
         assert outcome.unsaved.startswith("Nothing was saved: the message asked to remember")
     finally:
         await chat.close()
+
+
+async def test_cued_untagged_replies_are_checked_and_others_cost_nothing(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    """The default, "cued": a message with a request's words is checked (and restated),
+    a plain question costs no call, a recall question with "remember" is checked and
+    raises nothing."""
+    provider = untagged_model(f"Noted. {WHOLE}")
+    config = parse_config({"memory": {"scope_check": False}})
+    assert config.memory.request_check_untagged == "cued"
+    chat = ChatEngine.open(
+        config,
+        tmp_path / "k.db",
+        workspace="w",
+        provider=provider,
+        request_check=True,
+        restate_tags=True,
+    )
+    try:
+        await chat.run_turn(FIRST, lambda _: None)
+        outcome = await chat.run_turn(REQUEST, lambda _: None)
+        assert outcome.restated and [p.body for p in outcome.proposals] == [
+            "Our deploy day is Thursday."
+        ]
+        before = len(provider.calls)
+        plain = await chat.run_turn("What day do we deploy?", lambda _: None)
+        assert plain.request_check is None and len(provider.calls) == before + 1
+        recall = await chat.run_turn("Do you remember what day we deploy?", lambda _: None)
+        assert recall.request_check is not None and recall.request_check.asked is False
+        assert recall.proposals == [] and recall.unsaved == "" and not recall.restated
+    finally:
+        await chat.close()
+
+
+async def test_untagged_off_checks_no_untagged_reply(tmp_path: Path, kairox_home: Path) -> None:
+    provider = untagged_model(f"Noted. {WHOLE}")
+    chat = ChatEngine.open(
+        parse_config({"memory": {"scope_check": False, "request_check_untagged": "off"}}),
+        tmp_path / "k.db",
+        workspace="w",
+        provider=provider,
+        request_check=True,
+        restate_tags=True,
+    )
+    try:
+        await chat.run_turn(FIRST, lambda _: None)
+        outcome = await chat.run_turn(REQUEST, lambda _: None)
+        assert outcome.request_check is None and outcome.proposals == []
+    finally:
+        await chat.close()

@@ -28,6 +28,7 @@ from kairox_core.events import (
     MemoryRejected,
 )
 from kairox_core.markers import InvalidMarker, MemoryMarker
+from kairox_core.memory.cues import may_ask_to_remember
 from kairox_core.memory.records import MemoryRecord, Proposal
 from kairox_core.memory.request_check import (
     DROPPED,
@@ -405,7 +406,7 @@ class ChatEngine:
         (None: they are not), and the restated tags to propose instead (none: keep)."""
         memory = self.config.memory
         tagged = bool(turn.markers)
-        if loop.error or not (tagged or (self.request_check and memory.request_check_untagged)):
+        if loop.error or not (tagged or (self.request_check and self._asks_untagged(prompt))):
             return loop, None, []
         if self.request_check:
             check = provider_request_check(self.provider, timeout=memory.scope_check_timeout)
@@ -432,6 +433,12 @@ class ChatEngine:
         outcome.restated = bool(found.markers)
         outcome.restated_because = RESTATED if tagged else RESTATED_UNTAGGED
         return loop, None, found.markers
+
+    def _asks_untagged(self, prompt: str) -> bool:
+        """Whether the request check looks at this turn's untagged reply
+        (``[memory] request_check_untagged``: always, off, or cued by the message)."""
+        mode = self.config.memory.request_check_untagged
+        return mode == "always" or (mode == "cued" and may_ask_to_remember(prompt))
 
     async def tool_notice(self) -> str:
         """What the person must know before a turn when the profile has MCP tools the

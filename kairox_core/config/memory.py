@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from kairox_core.config.base import Strict
 
@@ -42,10 +42,15 @@ class MemorySection(Strict):
     # 0.5B model answer questions with "Noted." and a tag (7 false tags, recall 5/8);
     # with the check, 0 false tags and recall 8/8, the benchmark's unchanged (README).
     request_check: bool = True
-    # with request_check: ask it about a reply with no memory tag too; when the message
-    # asked to remember, the tags come from restating (restate_tags) or the person is
-    # told nothing was saved. Costs a short model call on every untagged reply.
-    request_check_untagged: bool = False
+    # with request_check: which replies with no memory tag it asks about too; when the
+    # message asked to remember, the tags come from restating (restate_tags) or the
+    # person is told nothing was saved. "cued" (default): only when the message holds
+    # a word of such a request (kairox_core.memory.cues: remember, note that, keep in
+    # mind, don't forget, ...), one short call on those turns; "always": every
+    # untagged reply; "off": none. In the new-user trial "Don't forget that the team
+    # uses Python 3.12." got no tag and no flag with "off" (issue 28). true and false
+    # (the old setting) still load, as "always" and "off".
+    request_check_untagged: Literal["off", "cued", "always"] = "cued"
     # when a reply carries memory tags (not dropped by the request check), ask the model
     # the person's message again on its own (the system prompt and the message, no
     # history) and propose the tags of that answer instead (kairox_core.memory.restate;
@@ -64,3 +69,11 @@ class MemorySection(Strict):
     history_decided: bool = False
     # what a rejected tag becomes there: "note" (a short note in its place) or "hidden"
     history_rejected: Literal["note", "hidden"] = "note"
+
+    @field_validator("request_check_untagged", mode="before")
+    @classmethod
+    def _untagged_from_bool(cls, value: object) -> object:
+        """The setting was a bool before "cued": true is "always", false is "off"."""
+        if isinstance(value, bool):
+            return "always" if value else "off"
+        return value
