@@ -377,7 +377,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--decided",
-        choices=("default", "off", "cued", "always"),
+        choices=("default", "on", "off"),
         default="default",
         help="conversation mode: [memory] history_decided (default: the built-in default)",
     )
