@@ -28,6 +28,7 @@ from kairox_core.events import (
     MemoryRejected,
 )
 from kairox_core.markers import InvalidMarker, MemoryMarker
+from kairox_core.memory.copied import copied_note, split_copied
 from kairox_core.memory.cues import may_ask_to_remember
 from kairox_core.memory.records import MemoryRecord, Proposal
 from kairox_core.memory.request_check import (
@@ -83,6 +84,7 @@ class TurnOutcome:
     restated: bool = False  # the tags proposed were written from the message alone
     restate_note: str = ""  # why restating kept the reply's tags, when it did
     restated_because: str = RESTATED
+    copied: list[MemoryMarker] = field(default_factory=list)  # copied from the system prompt
     on_text: Callable[[str], None] = field(default=lambda _: None, repr=False, compare=False)
 
     @property
@@ -95,7 +97,9 @@ class TurnOutcome:
             notes.append(f"memory: {self.restated_because}")
         elif self.restate_note:
             notes.append(f"memory: {self.restate_note}")
-        if self.dropped and not self.restated:
+        if self.copied:
+            notes.append(f"memory: {copied_note(self.copied)}")
+        if self.dropped and not self.restated and not self.copied:
             notes.append(f"memory: {DROPPED.format(n=len(self.dropped))}")
         elif verdict is not None and verdict.asked is None:
             notes.append(f"memory: {verdict.note}")
@@ -359,6 +363,7 @@ class ChatEngine:
 
             loop = await answer()
             loop, drop, restated = await self._memory_checks(turn, prompt, loop, answer, outcome)
+            drop, restated, because = self._without_copies(turn, prompt, drop, restated, outcome)
             outcome.trace = turn.trace
             outcome.turn_id = turn.turn_id
             outcome.tool_steps, outcome.tool_notes = loop.steps, loop.notes
@@ -377,7 +382,7 @@ class ChatEngine:
                 ),
                 drop_markers=drop,
                 replace_markers=restated,
-                replaced_because=outcome.restated_because,
+                replaced_because=because,
             )
         outcome.text = result.text
         outcome.invalid = list(result.invalid)
@@ -433,6 +438,34 @@ class ChatEngine:
         outcome.restated = bool(found.markers)
         outcome.restated_because = RESTATED if tagged else RESTATED_UNTAGGED
         return loop, None, found.markers
+
+    def _without_copies(
+        self,
+        turn: Turn,
+        prompt: str,
+        drop: str | None,
+        restated: list[MemoryMarker],
+        outcome: TurnOutcome,
+    ) -> tuple[str | None, list[MemoryMarker], str]:
+        """The turn's markers less those copied from the system prompt
+        (``kairox_core.memory.copied``), as ``complete`` takes them: why all are dropped,
+        the markers proposed instead of the reply's, and why they replace them."""
+        if drop is not None:
+            return drop, restated, outcome.restated_because
+        system = self.session.system_prompt or front_end_system_prompt(self.config)
+        if restated:
+            kept, copied = split_copied(restated, prompt, system)
+            outcome.copied += copied
+            if kept:
+                return None, kept, outcome.restated_because
+            outcome.restated = False  # a copy is no restatement: the reply's tags stand
+            outcome.restate_note = "restating gave only a tag copied from the system prompt"
+        kept, copied = split_copied(turn.markers, prompt, system)
+        outcome.copied += copied
+        if not copied:
+            return None, [], outcome.restated_because
+        note = copied_note(copied)
+        return (None, kept, note) if kept else (note, [], note)
 
     def _asks_untagged(self, prompt: str) -> bool:
         """Whether the request check looks at this turn's untagged reply
