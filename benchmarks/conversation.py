@@ -142,7 +142,7 @@ class Conversation:
 
 BENCHMARK = Conversation("benchmark", FACTS, PLAIN, tuple(script()))
 
-# The new-user trial's conversation (README, issue 28), held out: its prompts and their
+# The new-user trial's conversation (docs/results.md, issue 28), held out: its prompts and their
 # order are ``prompts/trial_conversation.txt``; what a right tag and a right answer
 # hold is written here. Cards wait (``later``), as they did in the trial.
 TRIAL_FILE = Path(__file__).parent / "prompts" / "trial_conversation.txt"

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 # halves), recall 9/10; kept as is, since false tags are what a person pays for. Adding
 # a workspace example made it worse (the first personal fact went to workspace too: 2
 # of the first 6 right, stopped there). One run each; replies vary between runs.
-# Also lost on held-out single prompts (README): a key on the session form, the forms
+# Also lost on held-out single prompts (docs/results.md): a key on the session form, the forms
 # in reverse order (user last), the session form as an instruction.
 MEMORY_PROTOCOL = """\
 You are a helpful assistant with durable memory, provided by Kairox.

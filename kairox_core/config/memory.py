@@ -40,7 +40,7 @@ class MemorySection(Strict):
     # and the turn is answered once more with the memory tags left out of its history.
     # On by default: in the held-out trial conversation history tags made the default
     # 0.5B model answer questions with "Noted." and a tag (7 false tags, recall 5/8);
-    # with the check, 0 false tags and recall 8/8, the benchmark's unchanged (README).
+    # with the check, 0 false tags and recall 8/8, the benchmark's unchanged (docs/results.md).
     request_check: bool = True
     # with request_check: which replies with no memory tag it asks about too; when the
     # message asked to remember, the tags come from restating (restate_tags) or the
@@ -57,7 +57,7 @@ class MemorySection(Strict):
     # no tag there, an error or a timeout keeps the reply's, said in the trace). On by
     # default: deep in a conversation the model copies its earlier tags' shape and loses
     # the fact; restated, 10/10 right in the benchmark's conversation and 7/8 in the
-    # trial's, against 9/10 and 3/8 (README).
+    # trial's, against 9/10 and 3/8 (docs/results.md).
     restate_tags: bool = True
     # with history_tags: each tag the model reads back shows what became of it (the
     # approved scope, key and body; a note for a rejected one; pending as written), so
@@ -65,7 +65,7 @@ class MemorySection(Strict):
     # kairox_core/memory/decided.py, docs/memory.md). Off by default: in the 30-turn
     # conversation it gave the 0.5B model at most one more right tag (5/10 against
     # 4/10, within a rerun's variation), and it copied a rejection note or a bare
-    # "Noted." it read instead (README).
+    # "Noted." it read instead (docs/results.md).
     history_decided: bool = False
     # what a rejected tag becomes there: "note" (a short note in its place) or "hidden"
     history_rejected: Literal["note", "hidden"] = "note"

@@ -4,7 +4,7 @@ With ``[memory] history_tags`` the model reads its own past memory tags, which k
 small model using the protocol deep into a conversation, but the same history also
 teaches it "question -> Noted. and a tag": in the new-user trial's conversation the
 default 0.5B model answered "What is the capital of Australia?" and most later
-questions with "Noted." and a tag holding its own answer (issue 28, README). On the
+questions with "Noted." and a tag holding its own answer (issue 28, docs/results.md). On the
 message alone it tells a request to remember from a question well. So when a reply
 carries memory tags, the model is asked one short question about the person's message
 alone, at temperature 0, with a few tokens: "remember" keeps the tags; "other" drops
@@ -25,7 +25,7 @@ from kairox_core.providers.base import Message, ModelProvider
 REQUEST_CHECK_MAX_TOKENS = 3  # one word
 # Asked as "remember or other", the message quoted in a question: asked "yes or no",
 # with the message alone as the user turn, the 0.5B model answered "no" to most
-# personal requests (README, 2 December).
+# personal requests (docs/results.md, 2 December).
 _SYSTEM = "Answer with one word: remember or other."
 _ASK = (
     "Is this message a request to remember something, or something other (a question, "

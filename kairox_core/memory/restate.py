@@ -4,7 +4,7 @@ Deep in a conversation a small model copies the shape of its earlier tags: in th
 trial's conversation the default 0.5B model, its history clean of false tags, filed
 "our deploy day is Thursday" as ``deploy-day: Deploy day`` and the staging server as
 ``staging-server: Staging server`` (the value lost), and in the benchmark's it filed the
-Friday deploys under the previous tag's body, "PostgreSQL 16" (issue 28, README). Asked
+Friday deploys under the previous tag's body, "PostgreSQL 16" (issue 28, docs/results.md). Asked
 about the message alone (the chat's system prompt and the message, nothing else), it
 writes the fact whole far more often (the single prompts of ``benchmarks/protocol.py``).
 So when a reply carries memory tags (and the request check, if it ran, did not drop

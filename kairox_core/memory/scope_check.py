@@ -15,7 +15,7 @@ of the two words, an error or a timeout keeps the model's scope, and the verdict
 so (``note``): the proposal event carries it, the trace and the card show it. Taint is
 decided apart from the scope and is never changed here. Nor does it move ``user`` to
 ``workspace``: that would share what the model kept for the person with the project,
-and on single prompts it was the check's only mistake (README, 2 December).
+and on single prompts it was the check's only mistake (docs/results.md, 2 December).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from kairox_core.providers.base import Message, ModelProvider
 
 SCOPE_CHECK_MAX_TOKENS = 4  # one word
 # Asked as "personal or project": the 0.5B default model never answered "user" to a
-# user/workspace/session question (issue 28, README), and session is never a target.
+# user/workspace/session question (issue 28, docs/results.md), and session is never a target.
 _SYSTEM = (
     "Say whether a fact someone asked you to remember is about their own life (name, "
     "home, family, pets, health, tastes, habits, schedule) or about their project (code, "
