@@ -136,7 +136,7 @@ def test_a_small_index_searches_every_word(common_index: WorkspaceRagIndex) -> N
     words = query_terms("the walrus project meeting notes")
     assert common_index._keyword_terms("the walrus project meeting notes") == words
     selector = common_index._term_selector
-    assert selector is not None and selector._counts == {}  # fewer rows than CHEAP_ROWS:
+    assert selector is not None and len(selector._counts) == 0  # fewer rows than CHEAP_ROWS:
     # no term can be in more, so none is counted
 
 
@@ -189,6 +189,31 @@ def test_full_term_caches_start_over_without_losing_a_query_s_terms(
     selector = common_index._term_selector
     assert selector is not None
     assert len(selector._stems) <= 3 + 5 and len(selector._counts) <= 3 + 5
+
+
+def test_term_caches_keep_the_words_in_use_and_drop_one_off_words(
+    common_index: WorkspaceRagIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server's prompts bring a new word each (a number): the word caches held them
+    until 4,096 and started over (issue 27: ~180 bytes a word, most of the slope of
+    serve's memory up to ~4,000 turns). A word no query asks for goes after
+    ``_CACHE_LOOKUPS`` lookups; the words queries keep asking for stay."""
+    monkeypatch.setattr(keyword_terms, "CHEAP_ROWS", 5)  # every word counted: both caches
+    monkeypatch.setattr(keyword_terms, "_CACHE_LOOKUPS", 40)
+    for i in range(200):
+        kept = common_index._keyword_terms(f"the walrus project zebra number{i}")
+        assert kept == ["walrus", "zebra", f"number{i}"]
+    selector = common_index._term_selector
+    assert selector is not None
+    words = selector._stems
+    assert len(words) <= 4 + 2 * (40 // 5 + 1)
+    assert "walrus" in words and "zebra" in words
+    assert "number0" not in words and "number100" not in words
+    stems = {w: s[0] for w, s in selector._stems_of(["walrus", "zebra", "number0"]).items()}
+    counts = selector._counts
+    assert len(counts) <= 4 + 2 * (40 // 5 + 1)
+    assert stems["walrus"] in counts and stems["zebra"] in counts
+    assert stems["number0"] not in counts
 
 
 def _vocabulary_reads(index: WorkspaceRagIndex, query: str) -> tuple[list[str], int]:

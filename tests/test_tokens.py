@@ -142,6 +142,21 @@ def test_cache_keeps_what_turns_count_and_drops_what_they_stopped_counting() -> 
     assert "turn 0: what about the roses in week 0?" not in counter._cache
 
 
+def test_a_counter_asked_for_few_texts_a_turn_still_drops_old_prompts() -> None:
+    """``serve``'s profile counter: ~8 texts a turn, one new (the prompt). Turned over
+    by 65,536 lookups, every prompt stayed ~16,000 turns: one entry (~185 bytes) a
+    turn for a 10,000-turn run (issue 27); with the default now, a few hundred."""
+    counter = TokenCounter("o200k_base")
+    window = [f"system line {i}" for i in range(7)]
+    for turn in range(3000):
+        for text in window:
+            counter.count(text)
+        counter.count(f"turn {turn}: what about the roses in week {turn // 7}?")
+    assert len(counter._cache) <= len(window) + 2 * (4096 // 8 + 1)
+    assert all(text in counter._cache for text in window)
+    assert "turn 1000: what about the roses in week 142?" not in counter._cache
+
+
 def test_cache_is_bounded_by_characters() -> None:
     counter = TokenCounter("o200k_base", cache_chars=1000)
     for i in range(100):

@@ -491,11 +491,14 @@ class Recall(Engine):
         return rerank_for_profile(cfg, session.profile, prompt, hits)
 
 
-@memo_by_text(4096, 4_000_000, 8192, text_and_result)
+@memo_by_text(1024, 1_000_000, 1024, text_and_result)
 def _redacted(text: str) -> str:
     """``redact`` for a recalled turn, remembered: the same turns come back turn after
-    turn, and redaction runs a dozen regexes over each. Bounded by the characters held
-    too, and a turn no search brings back any more goes (``usecache``)."""
+    turn (~32 lookups a turn), each turn is redacted again as the next one's context
+    when indexed, and redaction runs a dozen regexes over each. Bounded by the
+    characters held too, and a turn not asked for in 1,024 lookups goes (``usecache``:
+    ~250 turns of ``serve``, which asks ~4 a turn; 8,192 kept every prompt for ~2,000
+    turns, ~185 bytes each)."""
     return redact(text)
 
 

@@ -98,7 +98,11 @@ class Chunker:
             raise ValueError("overlap must be >= 0 and below half of max_tokens")
         self.max_tokens = max_tokens
         self.overlap = overlap
-        self.counter = counter or TokenCounter()
+        # a piece is counted again only while its document is chunked (a chunk's worth
+        # of lookups later): a small cache, so an indexed turn's text goes soon after
+        self.counter = counter or TokenCounter(
+            cache_size=1024, cache_chars=256_000, cache_lookups=1024
+        )
 
     def _pieces(self, block: Block) -> list[str]:
         """A block cut into parts that each fit; only blocks larger than a chunk are cut."""

@@ -42,12 +42,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from kairox_core.store.connection import transaction
+from kairox_core.usecache import UseCache
 
 MAX_TERMS = 16  # a long prompt's keyword query keeps its rarest terms
 CHEAP_ROWS = 2048  # a term in at most this many rows is always read (a short doclist)
 WEIGHTLESS_ROWS = 256  # a weightless term in more rows than this is dropped
 REFRESH_GROWTH = 1.25  # a cached count is stale once the table grew by this factor
-_CACHE_LIMIT = 4_096  # query words (and stems) remembered; a miss is one SQL statement a search
+# Query words (and stems) remembered: a miss is one SQL statement a search. A server
+# meets new words every turn (numbers, names): a word no query asked for in
+# ``_CACHE_LOOKUPS`` lookups (~300 turns of ``serve``, ~12 words a prompt) goes, so the
+# caches stop growing within a few hundred turns (~180 bytes a word).
+_CACHE_LIMIT = 4_096
+_CACHE_CHARS = 200_000  # a pasted document's words as a prompt: ~8 characters a word
+_CACHE_LOOKUPS = 4_096
 # The common terms' counts as of a pass over the vocabulary (``refresh_stats``), and
 # the table's size and ``weightless_floor()`` then (retrieval migration 6).
 STATS_SCHEMA = """
@@ -89,8 +96,8 @@ class TermSelector:
         self.content = content
         self.tokenize = tokenize
         self._ready = False
-        self._stems: dict[str, tuple[str, ...]] = {}
-        self._counts: dict[str, tuple[int, int]] = {}  # stem -> (rows with it, rows then)
+        self._stems: UseCache[str, tuple[str, ...]] = _term_cache()
+        self._counts: UseCache[str, tuple[int, int]] = _term_cache()  # stem -> (rows, rows then)
         self._stored: dict[str, int] = {}  # rag_term_stats as last read
         self._stored_at: tuple[int, int] | None = None  # its (rows, threshold), None: not read
         self._lock = threading.Lock()
@@ -188,9 +195,16 @@ class TermSelector:
         return int(row[0] or 0)
 
     def _stems_of(self, terms: Sequence[str]) -> dict[str, tuple[str, ...]]:
-        if len(self._stems) > _CACHE_LIMIT:  # before choosing what to read (after it, a
-            self._stems.clear()  # term cached before would be gone: a KeyError below)
-        missing = [t for t in terms if t not in self._stems]
+        # built from what was looked up: a put can turn the cache over, and a term
+        # cached before would then be gone (a KeyError, a 500 in ``serve``)
+        out: dict[str, tuple[str, ...]] = {}
+        missing = []
+        for t in terms:
+            stems = self._stems.get(t)
+            if stems is None:
+                missing.append(t)
+            else:
+                out[t] = stems
         if missing:
             self._setup()
             self.conn.execute("DELETE FROM temp.kx_query_words")
@@ -204,24 +218,24 @@ class TermSelector:
             ):
                 found.setdefault(int(doc), []).append(str(term))
             for i, word in enumerate(missing, start=1):
-                self._stems[word] = tuple(found.get(i, ()))
-        return {t: self._stems[t] for t in terms}
+                out[word] = tuple(found.get(i, ()))
+                self._stems.put(word, out[word], len(word))
+        return out
 
     def _counts_of(self, stems: set[str], rows: int) -> dict[str, int]:
         stored = self._stored_counts(rows)
         if stored is not None:
             return {s: stored.get(s, 0) for s in stems}
-        if len(self._counts) > _CACHE_LIMIT:  # before choosing what to read, as above
-            self._counts.clear()
-        stale = [
-            s
-            for s in stems
+        out: dict[str, int] = {}
+        stale = []
+        for s in stems:
+            cached = self._counts.get(s)
             # an absent word is counted again every time: it costs nothing and may be
             # the one the last turn just added
-            if s not in self._counts
-            or self._counts[s][0] == 0
-            or rows > self._counts[s][1] * REFRESH_GROWTH
-        ]
+            if cached is None or cached[0] == 0 or rows > cached[1] * REFRESH_GROWTH:
+                stale.append(s)
+            else:
+                out[s] = cached[0]
         if stale:
             vocabulary = self._vocabulary()
             fresh = dict.fromkeys(stale, 0)
@@ -231,8 +245,13 @@ class TermSelector:
             ):
                 fresh[str(term)] = int(doc)
             for stem, count in fresh.items():
-                self._counts[stem] = (count, rows)
-        return {s: self._counts[s][0] for s in stems}
+                out[stem] = count
+                self._counts.put(stem, (count, rows), len(stem))
+        return out
+
+
+def _term_cache() -> UseCache[str, Any]:
+    return UseCache(_CACHE_LIMIT, _CACHE_CHARS, _CACHE_LOOKUPS)
 
 
 __all__ = [
