@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kairox_core.chat.engine import ChatEngine
+from kairox_core.chat.engine import UNSAVED_COPIED, ChatEngine
 from kairox_core.config import parse_config
 from kairox_core.events import AssistantMessageCompleted
 from kairox_core.markers import MemoryMarker, MemoryScope
@@ -87,7 +87,7 @@ async def test_a_copied_tag_is_not_proposed_and_the_person_is_told(
         outcome = await chat.run_turn(BULLETS, lambda _: None)
         assert outcome.proposals == [] and [m.key for m in outcome.copied] == ["work-hours"]
         assert any("copied from the system prompt" in n for n in outcome.scope_notes)
-        assert outcome.unsaved.startswith("Nothing was saved")
+        assert outcome.unsaved == UNSAVED_COPIED
         reply = [e for e in chat.history() if isinstance(e, AssistantMessageCompleted)][-1]
         assert reply.dropped_tags == [EXAMPLE]
         assert "copied from the system prompt" in str(reply.dropped_because)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from kairox_core.config import parse_config
 from kairox_core.errors import ConfigError
-from kairox_core.memory.cues import may_ask_to_remember
+from kairox_core.memory.cues import may_ask_to_remember, says_remember
 
 CUED = [
     "Don't forget that the team uses Python 3.12.",  # the new-user trial's miss
@@ -26,6 +26,8 @@ CUED = [
     "From now on, answer in French.",
     "For future reference, I use vim.",
     "Memorise my locker number: 12.",
+    "For the record, our sprint review is every other Wednesday.",
+    "My daughter's name is Lena, file that away for later.",
     "Do you remember my dog's name?",  # asked, and the model's verdict says "other"
 ]
 PLAIN = [
@@ -73,3 +75,10 @@ def test_the_setting_loads_old_bools_and_modes(value: object, mode: str) -> None
 def test_an_unknown_mode_is_a_config_error_naming_the_key() -> None:
     with pytest.raises(ConfigError, match="request_check_untagged"):
         parse_config({"memory": {"request_check_untagged": "sometimes"}})
+
+
+def test_a_request_in_words_is_not_a_question() -> None:
+    assert says_remember("Save this: the production database is named orders_prod.")
+    assert not says_remember("Do you remember my dog's name?")
+    assert not says_remember("Can you remember that I like tea?  ")
+    assert not says_remember("What is the capital of Australia")

@@ -183,3 +183,47 @@ async def test_untagged_replies_and_a_scripted_model_ask_nothing(
         assert not any(is_check(c) for c in provider.calls)
     finally:
         await chat.close()
+
+
+SAVE = "Save this: the production database is named orders_prod."
+DB = 'Noted. <memory scope="workspace" key="prod-db">Production database: orders_prod</memory>'
+
+
+def says_other(reply: str) -> ScriptedProvider:
+    """The trial's two lost requests, scripted: the check calls every message "other"."""
+
+    def answer(messages: Sequence[Message]) -> str:
+        if is_check(messages):
+            return "other"
+        return reply if history_has_tags(messages) or "?" not in str(messages[-1]) else "No."
+
+    return ScriptedProvider(answer)
+
+
+async def test_a_request_in_words_keeps_its_tags_whatever_the_check_says(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    chat = engine(tmp_path, says_other(DB))
+    try:
+        outcome = await chat.run_turn(SAVE, lambda _: None)
+        assert [p.key for p in outcome.proposals] == ["prod-db"] and not outcome.answered_again
+        assert outcome.request_check is not None and outcome.request_check.asked is True
+        assert any("asks to remember in so many words" in n for n in outcome.scope_notes)
+        # a question with the same words is the check's to judge: dropped
+        asked = await chat.run_turn("Do you remember the database's name?", lambda _: None)
+        assert asked.answered_again and asked.proposals == []
+    finally:
+        await chat.close()
+
+
+async def test_a_claim_after_dropped_tags_names_the_check(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    chat = engine(tmp_path, says_other(DB))
+    try:
+        outcome = await chat.run_turn("Hi! I'm Dana, the DBA here.", lambda _: None)
+        assert outcome.answered_again and outcome.proposals == []
+        assert outcome.unsaved.startswith("Nothing was saved: the model's memory tag was left")
+        assert "request check" in outcome.unsaved
+    finally:
+        await chat.close()

@@ -29,9 +29,10 @@ from kairox_core.events import (
 )
 from kairox_core.markers import InvalidMarker, MemoryMarker
 from kairox_core.memory.copied import copied_note, split_copied
-from kairox_core.memory.cues import may_ask_to_remember
+from kairox_core.memory.cues import may_ask_to_remember, says_remember
 from kairox_core.memory.records import MemoryRecord, Proposal
 from kairox_core.memory.request_check import (
+    CUED,
     DROPPED,
     RequestVerdict,
     provider_request_check,
@@ -101,7 +102,7 @@ class TurnOutcome:
             notes.append(f"memory: {copied_note(self.copied)}")
         if self.dropped and not self.restated and not self.copied:
             notes.append(f"memory: {DROPPED.format(n=len(self.dropped))}")
-        elif verdict is not None and verdict.asked is None:
+        elif verdict is not None and (verdict.asked is None or verdict.note == CUED):
             notes.append(f"memory: {verdict.note}")
         return notes
 
@@ -154,6 +155,15 @@ UNSAVED = (
 ANSWERED_AGAIN = "\n\n[answered again without a memory tag]\n\n"
 
 
+UNSAVED_DROPPED = (
+    "Nothing was saved: the model's memory tag was left out because the request check "
+    "judged the message not a request to remember. If it was one, keep it yourself with "
+    "/remember TEXT."
+)
+UNSAVED_COPIED = (
+    "Nothing was saved: the model's memory tag copied the system prompt's example, not "
+    "your words. Ask again, or keep it yourself with /remember TEXT."
+)
 MISSED = (
     "Nothing was saved: the message asked to remember something, but the model wrote no "
     "memory tag for it. Ask again, or keep it yourself with /remember TEXT."
@@ -394,6 +404,9 @@ class ChatEngine:
         asked = outcome.request_check is not None and outcome.request_check.asked
         if asked and not result.markers and not outcome.unsaved:
             outcome.unsaved = MISSED  # asked to remember, and no tag even restated
+        if outcome.unsaved == UNSAVED and (outcome.copied or outcome.answered_again):
+            # the model did write a tag: say which step left it out
+            outcome.unsaved = UNSAVED_COPIED if outcome.copied else UNSAVED_DROPPED
         if outcome.acknowledgement:
             on_text(outcome.acknowledgement)
         return outcome
@@ -416,6 +429,10 @@ class ChatEngine:
         if self.request_check:
             check = provider_request_check(self.provider, timeout=memory.scope_check_timeout)
             outcome.request_check = verdict = await check(prompt)
+            if verdict.drops and says_remember(prompt):
+                # the message asks in so many words ("Save this: ..."); the one-word
+                # verdict called two such requests "other" in the trial (issue 28)
+                outcome.request_check = verdict = RequestVerdict(True, verdict.answer, CUED)
             if tagged and verdict.drops:
                 turn.restart(history_tags=False)
                 outcome.on_text(ANSWERED_AGAIN)

@@ -23,7 +23,8 @@ _CUE = re.compile(
     r"|(?:keep|bear)\s+(?:that\s+|this\s+|it\s+)?in\s+mind"
     r"|(?:don'?t|do\s+not|never)\s+forget"
     r"|(?:save|store|record|log|jot\s+down|write\s+down)\s+(?:this|that|it)"
-    r"|for\s+(?:future\s+)?reference|from\s+now\s+on|going\s+forward"
+    r"|for\s+(?:future\s+)?reference|for\s+the\s+record|from\s+now\s+on|going\s+forward"
+    r"|file\s+(?:this|that|it)(?:\s+away)?"
     r")\b"
     r"|^\W*note\s*[:,-]",  # "Note: ..." opening the message
     re.IGNORECASE,
@@ -34,3 +35,12 @@ def may_ask_to_remember(message: str) -> bool:
     """True when ``message`` holds a word of a request to remember (``_CUE``): the
     request check is then asked about an untagged reply. False costs nothing."""
     return _CUE.search(message) is not None
+
+
+def says_remember(message: str) -> bool:
+    """A request in words, not a question: cued (``may_ask_to_remember``) and not ending
+    in "?". The request check's "other" does not drop such a message's tags: asked
+    alone, the model called "Save this: the production database is named orders_prod."
+    and "Note that every pull request here needs two approvals" other (issue 28), while
+    the questions it must catch ("What is the capital of Australia?") hold no cue."""
+    return may_ask_to_remember(message) and not message.rstrip().endswith("?")

@@ -65,6 +65,7 @@ class RequestVerdict:
 
 RequestCheck = Callable[[str], Awaitable[RequestVerdict]]
 
+CUED = "request check answered other, but the message asks to remember in so many words; tags kept"
 DROPPED = (
     "request check: the message asked to remember nothing, so the reply's memory tags "
     "were dropped ({n}) and the turn was answered again without memory tags in its history"
