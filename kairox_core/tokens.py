@@ -94,8 +94,11 @@ def get_encoding(name: str) -> tiktoken.Encoding:
         return enc
 
 
-def encoding_for_model(model: str) -> str | None:
-    """Map an OpenAI model name to its encoding; None when the model is not OpenAI's."""
+def encoding_for_model(model: str | None) -> str | None:
+    """Map an OpenAI model name to its encoding; None when the model is not OpenAI's
+    (or not named: the provider's own)."""
+    if model is None:
+        return None
     lowered = model.lower().split("/")[-1]
     if lowered.startswith(_O200K_PREFIXES):
         return "o200k_base"

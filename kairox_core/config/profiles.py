@@ -12,7 +12,10 @@ from kairox_core.config.base import Strict
 class ProfileConfig(Strict):
     """``[profiles.<name>]``: one model and its window."""
 
-    model: str = "smollm2-135m-instruct"
+    # None: the provider's own model (with no provider configured, kairox-llamacpp's
+    # default local model); it was "smollm2-135m-instruct" before that stopped being
+    # the default, and `kairox config show` and /v1/models then named a model not in use
+    model: str | None = None
     provider: str | None = None  # a [providers.<name>] id; None = the default provider
     context_window: int = Field(8192, gt=0)
     reserve: int = Field(1024, ge=0)  # tokens kept free for the response
