@@ -97,3 +97,37 @@ async def test_the_memory_view_lists_and_decides_pending_proposals(
     assert resumed.kx.memories.get("user", "seat") is not None
     assert resumed.kx.memories.get("user", "tea") is None
     await resumed.close()
+
+
+def drawn_rows(app: ChatApp, table: DataTable[object]) -> int:
+    """How many of the table's rows are on screen: inside its parent and not covered by
+    the next widget (trial s6: the pending pane was one line high, its rows hidden)."""
+    visible = table.region.intersection(table.parent.region)  # type: ignore[union-attr]
+    below = [w.region.y for w in app.screen.query(DataTable) if w.region.y > table.region.y]
+    bottom = min([visible.bottom, *below])
+    return max(0, bottom - visible.y - 1)  # less the header line
+
+
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
+async def test_the_memories_tab_draws_the_pending_and_the_approved_rows(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    resumed = engine_for(tmp_path, ["x"], session_id=await two_proposals(tmp_path))
+    app = ChatApp(resumed)
+    async with app.run_test(size=(180, 55)) as pilot:
+        await pilot.press("ctrl+y")
+        await app.workers.wait_for_complete()
+        app.screen.query_one(TabbedContent).active = "memories"
+        await pilot.pause()
+        pending = app.screen.query_one("#pending-table", DataTable)
+        memories = app.screen.query_one("#memory-table", DataTable)
+        assert (pending.row_count, memories.row_count) == (2, 0)
+        assert drawn_rows(app, pending) == 2
+        pending.focus()
+        await pilot.press("a")  # approves seat
+        await pilot.pause()
+        assert (pending.row_count, memories.row_count) == (1, 1)
+        assert drawn_rows(app, pending) == 1
+        assert drawn_rows(app, memories) >= 1
+        assert memories.region.y > pending.region.y
+    await resumed.close()

@@ -541,3 +541,51 @@ def test_a_first_visit_starts_its_own_session(browser: Any, serve: Server) -> No
         assert theirs in options  # still there to pick
     finally:
         context.close()
+
+
+DECIDED_REPLIES = [
+    'Noted. <memory scope="user" key="editor">prefers helix</memory>',
+    'Noted. <memory scope="user" key="shell">uses fish</memory>',
+    'Noted. <memory scope="user" key="os">runs Debian</memory>',
+]
+
+
+@pytest.mark.parametrize("replies", [DECIDED_REPLIES])
+def test_a_decided_card_reads_the_same_after_a_reload(page: Any, serve: Server) -> None:
+    """Trial s6: approved in the chat the card said "Remembered: user:vegetarian"; after a
+    reload "Remember this? user:vegetarian ... Saved to memory." (another title)."""
+    missing: list[str] = []
+    page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
+    cards = page.locator(".card[data-proposal]")
+    send(page, "I use helix")
+    cards.nth(0).locator("button.approve").click()
+    send(page, "and fish")
+    cards.nth(1).locator("button.edit").click()
+    cards.nth(1).locator("select.card-scope").select_option("workspace")
+    cards.nth(1).locator("input.card-key").fill("team-shell")
+    cards.nth(1).locator("button.approve").click()
+    send(page, "on Debian")
+    cards.nth(2).locator("button.reject").click()
+    expect(page.locator(".card.decided[data-proposal]")).to_have_count(3)
+    live = [
+        (c.locator(".card-title").inner_text(), c.inner_text(), c.locator("textarea").input_value())
+        for c in cards.all()
+    ]
+    assert [title for title, _, _ in live] == [
+        "Remembered: user:editor",
+        "Remembered: workspace:team-shell",
+        "Remember this? user:os",
+    ]
+    page.reload()
+    page.wait_for_selector("#send:enabled")
+    expect(page.locator(".card.decided[data-proposal]")).to_have_count(3)
+    reloaded = [
+        (c.locator(".card-title").inner_text(), c.inner_text(), c.locator("textarea").input_value())
+        for c in cards.all()
+    ]
+    assert reloaded == live
+    assert page.locator(".card button").count() == 0
+    assert missing == []
+    # the page names its icon (a browser asked /favicon.ico, a 404, on every load)
+    icon = page.request.get(serve.url + page.locator("link[rel=icon]").get_attribute("href"))
+    assert (icon.status, icon.headers["content-type"]) == (200, "image/svg+xml")

@@ -42,6 +42,13 @@ SCOPES = ("user", "workspace", "session")
 
 
 class MemoryView(Screen[None]):
+    # The tabs fill the screen, so a long memory table scrolls inside itself below the
+    # pending pane. With Textual's auto heights a percentage of the tab pane is circular:
+    # a pending pane capped at 50% was drawn one line high, its rows hidden (trial s6).
+    DEFAULT_CSS = """
+    MemoryView TabbedContent, MemoryView ContentSwitcher, MemoryView TabPane { height: 1fr; }
+    MemoryView #memory-table { height: 1fr; }
+    """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss", "Back to chat"),
         Binding("c", "compact", "Compact now"),

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 class PendingPane(Vertical):
     DEFAULT_CSS = """
-    PendingPane { height: auto; max-height: 50%; }
+    PendingPane { height: auto; }
     PendingPane DataTable { height: auto; max-height: 12; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [

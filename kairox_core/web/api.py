@@ -17,7 +17,12 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
 from kairox_core.errors import KairoxUserError
-from kairox_core.events import AssistantMessageCompleted, ToolInvocationCompleted, UserMessageAdded
+from kairox_core.events import (
+    AssistantMessageCompleted,
+    MemoryAccepted,
+    ToolInvocationCompleted,
+    UserMessageAdded,
+)
 from kairox_core.facade import Kairox
 from kairox_core.inputs import MAX_INT64
 from kairox_core.longterm.service import MAX_SEARCH_K
@@ -606,4 +611,17 @@ async def pack_activate(request: Request, name: str, spec: Activate) -> dict[str
 async def session_proposals(request: Request, session_id: str) -> list[dict[str, Any]]:
     kx = kx_of(request)
     kx.get_session(session_id)
-    return [proposal_json(p) for p in kx.approvals.proposals(session_id=session_id)]
+    # an accepted card says where the memory went: an edit may have changed its scope and
+    # key, which the proposal keeps as proposed (the live card reads the accept's answer)
+    stored = {
+        e.proposal_id: {"scope": e.scope, "key": e.key}
+        for e in kx.events(session_id, types=["MemoryAccepted"])
+        if isinstance(e, MemoryAccepted) and e.proposal_id
+    }
+    out = []
+    for proposal in kx.approvals.proposals(session_id=session_id):
+        item = proposal_json(proposal)
+        if proposal.status == "accepted" and proposal.id in stored:
+            item["accepted"] = stored[proposal.id]
+        out.append(item)
+    return out

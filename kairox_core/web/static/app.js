@@ -115,7 +115,7 @@ function traceView(trace) {
 function proposalCard(p) {
   const body = el("textarea", { class: "card-body", rows: 2, readonly: true });
   body.value = p.body;
-  const result = el("span", { class: "note" });
+  const result = el("span", { class: "note verdict" });
   const buttons = el("div", { class: "buttons" });
   // Edit also opens the scope and key: a personal fact filed under workspace is fixed here
   const scope = el("select", { class: "card-scope", "aria-label": "scope" },
@@ -125,21 +125,16 @@ function proposalCard(p) {
   const fields = el("div", { class: "card-fields", hidden: true }, "scope ", scope, " key ", key);
   const decide = async (action) => {
     try {
-      if (action === "reject") await api("POST", `/api/approvals/${encodeURIComponent(p.id)}/reject`, {});
-      else {
+      if (action === "reject") {
+        await api("POST", `/api/approvals/${encodeURIComponent(p.id)}/reject`, {});
+        settleCard(card, "rejected");
+      } else {
         const edited = body.value !== p.body ? body.value : null;
         const decision = { body: edited };
         if (scope.value !== p.scope) decision.scope = scope.value;
         if (key.value.trim() !== (p.key || "")) decision.key = key.value.trim();
-        const stored = await api("POST", `/api/approvals/${encodeURIComponent(p.id)}/accept`, decision);
-        title.textContent = `Remembered: ${stored.scope}${stored.key ? ":" + stored.key : ""}`;
-        scope.disabled = true;
-        key.readOnly = true;
+        settleCard(card, "accepted", await api("POST", `/api/approvals/${encodeURIComponent(p.id)}/accept`, decision));
       }
-      result.textContent = action === "reject" ? "Rejected." : "Saved to memory.";
-      card.classList.add("decided");
-      buttons.remove();
-      body.readOnly = true;
     } catch (e) { /* shown in the status line */ }
   };
   buttons.append(
@@ -158,14 +153,30 @@ function scopeChecked(p) {
   return el("div", { class: "note scope-check" }, `the model wrote ${p.model_scope}; the scope check chose ${p.scope}`);
 }
 
-// A card already decided (shown on reload): what was proposed and what became of it.
+// A decided card reads the same live and after a reload: accepted, "Remembered:" with the
+// scope and key it was stored under (an edit may change both) and "Saved to memory.";
+// rejected, its own title and "Rejected.". The buttons go, the fields lock and close.
+function settleCard(card, status, stored) {
+  if (status === "accepted") {
+    card.querySelector(".card-title").textContent =
+      `Remembered: ${stored.scope}${stored.key ? ":" + stored.key : ""}`;
+  }
+  card.querySelector(".verdict").textContent =
+    status === "accepted" ? "Saved to memory." : status === "rejected" ? "Rejected." : status;
+  card.classList.add("decided");
+  card.querySelector(".buttons")?.remove();
+  card.querySelector(".card-body").readOnly = true;
+  card.querySelector(".card-scope").disabled = true;
+  card.querySelector(".card-key").readOnly = true;
+  card.querySelector(".card-fields").hidden = true;
+}
+
+// A card already decided (shown on reload): the live card, settled as it was then
+// (`accepted`: the scope and key the memory was stored under, from its MemoryAccepted).
 function decidedCard(p) {
-  const body = el("textarea", { class: "card-body", rows: 2, readonly: true });
-  body.value = p.final_body || p.body;
-  const verdict = p.status === "accepted" ? "Saved to memory." : p.status === "rejected" ? "Rejected." : p.status;
-  return el("div", { class: "card decided", "data-proposal": p.id },
-    el("div", { class: "card-title" }, `Remember this? ${p.scope}${p.key ? ":" + p.key : ""}`),
-    scopeChecked(p), body, el("span", { class: "note" }, verdict));
+  const card = proposalCard({ ...p, body: p.final_body || p.body });
+  settleCard(card, p.status, p.accepted || p);
+  return card;
 }
 
 // Bumped by every send(): a chat reload that was in flight when a turn began would
