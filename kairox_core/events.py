@@ -208,6 +208,17 @@ class AssistantMessageCompleted(Event):
 
 @register_event
 @dataclass(frozen=True, kw_only=True)
+class ReplyFlagged(Event):
+    """A warning the person was shown under a reply, kept so that a reload, a resumed
+    session or ``kairox events`` says it again: ``note`` is "Nothing was saved: ..."
+    when the reply claims to have noted something and the turn kept nothing."""
+
+    turn_id: str
+    note: str
+
+
+@register_event
+@dataclass(frozen=True, kw_only=True)
 class ToolInvocationCompleted(Event):
     turn_id: str
     tool_call_id: str

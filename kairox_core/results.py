@@ -95,6 +95,8 @@ class TurnResult:
     # never proposed; ``dropped_because`` says why ("" when none were dropped)
     dropped: list[MemoryMarker] = field(default_factory=list)
     dropped_because: str = ""
+    # the warning recorded under the reply (a ``ReplyFlagged`` event): "" for none
+    flagged: str = ""
 
     @property
     def pending(self) -> list[Proposal]:

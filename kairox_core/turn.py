@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kairox_core.context.assembler import AssembledContext
@@ -25,6 +25,7 @@ from kairox_core.events import (
     Event,
     MemoryProposed,
     ModelTokenDelta,
+    ReplyFlagged,
     ToolInvocationCompleted,
 )
 from kairox_core.inputs import clean_text
@@ -51,6 +52,11 @@ if TYPE_CHECKING:
 # stream costs a few inserts, not one per token.
 DELTA_BATCH_CHARS = 4096
 DELTA_BATCH_COUNT = 256
+
+
+# What decides a recorded reply's warning (``Turn.complete``'s ``flag``): from the
+# reply's visible text, the markers it proposes and the proposals they raised.
+ReplyFlag = Callable[[str, Sequence[MemoryMarker], Sequence[Proposal]], str]
 
 
 class TurnOwner(Protocol):
@@ -285,6 +291,7 @@ class Turn:
         drop_markers: str | None = None,
         replace_markers: Sequence[MemoryMarker] = (),
         replaced_because: str = "",
+        flag: ReplyFlag | None = None,
     ) -> TurnResult:
         """Record the reply and route its memory markers; then the turn-end hooks.
 
@@ -297,7 +304,10 @@ class Turn:
         recorded on the reply's event (``dropped_tags``) and in ``TurnResult.dropped``.
         ``replace_markers``: markers proposed (and read back) instead of the reply's
         (``kairox_core.memory.restate``); the reply's are recorded as dropped, with
-        ``replaced_because``."""
+        ``replaced_because``. ``flag``: the warning to record under the reply (a
+        ``ReplyFlagged`` event in the same write as the reply, in
+        ``TurnResult.flagged``), given its text, its markers and the proposals they
+        raised; "" for none."""
         self._check_open()
         session = self.session
         services = session.services
@@ -347,6 +357,11 @@ class Turn:
                     untrusted = [e.result for e in self._tool_events]
                     untrusted += [h.text for h in (*self.hits, *recalled)]
                     proposals, memory_events = self._route(markers, untrusted, verdicts)
+                note = flag(visible, markers, proposals) if flag is not None else ""
+                if note:
+                    services.events.append(
+                        ReplyFlagged(session_id=session.id, turn_id=self.turn_id, note=note)
+                    )
             result = TurnResult(
                 turn_id=self.turn_id,
                 text=visible,
@@ -360,6 +375,7 @@ class Turn:
                 scope_checks=verdicts,
                 dropped=dropped,
                 dropped_because=because,
+                flagged=note,
             )
             self._done = True
             await session._after_turn(result)

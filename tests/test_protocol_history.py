@@ -15,7 +15,7 @@ from kairox_core.chat.plain import PlainChat
 from kairox_core.chat.widgets import ChatMessage
 from kairox_core.config import parse_config
 from kairox_core.context.rendering import assistant_message
-from kairox_core.events import AssistantMessageCompleted, MemoryProposed
+from kairox_core.events import AssistantMessageCompleted, MemoryProposed, ReplyFlagged
 from kairox_core.providers.scripted import ScriptedProvider
 from kairox_core.session import model_view
 
@@ -125,6 +125,48 @@ async def test_plain_mode_says_nothing_was_saved(tmp_path: Path, kairox_home: Pa
     assert out.getvalue().splitlines() == ["Noted.", "Noted.", "Paris."]
     assert err.getvalue().count("Nothing was saved") == 1
     await engine.close()
+
+
+async def test_the_warning_is_recorded_with_the_reply(tmp_path: Path, kairox_home: Path) -> None:
+    """ "Nothing was saved" is kept in the audit trail, right after the reply it warns
+    about, so a reload or a resumed session says it again; a reply that claims nothing,
+    or whose tag was proposed, records no warning."""
+    engine = engine_for(tmp_path, ["Noted.", MARKED, "Paris."])
+    for prompt in ("I am allergic to nuts", "I like window seats", "capital of France?"):
+        await engine.run_turn(prompt, lambda _: None)
+    history = engine.history()
+    (flag,) = [e for e in history if isinstance(e, ReplyFlagged)]
+    first_reply = replies_of(engine)[0]
+    assert flag.note == UNSAVED and flag.turn_id == first_reply.turn_id
+    assert flag.seq == (first_reply.seq or 0) + 1  # written with the reply, not later
+    await engine.close()
+
+
+@pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
+async def test_a_resumed_tui_says_nothing_was_saved_again(
+    tmp_path: Path, kairox_home: Path
+) -> None:
+    engine = engine_for(tmp_path, ["I'll remember that.", "Paris."])
+    await engine.run_turn("I am allergic to nuts", lambda _: None)
+    session_id = engine.session_id
+    await engine.close()
+    config = parse_config({"profiles": {"default": {"context_window": 4096, "reserve": 512}}})
+    resumed = ChatEngine.open(
+        config, tmp_path / "k.db", session_id=session_id, provider=ScriptedProvider(["Paris."])
+    )
+    app = ChatApp(resumed)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        said = [(m.role, m.text) for m in app.query(ChatMessage)]
+        errors = [text for role, text in said if role == "error"]
+        assert errors == [UNSAVED]
+        roles = [role for role, _ in said if role in ("user", "assistant", "error")]
+        assert roles == ["user", "assistant", "error"]  # under the reply it warns about
+        # a redraw (after a compaction, say) keeps it too
+        await app.redraw_chat()
+        await pilot.pause()
+        assert [m.text for m in app.query(ChatMessage) if m.role == "error"] == [UNSAVED]
+    await resumed.close()
 
 
 async def test_a_tag_that_only_repeats_a_kept_memory_is_flagged(

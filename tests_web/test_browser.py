@@ -503,6 +503,18 @@ def test_a_claimed_note_without_a_tag_is_flagged(page: Any, serve: Server) -> No
     assert page.locator(".unsaved").count() == 0
     answer = send(page, "I am allergic to nuts")  # "Noted, answering from memory." and no tag
     expect(answer.locator(".unsaved")).to_contain_text("Nothing was saved")
+    # recorded with the reply: the messages API and a reload say it again, under it
+    sid = page.evaluate("sessionStorage.getItem('kairox.session')")
+    messages = serve.api("GET", f"/api/sessions/{sid}/messages")
+    flagged = [m for m in messages if m.get("unsaved")]
+    assert [m["type"] for m in flagged] == ["AssistantMessageCompleted"]
+    assert flagged[0]["unsaved"].startswith("Nothing was saved")
+    page.reload()
+    page.wait_for_selector("#send:enabled")
+    answers = page.locator("#messages .msg.assistant")
+    expect(answers).to_have_count(2)
+    expect(answers.nth(0).locator(".unsaved")).to_have_count(0)
+    expect(answers.nth(1).locator(".unsaved")).to_contain_text("Nothing was saved")
 
 
 def test_reload_keeps_traces_decided_cards_and_this_tabs_session(page: Any, serve: Server) -> None:

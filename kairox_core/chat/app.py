@@ -38,6 +38,7 @@ from kairox_core.events import (
     AssistantMessageCompleted,
     ContextCompactionCompleted,
     MemoryProposed,
+    ReplyFlagged,
     ToolInvocationCompleted,
     UserMessageAdded,
 )
@@ -172,7 +173,7 @@ class ChatApp(App[str]):
             covering = next(
                 (s for s in summaries if s.item.first_seq <= seq <= s.item.last_seq), None
             )
-            if covering is not None and isinstance(event, CONVERSATION):
+            if covering is not None and isinstance(event, (*CONVERSATION, ReplyFlagged)):
                 if covering.item.seq not in drawn:
                     drawn.add(covering.item.seq)
                     expanded = covering.item.seq in self._open_summaries
@@ -187,6 +188,8 @@ class ChatApp(App[str]):
                 self.note(event.text, "assistant")
             elif isinstance(event, ToolInvocationCompleted):
                 self.note(f"tool {event.tool_name} → {event.result[:200]}", "note")
+            elif isinstance(event, ReplyFlagged):
+                self.note(event.note, "error")  # "Nothing was saved", as said at the time
             elif isinstance(event, MemoryProposed) and event.proposal_id in pending:
                 self.chat.mount(MemoryCard(event))  # still undecided: decide it here
             if seq in interrupted:

@@ -194,6 +194,24 @@ def unsaved_claim(
     return ""
 
 
+def unsaved_note(
+    outcome: TurnOutcome,
+    text: str,
+    markers: Sequence[MemoryMarker],
+    proposals: Sequence[object],
+) -> str:
+    """The "Nothing was saved" warning for a reply about to be recorded ("" for none):
+    ``unsaved_claim``, or ``MISSED`` when the message asked to remember and no tag came
+    of it, naming the step that left a written tag out (the request check, a copy)."""
+    note = unsaved_claim(text, markers, proposals)
+    asked = outcome.request_check is not None and outcome.request_check.asked
+    if asked and not markers and not note:
+        return MISSED  # asked to remember, and no tag even restated
+    if note == UNSAVED and (outcome.copied or outcome.answered_again):
+        return UNSAVED_COPIED if outcome.copied else UNSAVED_DROPPED
+    return note
+
+
 class Toolbox(Protocol):
     """What offers tools to the model (``McpToolbox``: the profile's MCP servers)."""
 
@@ -393,6 +411,9 @@ class ChatEngine:
                 drop_markers=drop,
                 replace_markers=restated,
                 replaced_because=because,
+                flag=lambda text, markers, proposals: unsaved_note(
+                    outcome, text, markers, proposals
+                ),
             )
         outcome.text = result.text
         outcome.invalid = list(result.invalid)
@@ -400,13 +421,7 @@ class ChatEngine:
         outcome.dropped = list(result.dropped)
         collect_turn_result(result, outcome)
         outcome.acknowledgement = acknowledgement(outcome)
-        outcome.unsaved = unsaved_claim(result.text, result.markers, result.proposals)
-        asked = outcome.request_check is not None and outcome.request_check.asked
-        if asked and not result.markers and not outcome.unsaved:
-            outcome.unsaved = MISSED  # asked to remember, and no tag even restated
-        if outcome.unsaved == UNSAVED and (outcome.copied or outcome.answered_again):
-            # the model did write a tag: say which step left it out
-            outcome.unsaved = UNSAVED_COPIED if outcome.copied else UNSAVED_DROPPED
+        outcome.unsaved = result.flagged  # recorded: a reload or a resume says it again
         if outcome.acknowledgement:
             on_text(outcome.acknowledgement)
         return outcome

@@ -20,6 +20,7 @@ from kairox_core.errors import KairoxUserError
 from kairox_core.events import (
     AssistantMessageCompleted,
     MemoryAccepted,
+    ReplyFlagged,
     ToolInvocationCompleted,
     UserMessageAdded,
 )
@@ -169,7 +170,10 @@ async def session_events(
 
 @router.get(
     "/sessions/{session_id}/messages",
-    summary="The conversation, as people see it (`interrupted` on a turn with no reply)",
+    summary=(
+        "The conversation, as people see it (`interrupted` on a turn with no reply, "
+        "`unsaved` on a reply that claimed to note something and saved nothing)"
+    ),
 )
 async def session_messages(request: Request, session_id: str) -> list[dict[str, Any]]:
     kx = kx_of(request)
@@ -185,6 +189,11 @@ async def session_messages(request: Request, session_id: str) -> list[dict[str, 
             last_of[turn_id] = item
     for item in last_of.values():
         item["interrupted"] = INTERRUPTED_NOTE
+    # the warning shown under a reply when it was given, said again under it
+    flags = {e.turn_id: e.note for e in events if isinstance(e, ReplyFlagged)}
+    for item in out:
+        if item["type"] == "AssistantMessageCompleted" and item["payload"]["turn_id"] in flags:
+            item["unsaved"] = flags[item["payload"]["turn_id"]]
     return out
 
 

@@ -214,6 +214,8 @@ async function loadChat() {
       answer.node.dataset.seq = e.seq;
       const trace = keptTrace(e.payload.turn_id);
       if (trace) answer.node.append(traceView(trace));
+      // "Nothing was saved": the warning given with the reply, recorded with it
+      if (e.unsaved) answer.node.append(el("div", { class: "error unsaved" }, e.unsaved));
       for (const p of byTurn.get(e.payload.turn_id) || []) {
         $("#messages").append(p.status === "pending" ? proposalCard(p) : decidedCard(p));
         shown.add(p.id);
