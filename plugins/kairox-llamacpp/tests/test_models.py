@@ -93,9 +93,9 @@ def test_a_corrupted_part_is_refused_and_nothing_is_left(
 def test_a_multi_part_model_is_assembled_once_into_the_cache(
     smallest: LocalModel, models_dir: Path
 ) -> None:
-    """Two installed files as the parts of one model: the real discovery and assembly."""
+    """The installed parts twice over as the parts of one model: the real discovery and
+    assembly (whether the smallest installed model ships in one part or several)."""
     source = models.model_file(smallest)
-    part = smallest.parts[0]
     doubled = LocalModel(
         "doubled",
         "doubled-test.gguf",
@@ -103,7 +103,7 @@ def test_a_multi_part_model_is_assembled_once_into_the_cache(
         smallest.size * 2,
         "Apache-2.0",
         "test",
-        (part, part),
+        (*smallest.parts, *smallest.parts),
     )
     assert models.assembled_path(doubled) is None
     path = models.model_file(doubled)
