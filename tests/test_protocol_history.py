@@ -143,11 +143,13 @@ async def test_the_warning_is_recorded_with_the_reply(tmp_path: Path, kairox_hom
 
 
 @pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
-async def test_a_resumed_tui_says_nothing_was_saved_again(
+async def test_a_resumed_tui_says_again_what_was_and_was_not_saved(
     tmp_path: Path, kairox_home: Path
 ) -> None:
-    engine = engine_for(tmp_path, ["I'll remember that.", "Paris."])
+    trip = 'Noted. <memory scope="session" key="trip">Flying to Oslo</memory>'
+    engine = engine_for(tmp_path, ["I'll remember that.", trip])
     await engine.run_turn("I am allergic to nuts", lambda _: None)
+    await engine.run_turn("I fly to Oslo this trip", lambda _: None)
     session_id = engine.session_id
     await engine.close()
     config = parse_config({"profiles": {"default": {"context_window": 4096, "reserve": 512}}})
@@ -161,7 +163,13 @@ async def test_a_resumed_tui_says_nothing_was_saved_again(
         errors = [text for role, text in said if role == "error"]
         assert errors == [UNSAVED]
         roles = [role for role, _ in said if role in ("user", "assistant", "error")]
-        assert roles == ["user", "assistant", "error"]  # under the reply it warns about
+        assert roles == ["user", "assistant", "error", "user", "assistant"]  # under its reply
+        # the session memory noted at once: said under its reply, as at the time
+        assert said[-3:] == [
+            ("assistant", "Noted."),
+            ("note", "session memory noted [trip]: Flying to Oslo"),
+            ("note", "resumed: 2 earlier prompts above"),
+        ]
         # a redraw (after a compaction, say) keeps it too
         await app.redraw_chat()
         await pilot.pause()

@@ -517,6 +517,21 @@ def test_a_claimed_note_without_a_tag_is_flagged(page: Any, serve: Server) -> No
     expect(answers.nth(1).locator(".unsaved")).to_contain_text("Nothing was saved")
 
 
+@pytest.mark.parametrize(
+    "replies", [['Noted. <memory scope="session" key="trip">Flying to Oslo</memory>']]
+)
+def test_a_session_memory_noted_at_once_is_said_again_after_a_reload(
+    page: Any, serve: Server
+) -> None:
+    noted = "noted for this session: trip Flying to Oslo"
+    expect(send(page, "I fly to Oslo this trip").locator(".note")).to_have_text(noted)
+    page.reload()
+    page.wait_for_selector("#send:enabled")
+    answer = page.locator("#messages .msg.assistant")
+    expect(answer).to_have_count(1)
+    expect(answer.locator(".note")).to_have_text(noted)
+
+
 def test_reload_keeps_traces_decided_cards_and_this_tabs_session(page: Any, serve: Server) -> None:
     send(page, "I use helix")
     mine = page.evaluate("sessionStorage.getItem('kairox.session')")

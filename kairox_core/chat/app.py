@@ -37,6 +37,7 @@ from kairox_core.errors import KairoxError
 from kairox_core.events import (
     AssistantMessageCompleted,
     ContextCompactionCompleted,
+    MemoryAccepted,
     MemoryProposed,
     ReplyFlagged,
     ToolInvocationCompleted,
@@ -47,6 +48,8 @@ from kairox_core.toolloop import ToolStep
 from kairox_core.turn_status import INTERRUPTED_NOTE, interrupted_turns
 
 CONVERSATION = (UserMessageAdded, AssistantMessageCompleted, ToolInvocationCompleted)
+# what a [Summary] card stands for: the messages and the notes under the replies
+SAID = (*CONVERSATION, ReplyFlagged, MemoryAccepted)
 
 KEYS_HELP = """\
 Keys:
@@ -173,7 +176,7 @@ class ChatApp(App[str]):
             covering = next(
                 (s for s in summaries if s.item.first_seq <= seq <= s.item.last_seq), None
             )
-            if covering is not None and isinstance(event, (*CONVERSATION, ReplyFlagged)):
+            if covering is not None and isinstance(event, SAID):
                 if covering.item.seq not in drawn:
                     drawn.add(covering.item.seq)
                     expanded = covering.item.seq in self._open_summaries
@@ -190,6 +193,8 @@ class ChatApp(App[str]):
                 self.note(f"tool {event.tool_name} → {event.result[:200]}", "note")
             elif isinstance(event, ReplyFlagged):
                 self.note(event.note, "error")  # "Nothing was saved", as said at the time
+            elif isinstance(event, MemoryAccepted) and event.scope == "session":
+                self.note(f"session memory noted [{event.key or '-'}]: {event.body}")
             elif isinstance(event, MemoryProposed) and event.proposal_id in pending:
                 self.chat.mount(MemoryCard(event))  # still undecided: decide it here
             if seq in interrupted:

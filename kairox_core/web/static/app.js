@@ -200,6 +200,11 @@ async function loadChat() {
   for (const p of proposed.filter((p) => (p.scope !== "session" || p.tainted) && p.status !== "superseded")) {
     byTurn.set(p.turn_id, [...(byTurn.get(p.turn_id) || []), p]);
   }
+  // a session memory noted at once: said under its reply, as when it was noted
+  const notedBy = new Map();
+  for (const p of proposed.filter((p) => p.scope === "session" && !p.tainted && p.status === "accepted")) {
+    notedBy.set(p.turn_id, [...(notedBy.get(p.turn_id) || []), p]);
+  }
   const shown = new Set();
   const drawn = new Set();
   for (const e of events) {
@@ -216,6 +221,9 @@ async function loadChat() {
       if (trace) answer.node.append(traceView(trace));
       // "Nothing was saved": the warning given with the reply, recorded with it
       if (e.unsaved) answer.node.append(el("div", { class: "error unsaved" }, e.unsaved));
+      for (const p of notedBy.get(e.payload.turn_id) || []) {
+        answer.node.append(el("div", { class: "note" }, `noted for this session: ${p.key || ""} ${p.final_body || p.body}`));
+      }
       for (const p of byTurn.get(e.payload.turn_id) || []) {
         $("#messages").append(p.status === "pending" ? proposalCard(p) : decidedCard(p));
         shown.add(p.id);
