@@ -20,7 +20,9 @@ Scored with the project's own parser (the events the turn raised):
 - untagged: a remember turn raised no memory at all (the person was told something
   was kept, or nothing); ``unflagged`` of them got no "Nothing was saved" flag;
 - false tags: memories raised on turns that asked for none (plain and recall turns);
-- recall: the visible answer holds the fact, in the conversation and after resuming.
+- recall: the visible answer holds the fact, in the conversation and after resuming;
+- noted: turns that asked for nothing (plain and recall) answered with a claim to have
+  kept something ("Noted."): the question went unanswered.
 
 Nothing here needs a model: ``converse`` takes any provider (the tests script one),
 ``score`` takes the recorded turns.
@@ -33,6 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from kairox_core.chat.engine import claims_kept
 
 Kind = Literal["remember", "plain", "recall", "resumed"]
 
@@ -290,6 +294,7 @@ def score(records: Sequence[TurnRecord], conv: Conversation = BENCHMARK) -> dict
         "false_tags_plain": sum(len(r.tags) for r in asked_nothing if r.kind == "plain"),
         "invalid_tags": sum(r.invalid for r in records),
         "false_flags": sum(r.flagged for r in records if r.kind != "remember" or r.tags),
+        "noted": sum(claims_kept(r.text) for r in asked_nothing),
         "recall_ok": sum(answered(r, conv) for r in recall),
         "recall_asked": len(recall),
         "resumed_ok": sum(answered(r, conv) for r in resumed),

@@ -587,7 +587,7 @@ def converse_all(
     print(
         f"{'set':9} {'model':30} {'history tags':>12} {'decided':>7} {'person':>7} "
         f"{'check':>5} {'req':>4} {'rst':>3} {'right':>6} {'as written':>10} {'moved':>5} "
-        f"{'untagged':>8} {'unflagged':>9} {'false':>5} {'dropped':>7} {'again':>5} "
+        f"{'untagged':>8} {'unflagged':>9} {'false':>5} {'noted':>5} {'dropped':>7} {'again':>5} "
         f"{'recall':>6} {'resumed':>7} {'s':>5} {'load':>9}"
     )
     for r in results:
@@ -600,7 +600,8 @@ def converse_all(
             f"{'on' if r.get('restate_tags') else 'off':>3} "
             f"{r['tags_ok']:>3}/{r['tags_asked']:<2} {r['written_ok']:>7}/{r['tags_asked']:<2} "
             f"{r['moved']:>5} {r['untagged']:>8} {r['unflagged']:>9} "
-            f"{r['false_tags']:>5} {r['dropped']:>7} {r['answered_again']:>5} "
+            f"{r['false_tags']:>5} {r.get('noted', '-'):>5} {r['dropped']:>7} "
+            f"{r['answered_again']:>5} "
             f"{r['recall_ok']:>3}/{r['recall_asked']:<2} "
             f"{r['resumed_ok']:>4}/{r['resumed_asked']:<2} {r['seconds']:>5} {load:>9}"
         )

@@ -65,14 +65,16 @@ def test_score_counts_each_kind_of_failure_apart() -> None:
         Record("plain", 1, "", "Red.", [], flagged=True),  # a flag where none was due
         Record("recall", 0, "", "Your dog is Biscuit.", [("user", "dog", "Biscuit")]),
         Record("recall", 1, "", "I don't know.", []),
+        Record("recall", 2, "", "Noted.", []),  # a question answered "Noted."
         Record("resumed", 0, "", "BISCUIT", []),
         Record("resumed", 1, "", "Lisbon", []),
     ]
     s = conv.score(records)
+    assert s["noted"] == 1  # "Noted." on a remember turn is not counted
     assert (s["tags_ok"], s["tags_asked"], s["wrong_scope"]) == (1, 4, 1)
     assert (s["untagged"], s["unflagged"]) == (2, 1)
     assert (s["false_tags"], s["false_tags_plain"], s["false_flags"]) == (2, 1, 1)
-    assert (s["recall_ok"], s["recall_asked"]) == (1, 2)
+    assert (s["recall_ok"], s["recall_asked"]) == (1, 3)
     assert (s["resumed_ok"], s["resumed_asked"]) == (1, 2)
 
 
@@ -107,6 +109,7 @@ def test_score_bounds_hold_for_any_turns(records: list[Any]) -> None:
     assert s["recall_ok"] <= s["recall_asked"] and s["resumed_ok"] <= s["resumed_asked"]
     assert s["false_tags_plain"] <= s["false_tags"]
     assert s["false_tags"] == sum(len(r.tags) for r in records if r.kind != "remember")
+    assert 0 <= s["noted"] <= sum(r.kind != "remember" for r in records)
 
 
 # --- the conversation, through the chat engine, with a scripted model ------------------

@@ -177,6 +177,11 @@ UNCHANGED = (
 )
 
 
+def claims_kept(text: str) -> bool:
+    """Whether ``text`` says it kept something ("Noted.", "I'll remember that", ...)."""
+    return _CLAIM.search(text) is not None
+
+
 def unsaved_claim(
     text: str, markers: Sequence[object], proposals: Sequence[object] | None = None
 ) -> str:
@@ -184,7 +189,7 @@ def unsaved_claim(
     saved nothing: it wrote no memory tag at all, or (``proposals``: what its tags
     raised) only tags repeating a memory already kept, which may be another fact than
     the one asked for (issue 28: "Noted." over a repeat of the previous tag)."""
-    if not _CLAIM.search(text):
+    if not claims_kept(text):
         return ""
     if not markers:
         return UNSAVED
