@@ -179,6 +179,18 @@ function decidedCard(p) {
   return card;
 }
 
+// proposals grouped by the turn that raised them
+function byTurnOf(proposals) {
+  const groups = new Map();
+  for (const p of proposals) groups.set(p.turn_id, [...(groups.get(p.turn_id) || []), p]);
+  return groups;
+}
+
+// the line under a reply whose session memory was kept at once, live and after a reload
+function notedNote(key, body) {
+  return el("div", { class: "note" }, `noted for this session: ${key || ""} ${body}`);
+}
+
 // Bumped by every send(): a chat reload that was in flight when a turn began would
 // otherwise replace the turn's streaming bubbles with the older stored messages.
 let turnsStarted = 0;
@@ -196,15 +208,9 @@ async function loadChat() {
   $("#messages").replaceChildren();
   // each reply as it was: its trace (kept in this browser) and its cards, decided or not
   // (a session memory has a card only when it waited: a tainted one)
-  const byTurn = new Map();
-  for (const p of proposed.filter((p) => (p.scope !== "session" || p.tainted) && p.status !== "superseded")) {
-    byTurn.set(p.turn_id, [...(byTurn.get(p.turn_id) || []), p]);
-  }
+  const byTurn = byTurnOf(proposed.filter((p) => (p.scope !== "session" || p.tainted) && p.status !== "superseded"));
   // a session memory noted at once: said under its reply, as when it was noted
-  const notedBy = new Map();
-  for (const p of proposed.filter((p) => p.scope === "session" && !p.tainted && p.status === "accepted")) {
-    notedBy.set(p.turn_id, [...(notedBy.get(p.turn_id) || []), p]);
-  }
+  const notedBy = byTurnOf(proposed.filter((p) => p.scope === "session" && !p.tainted && p.status === "accepted"));
   const shown = new Set();
   const drawn = new Set();
   for (const e of events) {
@@ -222,7 +228,7 @@ async function loadChat() {
       // "Nothing was saved": the warning given with the reply, recorded with it
       if (e.unsaved) answer.node.append(el("div", { class: "error unsaved" }, e.unsaved));
       for (const p of notedBy.get(e.payload.turn_id) || []) {
-        answer.node.append(el("div", { class: "note" }, `noted for this session: ${p.key || ""} ${p.final_body || p.body}`));
+        answer.node.append(notedNote(p.key, p.final_body || p.body));
       }
       for (const p of byTurn.get(e.payload.turn_id) || []) {
         $("#messages").append(p.status === "pending" ? proposalCard(p) : decidedCard(p));
@@ -378,7 +384,7 @@ async function send(prompt) {
       else if (name === "delta") { thinking.remove(); answer.body.textContent += data.text; }
       else if (name === "trace") { trace = data; answer.node.append(traceView(data)); }
       else if (name === "proposal") $("#messages").append(proposalCard(data));
-      else if (name === "accepted") answer.node.append(el("div", { class: "note" }, `noted for this session: ${data.payload.key || ""} ${data.payload.body}`));
+      else if (name === "accepted") answer.node.append(notedNote(data.payload.key, data.payload.body));
       else if (name === "compaction") {
         answer.node.append(el("div", { class: "note" }, `${data.type} ${data.payload.reason || ""}`));
         if (data.type === "ContextCompactionCompleted") compacted = true;
