@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable, TabbedContent
 
 from kairox_core.chat.app import ChatApp
@@ -64,6 +65,15 @@ async def test_a_resumed_session_shows_its_undecided_cards(
     await resumed.close()
 
 
+async def open_memories_tab(app: ChatApp, pilot: Pilot[str]) -> None:
+    """The Memory view (ctrl+y), loaded, on its Memories tab."""
+    await pilot.press("ctrl+y")
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    app.screen.query_one(TabbedContent).active = "memories"
+    await pilot.pause()
+
+
 @pytest.mark.slow  # drives the Textual app (DEVELOPERS.md: test tiers)
 async def test_the_memory_view_lists_and_decides_pending_proposals(
     tmp_path: Path, kairox_home: Path
@@ -71,11 +81,7 @@ async def test_the_memory_view_lists_and_decides_pending_proposals(
     resumed = engine_for(tmp_path, ["x"], session_id=await two_proposals(tmp_path))
     app = ChatApp(resumed)
     async with app.run_test(size=(120, 50)) as pilot:
-        await pilot.press("ctrl+y")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        app.screen.query_one(TabbedContent).active = "memories"
-        await pilot.pause()
+        await open_memories_tab(app, pilot)
         table = app.screen.query_one("#pending-table", DataTable)
         assert [table.get_row_at(i)[1] for i in range(table.row_count)] == ["seat", "tea"]
         assert "Waiting for your decision (2)" in str(
@@ -115,10 +121,7 @@ async def test_the_memories_tab_draws_the_pending_and_the_approved_rows(
     resumed = engine_for(tmp_path, ["x"], session_id=await two_proposals(tmp_path))
     app = ChatApp(resumed)
     async with app.run_test(size=(180, 55)) as pilot:
-        await pilot.press("ctrl+y")
-        await app.workers.wait_for_complete()
-        app.screen.query_one(TabbedContent).active = "memories"
-        await pilot.pause()
+        await open_memories_tab(app, pilot)
         pending = app.screen.query_one("#pending-table", DataTable)
         memories = app.screen.query_one("#memory-table", DataTable)
         assert (pending.row_count, memories.row_count) == (2, 0)

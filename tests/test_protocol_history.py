@@ -152,10 +152,7 @@ async def test_a_resumed_tui_says_again_what_was_and_was_not_saved(
     await engine.run_turn("I fly to Oslo this trip", lambda _: None)
     session_id = engine.session_id
     await engine.close()
-    config = parse_config({"profiles": {"default": {"context_window": 4096, "reserve": 512}}})
-    resumed = ChatEngine.open(
-        config, tmp_path / "k.db", session_id=session_id, provider=ScriptedProvider(["Paris."])
-    )
+    resumed = engine_for(tmp_path, ["Paris."], session_id=session_id)
     app = ChatApp(resumed)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
