@@ -13,7 +13,6 @@ Faults are scripted per request with ``server.script(...)``.
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from collections import deque
@@ -21,6 +20,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from kairox_core.testing.http_server import QuietHTTPServer
 
 Reply = str | Callable[[list[dict[str, Any]]], str]
 
@@ -101,7 +102,7 @@ class FakeOpenAIServer:
 
     def start(self) -> FakeOpenAIServer:
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = _Quiet(("127.0.0.1", 0), handler)
+        self._httpd = QuietHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()
@@ -123,17 +124,6 @@ class FakeOpenAIServer:
         if action.reply is not None:
             return action.reply
         return self.reply(messages) if callable(self.reply) else self.reply
-
-
-class _Quiet(ThreadingHTTPServer):
-    """A client dropping its kept-alive connection (the process ending, a pool closing)
-    is normal, not an error: socketserver would print its traceback to stderr, which
-    the README examples' tests read as something failing quietly (a CI flake)."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if isinstance(sys.exc_info()[1], ConnectionError):  # reset, broken pipe, aborted
-            return
-        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -27,13 +27,14 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import unquote
 
 from botocore.stub import Stubber
 
 from kairox_core.testing.contracts import ContractDoc
+from kairox_core.testing.http_server import QuietHTTPServer
 
 _WORD = re.compile(r"[a-z0-9]+")
 DATA_SOURCE_ID = "DSKAIROX01"
@@ -144,7 +145,7 @@ class FakeBedrockServer:
         self.calls = 0
         self._errors: list[tuple[str, int]] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = QuietHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 

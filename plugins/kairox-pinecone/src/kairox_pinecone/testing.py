@@ -37,6 +37,8 @@ from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from kairox_core.testing.http_server import QuietHTTPServer
+
 Embed = Callable[[str], list[float]]
 SEARCH_PATH = re.compile(r"^/records/namespaces/([^/]+)/(search|upsert)$")
 
@@ -142,7 +144,7 @@ class FakePinecone:
             def do_GET(self) -> None:
                 fake.handle(self)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = QuietHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self.url

@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import grpc
@@ -40,6 +40,8 @@ from weaviate.proto.v1 import (
     search_get_pb2,
     weaviate_pb2_grpc,
 )
+
+from kairox_core.testing.http_server import QuietHTTPServer
 
 VERSION = "1.32.4"
 K1, B = 1.2, 0.75
@@ -189,7 +191,7 @@ class FakeWeaviate:
         self.rest_log: list[tuple[str, str, str | None]] = []  # method, path, authorization
         self.grpc_log: list[tuple[str, dict[str, str], Any]] = []  # method, metadata, request
         self._stopping = threading.Event()
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._http = QuietHTTPServer(("127.0.0.1", 0), _make_handler(self))
         self._http.daemon_threads = True
         self.http_port = self._http.server_address[1]
         self._grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
